@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what workspacefs needs on a Debian machine and prepares .venv.
+# Idempotent: each step checks first, so a second run takes a second or two.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-venv)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+    echo "setup: creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+
+# Reinstall only when the declared dependencies change.
+stamp=.venv/.workspacefs-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    echo "setup: installing workspacefs and its dev tools into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[dev]'
+    echo "$want" >"$stamp"
+fi

@@ -1,0 +1,50 @@
+"""workspacefs: a copy-on-write workspace filesystem for AI agents.
+
+One in-memory tree with O(1) snapshots, reachable through the Python
+``Filesystem`` protocol (and, with ``workspacefs.fuse``, a real mount).
+"""
+
+from ._errors import AlreadyExistsError as AlreadyExistsError
+from ._errors import BackendUnavailableError as BackendUnavailableError
+from ._errors import BusyError as BusyError
+from ._errors import CrossDeviceError as CrossDeviceError
+from ._errors import DirectoryNotEmptyError as DirectoryNotEmptyError
+from ._errors import FsError as FsError
+from ._errors import InvalidArgumentError as InvalidArgumentError
+from ._errors import InvalidContentError as InvalidContentError
+from ._errors import InvalidPathError as InvalidPathError
+from ._errors import IsADirectoryFsError as IsADirectoryFsError
+from ._errors import LimitExceededError as LimitExceededError
+from ._errors import NameTooLongError as NameTooLongError
+from ._errors import NoAttributeError as NoAttributeError
+from ._errors import NotADirectoryFsError as NotADirectoryFsError
+from ._errors import NotFoundError as NotFoundError
+from ._errors import NotPermittedError as NotPermittedError
+from ._errors import PathEscapeError as PathEscapeError
+from ._errors import ReadOnlyError as ReadOnlyError
+from ._errors import SnapshotCreationError as SnapshotCreationError
+from ._errors import SnapshotError as SnapshotError
+from ._errors import SnapshotIncompatibleError as SnapshotIncompatibleError
+from ._errors import SnapshotNotFoundError as SnapshotNotFoundError
+from ._errors import SnapshotRestoreError as SnapshotRestoreError
+from ._errors import TooManyLinksError as TooManyLinksError
+from .fs import FileEntry as FileEntry
+from .fs import FileStat as FileStat
+from .fs import Filesystem as Filesystem
+from .fs import FilesystemDiff as FilesystemDiff
+from .fs import FilesystemSnapshot as FilesystemSnapshot
+from .fs import GlobMatch as GlobMatch
+from .fs import GrepMatch as GrepMatch
+from .fs import HostMount as HostMount
+from .fs import InMemoryFilesystem as InMemoryFilesystem
+from .fs import InMemorySnapshotStore as InMemorySnapshotStore
+from .fs import Limits as Limits
+from .fs import ReadBytesResult as ReadBytesResult
+from .fs import ReadResult as ReadResult
+from .fs import SnapshotableFilesystem as SnapshotableFilesystem
+from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
+from .fs import SnapshotStore as SnapshotStore
+from .fs import WriteMode as WriteMode
+from .fs import WriteResult as WriteResult
+
+__version__ = "0.1.0"

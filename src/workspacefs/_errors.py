@@ -1,0 +1,187 @@
+"""The exception hierarchy shared by every layer.
+
+Every error is an ``OSError`` with ``errno`` and ``filename`` set, and also an
+instance of the builtin a caller would naturally catch (``FileNotFoundError``,
+``PermissionError``, ``ValueError`` for limits, ...). The FUSE layer turns any
+of them into ``FUSEError(exc.errno)``; tool handlers catch the builtins.
+
+This module imports only the standard library, so the pure tree may use it.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+
+
+class FsError(OSError):
+    """Base class of every workspacefs filesystem error."""
+
+    default_errno = _errno.EIO
+
+    def __init__(self, message: str, path: str | None = None, *, code: int | None = None) -> None:
+        super().__init__(code if code is not None else self.default_errno, message, path)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.strerror, self.filename, self.errno))
+
+
+def _rebuild(cls: type[FsError], message: str, path: str | None, code: int) -> FsError:
+    return cls(message, path, code=code)
+
+
+class NotFoundError(FsError, FileNotFoundError):
+    """The path or inode does not exist (ENOENT)."""
+
+    default_errno = _errno.ENOENT
+
+
+class AlreadyExistsError(FsError, FileExistsError):
+    """The target already exists (EEXIST)."""
+
+    default_errno = _errno.EEXIST
+
+
+class IsADirectoryFsError(FsError, IsADirectoryError):
+    """A file operation was applied to a directory (EISDIR)."""
+
+    default_errno = _errno.EISDIR
+
+
+class NotADirectoryFsError(FsError, NotADirectoryError):
+    """A directory operation was applied to something else (ENOTDIR)."""
+
+    default_errno = _errno.ENOTDIR
+
+
+class DirectoryNotEmptyError(FsError):
+    """rmdir or rename onto a non-empty directory (ENOTEMPTY)."""
+
+    default_errno = _errno.ENOTEMPTY
+
+
+class ReadOnlyError(FsError, PermissionError):
+    """A write on a read-only filesystem or snapshot view (EROFS)."""
+
+    default_errno = _errno.EROFS
+
+
+class PathEscapeError(FsError, PermissionError):
+    """A path that would leave the workspace root (EACCES)."""
+
+    default_errno = _errno.EACCES
+
+
+class NotPermittedError(FsError, PermissionError):
+    """The operation is not permitted on this object (EPERM)."""
+
+    default_errno = _errno.EPERM
+
+
+class InvalidPathError(FsError, ValueError):
+    """A malformed path or name: NUL byte, empty or reserved name (EINVAL)."""
+
+    default_errno = _errno.EINVAL
+
+
+class InvalidArgumentError(FsError, ValueError):
+    """An argument the operation cannot accept (EINVAL)."""
+
+    default_errno = _errno.EINVAL
+
+
+class NameTooLongError(FsError, ValueError):
+    """A name or path beyond the POSIX or protocol limit (ENAMETOOLONG)."""
+
+    default_errno = _errno.ENAMETOOLONG
+
+
+class LimitExceededError(FsError, ValueError):
+    """A request beyond a configured limit; the message names the limit (EFBIG)."""
+
+    default_errno = _errno.EFBIG
+
+
+class InvalidContentError(FsError, ValueError):
+    """Content that cannot be encoded or decoded as asked, e.g. invalid UTF-8 (EILSEQ)."""
+
+    default_errno = _errno.EILSEQ
+
+
+class NoAttributeError(FsError):
+    """The extended attribute does not exist (ENODATA)."""
+
+    default_errno = _errno.ENODATA
+
+
+class CrossDeviceError(FsError):
+    """The operation would cross filesystems (EXDEV)."""
+
+    default_errno = _errno.EXDEV
+
+
+class TooManyLinksError(FsError):
+    """Too many symbolic links were followed (ELOOP)."""
+
+    default_errno = _errno.ELOOP
+
+
+class BusyError(FsError):
+    """The object is in use, e.g. removing the root (EBUSY)."""
+
+    default_errno = _errno.EBUSY
+
+
+class BackendUnavailableError(FsError, RuntimeError):
+    """The backend cannot serve requests, e.g. a closed mount (EIO)."""
+
+    default_errno = _errno.EIO
+
+
+class SnapshotError(FsError):
+    """Base class of snapshot errors."""
+
+
+class SnapshotCreationError(SnapshotError):
+    """A snapshot could not be taken."""
+
+
+class SnapshotRestoreError(SnapshotError):
+    """A snapshot could not be restored; the live tree is unchanged."""
+
+
+class SnapshotNotFoundError(SnapshotRestoreError, LookupError):
+    """No snapshot with this id exists (or it was pruned)."""
+
+    default_errno = _errno.ENOENT
+
+
+class SnapshotIncompatibleError(SnapshotRestoreError):
+    """The snapshot belongs to another workspace or backend."""
+
+    default_errno = _errno.EXDEV
+
+
+_BY_ERRNO: dict[int, type[FsError]] = {
+    cls.default_errno: cls
+    for cls in (
+        NotFoundError,
+        AlreadyExistsError,
+        IsADirectoryFsError,
+        NotADirectoryFsError,
+        DirectoryNotEmptyError,
+        ReadOnlyError,
+        NotPermittedError,
+        InvalidArgumentError,
+        NameTooLongError,
+        NoAttributeError,
+        CrossDeviceError,
+        TooManyLinksError,
+        BusyError,
+    )
+}
+_BY_ERRNO[_errno.EACCES] = PathEscapeError
+
+
+def error_for(code: int, message: str, path: str | None = None) -> FsError:
+    """Return the hierarchy's exception for an errno, e.g. from an ``OSError``."""
+    return _BY_ERRNO.get(code, FsError)(message, path, code=code)

@@ -1,0 +1,47 @@
+"""The ``Filesystem`` protocol, its value types, and the in-memory backend."""
+
+from ._hydrate import HostMount as HostMount
+from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
+from ._limits import Limits as Limits
+from ._memory import InMemoryFilesystem as InMemoryFilesystem
+from ._paths import normalize as normalize_path
+from ._protocol import Filesystem as Filesystem
+from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
+from ._results import FileEntry as FileEntry
+from ._results import FileStat as FileStat
+from ._results import GlobMatch as GlobMatch
+from ._results import GrepMatch as GrepMatch
+from ._results import ReadBytesResult as ReadBytesResult
+from ._results import ReadResult as ReadResult
+from ._results import WriteMode as WriteMode
+from ._results import WriteResult as WriteResult
+from ._snapshots import FilesystemDiff as FilesystemDiff
+from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
+from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
+from ._snapshots import SnapshotRetentionPolicy as SnapshotRetentionPolicy
+from ._snapshots import SnapshotStore as SnapshotStore
+from ._treefs import TreeFilesystem as TreeFilesystem
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "FileEntry",
+    "FileStat",
+    "Filesystem",
+    "FilesystemDiff",
+    "FilesystemSnapshot",
+    "GlobMatch",
+    "GrepMatch",
+    "HostMount",
+    "InMemoryFilesystem",
+    "InMemorySnapshotStore",
+    "Limits",
+    "ReadBytesResult",
+    "ReadResult",
+    "SnapshotRetentionPolicy",
+    "SnapshotStore",
+    "SnapshotableFilesystem",
+    "TreeFilesystem",
+    "WriteMode",
+    "WriteResult",
+    "normalize_path",
+]

@@ -1,0 +1,170 @@
+"""``InMemoryFilesystem``: the live copy-on-write tree with O(1) snapshots."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from .._errors import (
+    ReadOnlyError,
+    SnapshotIncompatibleError,
+)
+from ..tree import Tree, Version, diff_versions
+from ._hydrate import HostMount, hydrate
+from ._limits import DEFAULT_LIMITS, Limits
+from ._snapshots import (
+    FilesystemDiff,
+    FilesystemSnapshot,
+    InMemorySnapshotStore,
+    SnapshotRetentionPolicy,
+    SnapshotStore,
+)
+from ._treefs import TreeFilesystem
+
+
+class InMemoryFilesystem(TreeFilesystem):
+    """A workspace held in memory, with O(1) snapshot and restore.
+
+    The same live tree can be mounted with FUSE (``workspacefs.mount``); both
+    front doors share ``tree.lock``.
+
+    Args:
+        mount_point: Absolute prefix that maps to the root, e.g. "/workspace".
+        read_only: Refuse every write (snapshots may still be taken).
+        limits: Per-call limits of the protocol.
+        store: Where snapshots are kept (default: in memory).
+        retention: Pruned after every snapshot, if given.
+        workspace_id: Names the workspace in snapshot records (default: random).
+    """
+
+    def __init__(
+        self,
+        *,
+        mount_point: str | None = None,
+        read_only: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
+        store: SnapshotStore[Version] | None = None,
+        retention: SnapshotRetentionPolicy | None = None,
+        workspace_id: str | None = None,
+    ) -> None:
+        tree = Tree(uid=os.getuid(), gid=os.getgid())
+        super().__init__(tree, read_only=read_only, mount_point=mount_point, limits=limits)
+        self._live = tree
+        self._store: SnapshotStore[Version] = store or InMemorySnapshotStore()
+        self._retention = retention
+        self._workspace_id = workspace_id or uuid.uuid4().hex
+        self._current: uuid.UUID | None = None
+
+    @property
+    def tree(self) -> Tree:
+        """The live tree, for the FUSE layer and persistence."""
+        return self._live
+
+    @property
+    def workspace_id(self) -> str:
+        """The id recorded in this workspace's snapshots."""
+        return self._workspace_id
+
+    @property
+    def current_snapshot_id(self) -> uuid.UUID | None:
+        """The snapshot last taken or restored; None before the first."""
+        return self._current
+
+    # -- snapshots -------------------------------------------------------------
+
+    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
+        """Freeze the live tree in O(1) and record it."""
+        with self._live.lock:
+            version = self._live.snapshot()
+            parent = self._current
+            record = FilesystemSnapshot(
+                snapshot_id=uuid.uuid4(),
+                created_at=datetime.now(UTC),
+                commit_ref=f"version-{version.number}",
+                root_path=self.root,
+                tag=tag,
+                parent_id=parent,
+                file_count=version.file_count,
+                total_bytes=version.total_bytes,
+                workspace_id=self._workspace_id,
+            )
+            self._store.save(record, version)
+            self._current = record.snapshot_id
+        if self._retention is not None:
+            self._store.prune(self._retention)
+        return record
+
+    def restore(self, snapshot: FilesystemSnapshot) -> None:
+        """Make the live tree equal to ``snapshot`` in O(1)."""
+        if self.read_only:
+            raise ReadOnlyError("read-only filesystem", "/")
+        version = self._version(snapshot)
+        with self._live.lock:
+            self._live.restore(version)
+            self._current = snapshot.snapshot_id
+
+    def diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """Files added, modified and deleted from ``base`` to ``target`` (or live), O(changes)."""
+        before = self._version(base)
+        if target is not None:
+            after = self._version(target)
+            paths = diff_versions(before, after, Tree.changes_between(before, after))
+            count = after.file_count
+        else:
+            with self._live.lock:
+                paths = diff_versions(before, self._live, self._live.changes_since(before))
+                count = self._live.file_count
+        return FilesystemDiff(
+            added=paths.added,
+            modified=paths.modified,
+            deleted=paths.deleted,
+            unchanged_count=count - len(paths.added) - len(paths.modified),
+        )
+
+    def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
+        """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""
+        return TreeFilesystem(
+            self._version(snapshot), mount_point=self.mount_point, limits=self.limits
+        )
+
+    def version(self, snapshot: FilesystemSnapshot) -> Version:
+        """The frozen tree of a snapshot, for persistence and the FUSE layer."""
+        return self._version(snapshot)
+
+    def snapshots(self) -> Sequence[FilesystemSnapshot]:
+        """Every kept snapshot, in creation order."""
+        return self._store.list()
+
+    def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
+        """Forget a snapshot; memory no other version shares is freed."""
+        self._store.delete(snapshot.snapshot_id)
+
+    def prune(self, policy: SnapshotRetentionPolicy) -> Sequence[FilesystemSnapshot]:
+        """Delete the snapshots ``policy`` expires; return them."""
+        return self._store.prune(policy)
+
+    def _version(self, snapshot: FilesystemSnapshot) -> Version:
+        if snapshot.workspace_id != self._workspace_id:
+            raise SnapshotIncompatibleError(
+                f"snapshot {snapshot.snapshot_id} belongs to another workspace", None
+            )
+        _, version = self._store.load(snapshot.snapshot_id)
+        return version
+
+    # -- hydration -------------------------------------------------------------
+
+    def hydrate_from_host(
+        self, mount: HostMount, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()
+    ) -> int:
+        """Copy files from a host directory into the tree; return how many.
+
+        ``mount.host_path`` must lie inside one of ``allowed_roots`` (a
+        relative one is looked up in each); anything else is refused.
+        """
+        tree = self._writable_tree(mount.mount_path or "")
+        with self._live.lock:
+            return hydrate(tree, mount, allowed_roots, self._normalize, self._owner)

@@ -1,0 +1,194 @@
+"""The ``Filesystem`` protocol every backend implements, and its snapshot extension.
+
+Paths are relative to the workspace root; an absolute path is accepted when
+it lies under ``mount_point`` (``/workspace/x.txt`` means ``x.txt``). Errors
+are the builtins of the exception table (see ``workspacefs._errors``):
+FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError
+(read-only, escapes), FileExistsError, ValueError (limits, bad input) and
+RuntimeError (backend unavailable).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ._results import (
+    FileEntry,
+    FileStat,
+    GlobMatch,
+    GrepMatch,
+    ReadBytesResult,
+    ReadResult,
+    WriteMode,
+    WriteResult,
+)
+from ._snapshots import FilesystemDiff, FilesystemSnapshot
+
+
+@runtime_checkable
+class Filesystem(Protocol):
+    """Unified filesystem protocol for workspace operations."""
+
+    def read(
+        self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
+    ) -> ReadResult:
+        """Read a page of lines of a text file.
+
+        Args:
+            path: File to read.
+            offset: First line to return (0-based).
+            limit: Most lines to return; None means the backend default (2,000).
+            encoding: Text encoding; content that does not decode is a ValueError.
+
+        Raises:
+            FileNotFoundError: The path does not exist.
+            IsADirectoryError: The path is a directory.
+            ValueError: The content does not decode, or a limit is exceeded.
+        """
+        ...
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> ReadBytesResult:
+        """Read a byte range of a file (``limit`` None: up to the read limit)."""
+        ...
+
+    def exists(self, path: str) -> bool:
+        """True if the path names anything (a dangling symlink counts)."""
+        ...
+
+    def stat(self, path: str) -> FileStat:
+        """Metadata of a path, not following a final symlink.
+
+        Raises:
+            FileNotFoundError: The path does not exist.
+        """
+        ...
+
+    def list(self, path: str = ".") -> Sequence[FileEntry]:
+        """The entries of a directory, sorted by name.
+
+        Raises:
+            FileNotFoundError: The path does not exist.
+            NotADirectoryError: The path is not a directory.
+        """
+        ...
+
+    def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
+        """Paths matching a glob pattern (``**`` recursive) below ``path``, sorted."""
+        ...
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str = ".",
+        glob: str | None = None,
+        max_matches: int | None = None,
+    ) -> Sequence[GrepMatch]:
+        """Lines matching an RE2 regex, sorted by (path, line_number).
+
+        Args:
+            pattern: Regular expression (RE2 syntax, linear time).
+            path: File or directory to search.
+            glob: Only files whose name (or relative path, if it has ``/``) matches.
+            max_matches: Stop after this many matches (default and cap: 1,000).
+        """
+        ...
+
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write UTF-8 text to a file.
+
+        Raises:
+            FileExistsError: mode="create" and the file exists.
+            FileNotFoundError: A parent is missing and create_parents is False.
+            PermissionError: The filesystem is read-only.
+            ValueError: Content over the limit or not encodable as UTF-8.
+        """
+        ...
+
+    def write_bytes(
+        self,
+        path: str,
+        content: bytes,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write bytes to a file; same rules as ``write``."""
+        ...
+
+    def delete(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a file, symlink or (with ``recursive``) a directory tree.
+
+        Raises:
+            FileNotFoundError: The path does not exist.
+            IsADirectoryError: The path is a directory and recursive is False.
+            PermissionError: Read-only, or the path is the root.
+        """
+        ...
+
+    def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
+        """Create a directory.
+
+        Raises:
+            FileExistsError: The path exists (as a directory only if not exist_ok).
+            FileNotFoundError: A parent is missing and parents is False.
+        """
+        ...
+
+    @property
+    def root(self) -> str:
+        """The workspace root ("/" for virtual filesystems)."""
+        ...
+
+    @property
+    def read_only(self) -> bool:
+        """True if write operations are refused."""
+        ...
+
+    @property
+    def mount_point(self) -> str | None:
+        """Absolute prefix that maps to the root, e.g. "/workspace", or None."""
+        ...
+
+
+@runtime_checkable
+class SnapshotableFilesystem(Filesystem, Protocol):
+    """A filesystem that can snapshot, restore and diff its state."""
+
+    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
+        """Capture the current state.
+
+        Raises:
+            SnapshotCreationError: The state could not be captured.
+        """
+        ...
+
+    def restore(self, snapshot: FilesystemSnapshot) -> None:
+        """Return to a snapshot's state exactly.
+
+        Raises:
+            SnapshotNotFoundError: The snapshot is unknown or was pruned.
+            SnapshotIncompatibleError: It belongs to another workspace.
+            SnapshotRestoreError: Restore failed; nothing changed.
+        """
+        ...
+
+    def diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """What changed from ``base`` to ``target`` (None: the live state)."""
+        ...
+
+    @property
+    def current_snapshot_id(self) -> uuid.UUID | None:
+        """The snapshot the live state was last taken as or restored from."""
+        ...

@@ -1,0 +1,459 @@
+"""The ``Filesystem`` protocol over a tree view: the live tree or a frozen version.
+
+Paths are normalised once (``_paths``), then walked inode by inode with
+symlinks followed inside the workspace; a symlink whose target leaves the
+root (``..`` past it, or an absolute path outside the mount point) is an
+escape and raises PermissionError. Every call holds the tree lock for its
+tree work only; decoding and matching happen outside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as _stat
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from .._errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    InvalidContentError,
+    IsADirectoryFsError,
+    NotADirectoryFsError,
+    NotFoundError,
+    PathEscapeError,
+    ReadOnlyError,
+    TooManyLinksError,
+)
+from ..tree import ROOT_INO, Directory, File, Node, Symlink, Tree, TreeView
+from ._limits import DEFAULT_LIMITS, Limits
+from ._paths import display, join, normalize, normalize_mount_point, strip_mount_point
+from ._results import (
+    FileEntry,
+    FileStat,
+    GlobMatch,
+    GrepMatch,
+    ReadBytesResult,
+    ReadResult,
+    WriteMode,
+    WriteResult,
+)
+from ._search import glob_paths, grep_files, walk_files
+
+MAX_SYMLINK_HOPS = 40
+"""As Linux: following more links than this is ELOOP."""
+
+_WRITE_MODES = ("create", "overwrite", "append")
+
+
+def _timestamp(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on ``\\n`` only, keeping line ends, as editors and grep count lines."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+class TreeFilesystem:
+    """The protocol over one tree view; writable only over the live tree."""
+
+    def __init__(
+        self,
+        view: TreeView,
+        *,
+        read_only: bool = False,
+        mount_point: str | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self._view = view
+        self._tree = view if isinstance(view, Tree) else None
+        self._read_only = read_only or self._tree is None
+        self._mount_point = normalize_mount_point(mount_point)
+        self._limits = limits
+        self._lock: contextlib.AbstractContextManager[object] = (
+            self._tree.lock if self._tree is not None else contextlib.nullcontext()
+        )
+        self._owner = (os.getuid(), os.getgid())
+
+    # -- properties ------------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        """Always "/": the tree is virtual."""
+        return "/"
+
+    @property
+    def read_only(self) -> bool:
+        """True for snapshot views and filesystems opened read-only."""
+        return self._read_only
+
+    @property
+    def mount_point(self) -> str | None:
+        """The absolute prefix that maps to the root, or None."""
+        return self._mount_point
+
+    @property
+    def limits(self) -> Limits:
+        """The per-call limits in force."""
+        return self._limits
+
+    # -- path walking ----------------------------------------------------------
+
+    def _normalize(self, path: str) -> str:
+        return normalize(path, self._mount_point, self._limits)
+
+    def _locate(self, path: str, *, follow: bool = True) -> tuple[int, str, int | None]:
+        """Walk a normalised path: (parent inode, final name, inode or None if absent).
+
+        The root is ``(ROOT_INO, "", ROOT_INO)``. A missing intermediate
+        directory raises NotFoundError; a final symlink is followed if ``follow``.
+        """
+        view = self._view
+        pending = path.split("/")[::-1] if path else []
+        parent, name, current = ROOT_INO, "", ROOT_INO
+        hops = 0
+        while pending:
+            part = pending.pop()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if current == ROOT_INO:
+                    raise PathEscapeError("symlink escapes the workspace root", display(path))
+                current = view.lookup(current, "..")
+                links = view.node(current).links
+                parent, name = links[0] if links else (ROOT_INO, "")
+                continue
+            directory = view.node(current)
+            if not isinstance(directory, Directory):
+                raise NotADirectoryFsError("not a directory", display(path))
+            child = directory.entries.get(part)
+            more = any(p not in ("", ".") for p in pending)
+            if child is None:
+                if more:
+                    raise NotFoundError("no such file or directory", display(path))
+                return current, part, None
+            node = view.node(child)
+            if isinstance(node, Symlink) and (follow or more):
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise TooManyLinksError("too many levels of symbolic links", display(path))
+                target = node.target
+                if target.startswith("/"):
+                    target = strip_mount_point(target, self._mount_point)
+                    parent, name, current = ROOT_INO, "", ROOT_INO
+                pending.extend(reversed(target.split("/")))
+                continue
+            parent, name, current = current, part, child
+        return parent, name, current
+
+    def _existing(self, path: str, *, follow: bool = True) -> tuple[int, Node]:
+        ino = self._locate(path, follow=follow)[2]
+        if ino is None:
+            raise NotFoundError("no such file or directory", display(path))
+        return ino, self._view.node(ino)
+
+    def _kind(self, path: str, node: Node) -> tuple[bool, bool]:
+        """(is_file, is_directory) of a node, following a symlink at ``path``."""
+        if isinstance(node, Symlink):
+            try:
+                node = self._existing(path)[1]
+            except (OSError, ValueError):
+                return False, False
+        return isinstance(node, File), isinstance(node, Directory)
+
+    def _scan(self, path: str) -> Iterable[tuple[str, bool, bool]]:
+        try:
+            directory = self._existing(path)[1]
+        except (OSError, ValueError):
+            return []
+        if not isinstance(directory, Directory):
+            return []
+        result = []
+        for name, ino in directory.entries.items():
+            is_file, is_dir = self._kind(join(path, name), self._view.node(ino))
+            result.append((name, is_dir, is_file))
+        return result
+
+    def _file(self, path: str) -> File:
+        node = self._existing(path)[1]
+        if isinstance(node, Directory):
+            raise IsADirectoryFsError("is a directory", display(path))
+        if not isinstance(node, File):
+            raise InvalidArgumentError("not a regular file", display(path))
+        return node
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(
+        self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
+    ) -> ReadResult:
+        """Read a page of lines of a text file (see ``Filesystem.read``)."""
+        norm = self._normalize(path)
+        limit = self._limits.default_read_lines if limit is None else limit
+        if offset < 0 or limit < 1:
+            raise InvalidArgumentError("offset must be >= 0 and limit >= 1", display(norm))
+        with self._lock:
+            node = self._file(norm)
+            self._limits.check(
+                f"size of {display(norm)} (use read_bytes)", node.size, self._limits.max_read_bytes
+            )
+            data = node.read(0, node.size)
+        try:
+            text = data.decode(encoding)
+        except LookupError:
+            raise InvalidArgumentError(f"unknown encoding {encoding!r}", display(norm)) from None
+        except UnicodeDecodeError as exc:
+            raise InvalidContentError(
+                f"not valid {encoding} at byte {exc.start}; use read_bytes", display(norm)
+            ) from None
+        lines = split_lines(text)
+        page = lines[offset : offset + limit]
+        return ReadResult(
+            content="".join(page),
+            path=norm,
+            total_lines=len(lines),
+            offset=offset,
+            limit=limit,
+            truncated=offset + limit < len(lines),
+        )
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> ReadBytesResult:
+        """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
+        norm = self._normalize(path)
+        cap = self._limits.max_read_bytes
+        limit = cap if limit is None else limit
+        if offset < 0 or limit < 0:
+            raise InvalidArgumentError("offset and limit must be >= 0", display(norm))
+        self._limits.check("read_bytes limit", limit, cap)
+        with self._lock:
+            node = self._file(norm)
+            content = node.read(offset, limit)
+            size = node.size
+        return ReadBytesResult(
+            content=content,
+            path=norm,
+            size_bytes=size,
+            offset=offset,
+            limit=limit,
+            truncated=offset + len(content) < size,
+        )
+
+    def exists(self, path: str) -> bool:
+        """True if the path resolves (symlinks followed, as ``os.path.exists``)."""
+        norm = self._normalize(path)
+        with self._lock:
+            try:
+                return self._locate(norm)[2] is not None
+            except (NotFoundError, NotADirectoryFsError, TooManyLinksError):
+                return False
+
+    def stat(self, path: str) -> FileStat:
+        """Metadata of a path, following symlinks; ``is_symlink`` tells of the path itself."""
+        norm = self._normalize(path)
+        with self._lock:
+            _, own = self._existing(norm, follow=False)
+            _, node = self._existing(norm) if isinstance(own, Symlink) else (0, own)
+            return FileStat(
+                path=display(norm),
+                is_file=isinstance(node, File),
+                is_directory=isinstance(node, Directory),
+                size_bytes=node.size,
+                created_at=_timestamp(node.crtime_ns),
+                modified_at=_timestamp(node.mtime_ns),
+                is_symlink=isinstance(own, Symlink),
+                mode=node.mode,
+            )
+
+    def list(self, path: str = ".") -> Sequence[FileEntry]:
+        """The entries of a directory, sorted by name."""
+        norm = self._normalize(path)
+        with self._lock:
+            directory = self._existing(norm)[1]
+            if not isinstance(directory, Directory):
+                raise NotADirectoryFsError("not a directory", display(norm))
+            entries = []
+            for name in sorted(directory.entries):
+                child = join(norm, name)
+                node = self._view.node(directory.entries[name])
+                is_file, is_dir = self._kind(child, node)
+                entries.append(FileEntry(name, child, is_file, is_dir, isinstance(node, Symlink)))
+            return entries
+
+    def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
+        """Paths matching ``pattern`` below ``path``, sorted (see ``_patterns``)."""
+        self._limits.check("glob pattern length", len(pattern), self._limits.max_pattern_length)
+        if pattern.startswith("/"):
+            pattern = strip_mount_point(pattern, self._mount_point)
+        norm = self._normalize(path)
+        with self._lock:
+            return glob_paths(self._scan, norm, pattern)
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str = ".",
+        glob: str | None = None,
+        max_matches: int | None = None,
+    ) -> Sequence[GrepMatch]:
+        """Lines matching an RE2 regex (see ``Filesystem.grep``)."""
+        limits = self._limits
+        limits.check("grep pattern length", len(pattern), limits.max_pattern_length)
+        if max_matches is not None and max_matches < 1:
+            raise InvalidArgumentError("max_matches must be >= 1", None)
+        wanted = limits.max_grep_matches if max_matches is None else max_matches
+        limits.check("max_matches", wanted, limits.max_grep_matches)
+        norm = self._normalize(path)
+        with self._lock:
+            node = self._existing(norm)[1]
+            if isinstance(node, Directory):
+                files, base = walk_files(self._scan, norm), norm
+            else:
+                files, base = [norm], norm.rpartition("/")[0]
+
+        def read(file_path: str) -> bytes:
+            with self._lock:
+                try:
+                    return self._file(file_path).read(0, limits.max_read_bytes)
+                except (OSError, ValueError):  # removed or replaced since listed
+                    return b""
+
+        return grep_files(pattern, files, read, base=base, file_glob=glob, max_matches=wanted)
+
+    # -- writing ---------------------------------------------------------------
+
+    def _writable_tree(self, path: str) -> Tree:
+        if self._read_only or self._tree is None:
+            raise ReadOnlyError("read-only filesystem", display(path))
+        return self._tree
+
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write UTF-8 text (see ``Filesystem.write``)."""
+        if not isinstance(content, str):
+            raise InvalidArgumentError("content must be str; use write_bytes", path)
+        self._limits.check("content length", len(content), self._limits.max_write_chars)
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidContentError(f"content is not valid UTF-8: {exc.reason}", path) from None
+        return self._write(path, data, mode, create_parents)
+
+    def write_bytes(
+        self,
+        path: str,
+        content: bytes,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write bytes (see ``Filesystem.write_bytes``)."""
+        if not isinstance(content, bytes | bytearray | memoryview):
+            raise InvalidArgumentError("content must be bytes", path)
+        self._limits.check("content size", len(content), self._limits.max_write_bytes)
+        return self._write(path, bytes(content), mode, create_parents)
+
+    def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
+        if mode not in _WRITE_MODES:
+            raise InvalidArgumentError(f"mode must be one of {_WRITE_MODES}", path)
+        norm = self._normalize(path)
+        tree = self._writable_tree(norm)
+        if not norm:
+            raise IsADirectoryFsError("is a directory", display(norm))
+        with self._lock:
+            try:
+                parent, name, ino = self._locate(norm)
+            except NotFoundError:
+                if not create_parents:
+                    raise
+                self._make_dirs(tree, norm.rpartition("/")[0])
+                parent, name, ino = self._locate(norm)
+            if ino is None:
+                ino = tree.create(parent, name, 0o644, *self._owner)
+                tree.write(ino, 0, data)
+            else:
+                node = self._file(norm)
+                if mode == "create":
+                    raise AlreadyExistsError("file exists", display(norm))
+                if mode == "overwrite":
+                    tree.truncate(ino, 0)
+                tree.write(ino, 0 if mode == "overwrite" else node.size, data)
+        return WriteResult(path=norm, bytes_written=len(data), mode=mode)
+
+    def _make_dirs(self, tree: Tree, path: str) -> None:
+        """mkdir -p, following symlinks to directories inside the workspace."""
+        parts = path.split("/") if path else []
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            parent, name, ino = self._locate(prefix)
+            if ino is None:
+                tree.mkdir(parent, name, 0o755, *self._owner)
+            elif not isinstance(self._view.node(ino), Directory):
+                raise NotADirectoryFsError("not a directory", prefix)
+
+    def delete(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
+        norm = self._normalize(path)
+        tree = self._writable_tree(norm)
+        if not norm:
+            raise PathEscapeError("cannot delete the workspace root", "/")
+        with self._lock:
+            parent, name, ino = self._locate(norm, follow=False)
+            if ino is None:
+                raise NotFoundError("no such file or directory", display(norm))
+            if not isinstance(tree.node(ino), Directory):
+                tree.unlink(parent, name)
+                return
+            if not recursive:
+                raise IsADirectoryFsError("is a directory (use recursive=True)", display(norm))
+            _remove_contents(tree, ino)
+            tree.rmdir(parent, name)
+
+    def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
+        """Create a directory (see ``Filesystem.mkdir``)."""
+        norm = self._normalize(path)
+        tree = self._writable_tree(norm)
+        with self._lock:
+            try:
+                parent, name, ino = self._locate(norm)
+            except NotFoundError:
+                if not parents:
+                    raise
+                self._make_dirs(tree, norm)
+                return
+            if ino is None:
+                tree.mkdir(parent, name, 0o755, *self._owner)
+            elif not (exist_ok and isinstance(tree.node(ino), Directory)):
+                raise AlreadyExistsError("file exists", display(norm))
+
+
+def _remove_contents(tree: Tree, directory: int) -> None:
+    """Empty a directory tree bottom-up, without recursion (trees may be deep)."""
+    stack = [directory]
+    while stack:
+        current = stack[-1]
+        subdirs = []
+        for name, child in tree.readdir(current):
+            if _stat.S_ISDIR(tree.node(child).mode):
+                if tree.node(child).size:  # non-empty: empty it first
+                    subdirs.append(child)
+                else:
+                    tree.rmdir(current, name)
+            else:
+                tree.unlink(current, name)
+        if subdirs:
+            stack.extend(subdirs)
+        else:
+            stack.pop()

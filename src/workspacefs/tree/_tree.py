@@ -1,0 +1,518 @@
+"""The live tree: inode-based writes, O(1) snapshots and restores.
+
+Copy-on-write by epoch ownership: every table page and node records the
+epoch that made it. ``snapshot()`` freezes the current table by starting a
+new epoch, which costs O(1); afterwards the first write to a page, node or
+chunk copies just that object. ``restore(v)`` adopts ``v``'s table in a new
+epoch, also O(1). The set of inodes touched in each epoch is kept (see
+``_lineage``), so diffs and cache invalidation cost O(changes).
+
+The tree does no locking of its own: ``lock`` is for callers (the Python API
+and the FUSE thread) to hold around each operation or group of operations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import stat as _stat
+import threading
+import time
+from collections.abc import Set
+
+from .._errors import (
+    AlreadyExistsError,
+    BusyError,
+    DirectoryNotEmptyError,
+    InvalidArgumentError,
+    InvalidPathError,
+    IsADirectoryFsError,
+    NameTooLongError,
+    NoAttributeError,
+    NotADirectoryFsError,
+    NotFoundError,
+    NotPermittedError,
+)
+from ._lineage import Lineage, changes_between
+from ._nodes import Directory, File, Node, Special, Symlink
+from ._table import Table, put
+from ._view import ROOT_INO, TreeView
+
+NAME_MAX = 255
+"""Longest name in bytes (POSIX NAME_MAX), as in every Linux filesystem."""
+PATH_MAX = 4096
+"""Longest symlink target in bytes (POSIX PATH_MAX)."""
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+XATTR_CREATE = 1
+XATTR_REPLACE = 2
+
+_tree_ids = itertools.count(1)
+
+
+class Version(TreeView):
+    """A frozen version of a tree: never changes after it is taken."""
+
+    __slots__ = ("file_count", "lineage", "number", "total_bytes", "tree_id")
+
+    def __init__(
+        self,
+        table: Table,
+        lineage: Lineage,
+        *,
+        tree_id: int,
+        number: int,
+        file_count: int,
+        total_bytes: int,
+    ) -> None:
+        super().__init__(table)
+        self.lineage = lineage
+        self.tree_id = tree_id
+        self.number = number
+        self.file_count = file_count
+        self.total_bytes = total_bytes
+
+
+def validate_name(name: str) -> None:
+    """Refuse names no POSIX directory can hold."""
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise InvalidPathError(f"invalid file name {name!r}", name)
+    if len(name) > NAME_MAX // 4 and len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        raise NameTooLongError(f"name longer than {NAME_MAX} bytes", name)
+
+
+class Tree(TreeView):
+    """The live, writable tree. Hold ``lock`` around every call."""
+
+    __slots__ = (
+        "_changes",
+        "_epoch",
+        "_head",
+        "_next_ino",
+        "_orphans",
+        "_pins",
+        "file_count",
+        "id",
+        "lock",
+        "total_bytes",
+    )
+
+    def __init__(self, *, uid: int = 0, gid: int = 0, mode: int = 0o755) -> None:
+        self._epoch = 1
+        super().__init__(Table(self._epoch, []))
+        self.id = next(_tree_ids)
+        self.lock = threading.RLock()
+        self._next_ino = ROOT_INO + 1
+        self._orphans: dict[int, Node] = {}
+        self._pins: dict[int, int] = {}
+        self._changes: set[int] = {ROOT_INO}
+        self._head = Lineage(None, frozenset())
+        self.file_count = 0
+        self.total_bytes = 0
+        self._table = put(self._table, ROOT_INO, Directory(1, mode, uid, gid, time.time_ns()), 1)
+
+    # -- versions ------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        """The live epoch; it grows with every snapshot and restore."""
+        return self._epoch
+
+    def snapshot(self) -> Version:
+        """Freeze the current state in O(1) and return it."""
+        lineage = Lineage(self._head, self._changes)
+        version = Version(
+            self._table,
+            lineage,
+            tree_id=self.id,
+            number=self._epoch,
+            file_count=self.file_count,
+            total_bytes=self.total_bytes,
+        )
+        self._head = lineage
+        self._changes = set()
+        self._epoch += 1
+        return version
+
+    def restore(self, version: Version) -> set[int]:
+        """Make ``version`` the live state in O(1); return the inodes that changed.
+
+        Orphans (unlinked inodes still held open) survive a restore.
+        """
+        if version.tree_id != self.id:
+            raise InvalidArgumentError("version belongs to another tree", None)
+        changed = self.changes_since(version)
+        self._table = version._table
+        self._head = version.lineage
+        self._changes = set()
+        self._epoch += 1
+        self.file_count = version.file_count
+        self.total_bytes = version.total_bytes
+        return changed
+
+    def changes_since(self, version: Version) -> set[int]:
+        """Inodes that may differ between ``version`` and the live state."""
+        return changes_between(version.lineage, Lineage(self._head, self._changes))
+
+    @staticmethod
+    def changes_between(a: Version, b: Version) -> set[int]:
+        """Inodes that may differ between two versions of one tree."""
+        return changes_between(a.lineage, b.lineage)
+
+    # -- nodes ---------------------------------------------------------------
+
+    def node(self, ino: int) -> Node:
+        node = self._table.get(ino)
+        if node is None:
+            node = self._orphans.get(ino)
+            if node is None:
+                raise NotFoundError(f"no inode {ino}", None)
+        return node
+
+    def get(self, ino: int) -> Node | None:
+        node = self._table.get(ino)
+        return node if node is not None else self._orphans.get(ino)
+
+    def _mutable(self, ino: int) -> Node:
+        """The node at ``ino``, cloned first if a frozen version may share it."""
+        node = self.node(ino)
+        if node.epoch != self._epoch:
+            node = node.clone(self._epoch)
+            self._store(ino, node)
+        return node
+
+    def _mutable_dir(self, ino: int) -> Directory:
+        node = self._mutable(ino)
+        if not isinstance(node, Directory):
+            raise NotADirectoryFsError("not a directory", self.describe(ino))
+        return node
+
+    def _store(self, ino: int, node: Node | None) -> None:
+        self._changes.add(ino)
+        if ino in self._orphans:
+            if node is None:
+                del self._orphans[ino]
+            else:
+                self._orphans[ino] = node
+            return
+        self._table = put(self._table, ino, node, self._epoch)
+
+    def _touch(self, node: Node, *, data: bool = True) -> None:
+        now = time.time_ns()
+        node.ctime_ns = now
+        if data:
+            node.mtime_ns = now
+
+    # -- creating ------------------------------------------------------------
+
+    def _add(self, parent: int, name: str, node: Node) -> int:
+        validate_name(name)
+        directory = self._mutable_dir(parent)
+        if name in directory.entries:
+            raise AlreadyExistsError("file exists", self.describe(parent, name))
+        ino = self._next_ino
+        self._next_ino += 1
+        node.links = ((parent, name),)
+        directory.entries[name] = ino
+        self._touch(directory)
+        if isinstance(node, Directory):
+            directory.nlink += 1
+        else:
+            self.file_count += 1
+        self._store(ino, node)
+        return ino
+
+    def create(self, parent: int, name: str, mode: int = 0o644, uid: int = 0, gid: int = 0) -> int:
+        """Create an empty regular file; return its inode."""
+        return self._add(parent, name, File(self._epoch, mode, uid, gid, time.time_ns()))
+
+    def mkdir(self, parent: int, name: str, mode: int = 0o755, uid: int = 0, gid: int = 0) -> int:
+        """Create a directory; return its inode."""
+        return self._add(parent, name, Directory(self._epoch, mode, uid, gid, time.time_ns()))
+
+    def mknod(
+        self, parent: int, name: str, mode: int, rdev: int = 0, uid: int = 0, gid: int = 0
+    ) -> int:
+        """Create a regular file, fifo, socket or device node from a full mode."""
+        kind = _stat.S_IFMT(mode)
+        if kind == _stat.S_IFREG or kind == 0:
+            return self.create(parent, name, mode, uid, gid)
+        if kind == _stat.S_IFDIR:
+            return self.mkdir(parent, name, mode, uid, gid)
+        if kind not in (_stat.S_IFIFO, _stat.S_IFSOCK, _stat.S_IFCHR, _stat.S_IFBLK):
+            raise InvalidArgumentError(f"cannot mknod file type {kind:o}", name)
+        node = Special(self._epoch, kind | (mode & 0o7777), rdev, uid, gid, time.time_ns())
+        return self._add(parent, name, node)
+
+    def symlink(self, parent: int, name: str, target: str, uid: int = 0, gid: int = 0) -> int:
+        """Create a symbolic link to ``target``; return its inode."""
+        encoded = target.encode("utf-8", "surrogateescape")
+        if not encoded or b"\0" in encoded:
+            raise InvalidPathError("invalid symlink target", name)
+        if len(encoded) >= PATH_MAX:
+            raise NameTooLongError(f"symlink target longer than {PATH_MAX} bytes", name)
+        return self._add(parent, name, Symlink(self._epoch, target, uid, gid, time.time_ns()))
+
+    def link(self, ino: int, parent: int, name: str) -> None:
+        """Add the hard link ``parent/name`` to ``ino`` (not a directory)."""
+        validate_name(name)
+        node = self.node(ino)
+        if isinstance(node, Directory):
+            raise NotPermittedError("hard links to directories are not allowed", name)
+        if node.nlink == 0:
+            raise NotFoundError("file was removed", name)
+        directory = self._mutable_dir(parent)
+        if name in directory.entries:
+            raise AlreadyExistsError("file exists", self.describe(parent, name))
+        node = self._mutable(ino)
+        directory.entries[name] = ino
+        node.links = (*node.links, (parent, name))
+        node.nlink += 1
+        self._touch(directory)
+        self._touch(node, data=False)
+        self.file_count += 1
+        self.total_bytes += node.size if isinstance(node, File) else 0
+
+    # -- removing ------------------------------------------------------------
+
+    def unlink(self, parent: int, name: str) -> None:
+        """Remove the entry ``parent/name``, which must not be a directory."""
+        ino = self.lookup(parent, name)
+        if isinstance(self.node(ino), Directory):
+            raise IsADirectoryFsError("is a directory", self.describe(parent, name))
+        self._unlink_entry(parent, name, ino)
+
+    def rmdir(self, parent: int, name: str) -> None:
+        """Remove the empty directory ``parent/name``."""
+        if name in (".", ".."):
+            raise InvalidArgumentError("cannot remove . or ..", name)
+        ino = self.lookup(parent, name)
+        node = self.node(ino)
+        if not isinstance(node, Directory):
+            raise NotADirectoryFsError("not a directory", self.describe(parent, name))
+        if node.entries:
+            raise DirectoryNotEmptyError("directory not empty", self.describe(parent, name))
+        self._unlink_entry(parent, name, ino)
+
+    def _unlink_entry(self, parent: int, name: str, ino: int) -> None:
+        directory = self._mutable_dir(parent)
+        node = self._mutable(ino)
+        del directory.entries[name]
+        self._touch(directory)
+        links = list(node.links)
+        links.remove((parent, name))
+        node.links = tuple(links)
+        if isinstance(node, Directory):
+            directory.nlink -= 1
+            node.nlink = 0
+        else:
+            node.nlink -= 1
+            self.file_count -= 1
+            self.total_bytes -= node.size if isinstance(node, File) else 0
+            self._touch(node, data=False)
+        if node.nlink == 0:
+            self._drop(ino, node)
+
+    def _drop(self, ino: int, node: Node) -> None:
+        """Remove an unlinked inode, or keep it as an orphan while it is pinned."""
+        self._store(ino, None)
+        if ino in self._pins:
+            self._orphans[ino] = node
+
+    # -- renaming ------------------------------------------------------------
+
+    def rename(
+        self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int = 0
+    ) -> None:
+        """rename(2) with RENAME_NOREPLACE and RENAME_EXCHANGE."""
+        validate_name(old_name)
+        validate_name(new_name)
+        ino = self.lookup(old_parent, old_name)
+        target = self.directory(new_parent).entries.get(new_name)
+        if flags & RENAME_EXCHANGE:
+            if flags & RENAME_NOREPLACE:
+                raise InvalidArgumentError("NOREPLACE and EXCHANGE together", new_name)
+            if target is None:
+                raise NotFoundError("no such file or directory", self.describe(new_parent, new_name))
+            self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
+            return
+        if target is not None and flags & RENAME_NOREPLACE:
+            raise AlreadyExistsError("file exists", self.describe(new_parent, new_name))
+        if target == ino or (old_parent == new_parent and old_name == new_name):
+            return
+        source = self.node(ino)
+        if isinstance(source, Directory):
+            self._refuse_cycle(ino, new_parent)
+        if target is not None:
+            replaced = self.node(target)
+            if isinstance(source, Directory):
+                if not isinstance(replaced, Directory):
+                    raise NotADirectoryFsError("not a directory", new_name)
+                if replaced.entries:
+                    raise DirectoryNotEmptyError("directory not empty", new_name)
+            elif isinstance(replaced, Directory):
+                raise IsADirectoryFsError("is a directory", new_name)
+            self._unlink_entry(new_parent, new_name, target)
+        self._move(ino, old_parent, old_name, new_parent, new_name)
+
+    def _move(self, ino: int, old_parent: int, old_name: str, new_parent: int, new_name: str) -> None:
+        source_dir = self._mutable_dir(old_parent)
+        target_dir = self._mutable_dir(new_parent)
+        node = self._mutable(ino)
+        del source_dir.entries[old_name]
+        target_dir.entries[new_name] = ino
+        node.links = tuple(
+            (new_parent, new_name) if link == (old_parent, old_name) else link for link in node.links
+        )
+        if isinstance(node, Directory) and old_parent != new_parent:
+            source_dir.nlink -= 1
+            target_dir.nlink += 1
+        self._touch(source_dir)
+        self._touch(target_dir)
+        self._touch(node, data=False)
+
+    def _exchange(
+        self, parent_a: int, name_a: str, ino_a: int, parent_b: int, name_b: str, ino_b: int
+    ) -> None:
+        if ino_a == ino_b:
+            return
+        node_a, node_b = self.node(ino_a), self.node(ino_b)
+        if isinstance(node_a, Directory):
+            self._refuse_cycle(ino_a, parent_b)
+        if isinstance(node_b, Directory):
+            self._refuse_cycle(ino_b, parent_a)
+        dir_a, dir_b = self._mutable_dir(parent_a), self._mutable_dir(parent_b)
+        node_a, node_b = self._mutable(ino_a), self._mutable(ino_b)
+        dir_a.entries[name_a], dir_b.entries[name_b] = ino_b, ino_a
+        node_a.links = tuple(
+            (parent_b, name_b) if link == (parent_a, name_a) else link for link in node_a.links
+        )
+        node_b.links = tuple(
+            (parent_a, name_a) if link == (parent_b, name_b) else link for link in node_b.links
+        )
+        if parent_a != parent_b:
+            moved = isinstance(node_a, Directory) - isinstance(node_b, Directory)
+            dir_a.nlink -= moved
+            dir_b.nlink += moved
+        for node in (dir_a, dir_b):
+            self._touch(node)
+        for node in (node_a, node_b):
+            self._touch(node, data=False)
+
+    def _refuse_cycle(self, moved: int, new_parent: int) -> None:
+        """A directory cannot move below itself."""
+        current = new_parent
+        while current != ROOT_INO:
+            if current == moved:
+                raise InvalidArgumentError("cannot move a directory into itself", None)
+            links = self.node(current).links
+            if not links:  # an orphaned directory: nothing can be created in it
+                raise NotFoundError("directory was removed", None)
+            current = links[0][0]
+        if moved == ROOT_INO:
+            raise BusyError("cannot move the root", None)
+
+    # -- data and attributes -------------------------------------------------
+
+    def write(self, ino: int, offset: int, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at ``offset`` into file ``ino``; return the byte count."""
+        node = self._mutable_file(ino)
+        if offset < 0:
+            raise InvalidArgumentError("negative offset", self.describe(ino))
+        before = node.size
+        node.write(offset, data, self._epoch)
+        self.total_bytes += (node.size - before) * node.nlink
+        self._touch(node)
+        return len(data)
+
+    def truncate(self, ino: int, size: int) -> None:
+        """Set the size of file ``ino``."""
+        if size < 0:
+            raise InvalidArgumentError("negative size", self.describe(ino))
+        node = self._mutable_file(ino)
+        before = node.size
+        node.truncate(size, self._epoch)
+        self.total_bytes += (size - before) * node.nlink
+        self._touch(node)
+
+    def _mutable_file(self, ino: int) -> File:
+        current = self.node(ino)
+        if not isinstance(current, File):
+            if isinstance(current, Directory):
+                raise IsADirectoryFsError("is a directory", self.describe(ino))
+            raise InvalidArgumentError("not a regular file", self.describe(ino))
+        node = self._mutable(ino)
+        assert isinstance(node, File)
+        return node
+
+    def setattr(
+        self,
+        ino: int,
+        *,
+        mode: int | None = None,
+        uid: int | None = None,
+        gid: int | None = None,
+        size: int | None = None,
+        atime_ns: int | None = None,
+        mtime_ns: int | None = None,
+        ctime_ns: int | None = None,
+    ) -> None:
+        """Change attributes; ``mode`` keeps the file type bits of the inode."""
+        if size is not None:
+            self.truncate(ino, size)
+        node = self._mutable(ino)
+        if mode is not None:
+            node.mode = _stat.S_IFMT(node.mode) | (mode & 0o7777)
+        if uid is not None:
+            node.uid = uid
+        if gid is not None:
+            node.gid = gid
+        if atime_ns is not None:
+            node.atime_ns = atime_ns
+        if mtime_ns is not None:
+            node.mtime_ns = mtime_ns
+        node.ctime_ns = ctime_ns if ctime_ns is not None else time.time_ns()
+
+    def setxattr(self, ino: int, name: bytes, value: bytes, flags: int = 0) -> None:
+        """Set an extended attribute (XATTR_CREATE / XATTR_REPLACE honoured)."""
+        if not name or len(name) > NAME_MAX:
+            raise (NameTooLongError if name else InvalidArgumentError)("bad xattr name", None)
+        present = name in (self.node(ino).xattrs or ())
+        if flags & XATTR_CREATE and present:
+            raise AlreadyExistsError("attribute exists", self.describe(ino))
+        if flags & XATTR_REPLACE and not present:
+            raise NoAttributeError("no such attribute", self.describe(ino))
+        node = self._mutable(ino)
+        if node.xattrs is None:
+            node.xattrs = {}
+        node.xattrs[name] = bytes(value)
+        self._touch(node, data=False)
+
+    def removexattr(self, ino: int, name: bytes) -> None:
+        """Remove an extended attribute."""
+        if name not in (self.node(ino).xattrs or ()):
+            raise NoAttributeError("no such attribute", self.describe(ino))
+        node = self._mutable(ino)
+        assert node.xattrs is not None
+        del node.xattrs[name]
+        self._touch(node, data=False)
+
+    # -- kernel references ---------------------------------------------------
+
+    def pin(self, ino: int, count: int = 1) -> None:
+        """Record ``count`` kernel references (FUSE lookups) to ``ino``."""
+        self._pins[ino] = self._pins.get(ino, 0) + count
+
+    def forget(self, ino: int, count: int) -> None:
+        """Drop ``count`` kernel references; an orphan with none left is freed."""
+        left = self._pins.get(ino, 0) - count
+        if left > 0:
+            self._pins[ino] = left
+            return
+        self._pins.pop(ino, None)
+        self._orphans.pop(ino, None)
+
+    @property
+    def orphans(self) -> Set[int]:
+        """Inodes unlinked from the tree but still held by the kernel."""
+        return self._orphans.keys()
