@@ -61,7 +61,9 @@ def resolve_host_path(host_path: str, allowed_roots: Sequence[str | os.PathLike[
     raise NotFoundError("host path does not exist", host_path)
 
 
-def _selected(relative: str, include: list[Callable[[str], bool]], exclude: list[Callable[[str], bool]]) -> bool:
+def _selected(
+    relative: str, include: list[Callable[[str], bool]], exclude: list[Callable[[str], bool]]
+) -> bool:
     if include and not any(match(relative) for match in include):
         return False
     return not any(match(relative) for match in exclude)

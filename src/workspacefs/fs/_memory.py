@@ -162,9 +162,10 @@ class InMemoryFilesystem(TreeFilesystem):
     ) -> int:
         """Copy files from a host directory into the tree; return how many.
 
+        Hydration sets the workspace up, so it works on a read-only one too.
+
         ``mount.host_path`` must lie inside one of ``allowed_roots`` (a
         relative one is looked up in each); anything else is refused.
         """
-        tree = self._writable_tree(mount.mount_path or "")
         with self._live.lock:
-            return hydrate(tree, mount, allowed_roots, self._normalize, self._owner)
+            return hydrate(self._live, mount, allowed_roots, self._normalize, self._owner)

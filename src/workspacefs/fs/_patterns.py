@@ -84,7 +84,8 @@ def path_matcher(pattern: str) -> Matcher:
     matches the path relative to the search base (``src/**/*.py``).
     """
     if "/" not in pattern.strip("/"):
-        return segment_matcher(pattern.strip("/"))
+        name_matches = segment_matcher(pattern.strip("/"))
+        return lambda path: name_matches(path.rpartition("/")[2])
     segments = [segment for segment in pattern.split("/") if segment]
     body = ""
     for index, segment in enumerate(segments):

@@ -49,7 +49,9 @@ class Filesystem(Protocol):
         """
         ...
 
-    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> ReadBytesResult:
+    def read_bytes(
+        self, path: str, *, offset: int = 0, limit: int | None = None
+    ) -> ReadBytesResult:
         """Read a byte range of a file (``limit`` None: up to the read limit)."""
         ...
 

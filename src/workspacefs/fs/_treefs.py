@@ -223,7 +223,9 @@ class TreeFilesystem:
             truncated=offset + limit < len(lines),
         )
 
-    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> ReadBytesResult:
+    def read_bytes(
+        self, path: str, *, offset: int = 0, limit: int | None = None
+    ) -> ReadBytesResult:
         """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
         norm = self._normalize(path)
         cap = self._limits.max_read_bytes
@@ -330,7 +332,7 @@ class TreeFilesystem:
 
     def _writable_tree(self, path: str) -> Tree:
         if self._read_only or self._tree is None:
-            raise ReadOnlyError("read-only filesystem", display(path))
+            raise ReadOnlyError("read-only filesystem", path)
         return self._tree
 
     def write(
@@ -342,6 +344,7 @@ class TreeFilesystem:
         create_parents: bool = True,
     ) -> WriteResult:
         """Write UTF-8 text (see ``Filesystem.write``)."""
+        self._writable_tree(path)
         if not isinstance(content, str):
             raise InvalidArgumentError("content must be str; use write_bytes", path)
         self._limits.check("content length", len(content), self._limits.max_write_chars)
@@ -360,6 +363,7 @@ class TreeFilesystem:
         create_parents: bool = True,
     ) -> WriteResult:
         """Write bytes (see ``Filesystem.write_bytes``)."""
+        self._writable_tree(path)
         if not isinstance(content, bytes | bytearray | memoryview):
             raise InvalidArgumentError("content must be bytes", path)
         self._limits.check("content size", len(content), self._limits.max_write_bytes)
@@ -405,8 +409,8 @@ class TreeFilesystem:
 
     def delete(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
+        tree = self._writable_tree(path)
         norm = self._normalize(path)
-        tree = self._writable_tree(norm)
         if not norm:
             raise PathEscapeError("cannot delete the workspace root", "/")
         with self._lock:
@@ -423,8 +427,8 @@ class TreeFilesystem:
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory (see ``Filesystem.mkdir``)."""
+        tree = self._writable_tree(path)
         norm = self._normalize(path)
-        tree = self._writable_tree(norm)
         with self._lock:
             try:
                 parent, name, ino = self._locate(norm)

@@ -29,7 +29,8 @@ def changes_between(a: Lineage, b: Lineage) -> set[int]:
     x: Lineage | None = a
     y: Lineage | None = b
     while x is not y:
-        assert x is not None and y is not None, "lineages of different trees"
+        assert x is not None, "lineages of different trees"
+        assert y is not None, "lineages of different trees"
         if x.depth >= y.depth:
             changed |= x.changes
             x = x.parent

@@ -333,7 +333,9 @@ class Tree(TreeView):
             if flags & RENAME_NOREPLACE:
                 raise InvalidArgumentError("NOREPLACE and EXCHANGE together", new_name)
             if target is None:
-                raise NotFoundError("no such file or directory", self.describe(new_parent, new_name))
+                raise NotFoundError(
+                    "no such file or directory", self.describe(new_parent, new_name)
+                )
             self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
             return
         if target is not None and flags & RENAME_NOREPLACE:
@@ -355,14 +357,17 @@ class Tree(TreeView):
             self._unlink_entry(new_parent, new_name, target)
         self._move(ino, old_parent, old_name, new_parent, new_name)
 
-    def _move(self, ino: int, old_parent: int, old_name: str, new_parent: int, new_name: str) -> None:
+    def _move(
+        self, ino: int, old_parent: int, old_name: str, new_parent: int, new_name: str
+    ) -> None:
         source_dir = self._mutable_dir(old_parent)
         target_dir = self._mutable_dir(new_parent)
         node = self._mutable(ino)
         del source_dir.entries[old_name]
         target_dir.entries[new_name] = ino
         node.links = tuple(
-            (new_parent, new_name) if link == (old_parent, old_name) else link for link in node.links
+            (new_parent, new_name) if link == (old_parent, old_name) else link
+            for link in node.links
         )
         if isinstance(node, Directory) and old_parent != new_parent:
             source_dir.nlink -= 1

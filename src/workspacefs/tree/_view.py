@@ -191,4 +191,3 @@ class TreeView:
                 return None
             ino = child
         return ino
-

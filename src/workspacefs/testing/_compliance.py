@@ -1,0 +1,365 @@
+"""``FilesystemProtocolTests``: the protocol-compliance suite every backend runs.
+
+Mix it into a pytest test class and implement ``create_filesystem``::
+
+    class TestMyBackend(FilesystemProtocolTests):
+        def create_filesystem(self, files):
+            fs = MyBackend()
+            for path, content in files.items():
+                fs.write_bytes(path, content if isinstance(content, bytes) else content.encode())
+            return fs
+
+Set ``read_only = True`` for a read-only backend (a snapshot view, a
+read-only mount): every write must then raise PermissionError and change
+nothing, while every read behaves as on a writable backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+from ..fs import Filesystem
+
+Files = Mapping[str, str | bytes]
+
+TREE: Files = {
+    "README.md": "# project\nhello world\n",
+    "src/app.py": "import os\n\ndef main():\n    print('hello')\n",
+    "src/util/helpers.py": "def helper():\n    return 42\n",
+    "src/util/data.bin": b"\x00\x01\x02binary\xff",
+    "docs/guide.txt": "line one\nline two\nline three",
+    "empty.txt": "",
+}
+
+
+def _state(fs: Filesystem) -> dict[str, bytes | None]:
+    """Every path below the root with its content (None for directories)."""
+    state: dict[str, bytes | None] = {}
+    pending = ["."]
+    while pending:
+        for entry in fs.list(pending.pop()):
+            if entry.is_directory:
+                state[entry.path] = None
+                pending.append(entry.path)
+            else:
+                state[entry.path] = fs.read_bytes(entry.path).content
+    return state
+
+
+class FilesystemProtocolTests:
+    """The behaviour every ``Filesystem`` backend must show."""
+
+    read_only: ClassVar[bool] = False
+
+    def create_filesystem(self, files: Files) -> Filesystem:
+        """Return the filesystem under test, holding exactly ``files``."""
+        raise NotImplementedError
+
+    # -- helpers -------------------------------------------------------------
+
+    def fs(self, files: Files = TREE) -> Filesystem:
+        """The filesystem under test with ``files`` (the sample tree by default)."""
+        return self.create_filesystem(files)
+
+    def check_write(
+        self, fs: Filesystem, action: Callable[[], Any], expected: type[BaseException] | None = None
+    ) -> bool:
+        """Run a write: on read-only backends expect PermissionError and no change.
+
+        Returns True if the write ran (so the caller goes on to check it).
+        """
+        if self.read_only:
+            before = _state(fs)
+            with pytest.raises(PermissionError):
+                action()
+            assert _state(fs) == before
+            return False
+        if expected is not None:
+            before = _state(fs)
+            with pytest.raises(expected):
+                action()
+            assert _state(fs) == before, "a failed write changed the filesystem"
+            return False
+        action()
+        return True
+
+    # -- properties ----------------------------------------------------------
+
+    def test_properties(self) -> None:
+        fs = self.fs()
+        assert isinstance(fs, Filesystem)
+        assert isinstance(fs.root, str)
+        assert fs.read_only is self.read_only
+
+    # -- read ----------------------------------------------------------------
+
+    def test_read_text(self) -> None:
+        result = self.fs().read("README.md")
+        assert result.content == "# project\nhello world\n"
+        assert result.path == "README.md"
+        assert result.total_lines == 2
+        assert (result.offset, result.truncated) == (0, False)
+
+    def test_read_pagination(self) -> None:
+        fs = self.fs()
+        page = fs.read("docs/guide.txt", offset=1, limit=1)
+        assert page.content == "line two\n"
+        assert page.total_lines == 3
+        assert page.truncated
+        last = fs.read("docs/guide.txt", offset=2, limit=5)
+        assert last.content == "line three"
+        assert not last.truncated
+        assert fs.read("docs/guide.txt", offset=10).content == ""
+
+    def test_read_default_limit_truncates(self) -> None:
+        fs = self.fs({"big.txt": "".join(f"{i}\n" for i in range(2500))})
+        result = fs.read("big.txt")
+        assert result.limit == 2000
+        assert result.truncated
+        assert result.content.count("\n") == 2000
+        assert result.total_lines == 2500
+
+    def test_read_empty_file(self) -> None:
+        result = self.fs().read("empty.txt")
+        assert (result.content, result.total_lines, result.truncated) == ("", 0, False)
+
+    def test_read_missing(self) -> None:
+        with pytest.raises(FileNotFoundError):
+            self.fs().read("nope.txt")
+
+    def test_read_directory(self) -> None:
+        with pytest.raises(IsADirectoryError):
+            self.fs().read("src")
+
+    def test_read_binary_as_text_is_value_error(self) -> None:
+        with pytest.raises(ValueError, match="read_bytes"):
+            self.fs().read("src/util/data.bin")
+
+    def test_read_bad_arguments(self) -> None:
+        fs = self.fs()
+        with pytest.raises(ValueError):
+            fs.read("README.md", offset=-1)
+        with pytest.raises(ValueError):
+            fs.read("README.md", limit=0)
+
+    def test_read_bytes(self) -> None:
+        fs = self.fs()
+        whole = fs.read_bytes("src/util/data.bin")
+        assert whole.content == b"\x00\x01\x02binary\xff"
+        assert whole.size_bytes == 10
+        assert not whole.truncated
+        part = fs.read_bytes("src/util/data.bin", offset=3, limit=6)
+        assert part.content == b"binary"
+        assert part.truncated
+        assert fs.read_bytes("src/util/data.bin", offset=100).content == b""
+
+    def test_read_through_mount_point(self) -> None:
+        fs = self.fs()
+        if fs.mount_point is None:
+            pytest.skip("backend has no mount point")
+        assert fs.read(f"{fs.mount_point}/README.md").content.startswith("# project")
+        with pytest.raises(PermissionError):
+            fs.read("/etc/passwd")
+
+    # -- exists / stat / list --------------------------------------------------
+
+    def test_exists(self) -> None:
+        fs = self.fs()
+        assert fs.exists("README.md")
+        assert fs.exists("src/util")
+        assert fs.exists(".")
+        assert not fs.exists("missing")
+        assert not fs.exists("README.md/child")
+
+    def test_stat(self) -> None:
+        fs = self.fs()
+        info = fs.stat("src/app.py")
+        assert info.is_file
+        assert not info.is_directory
+        assert info.size_bytes == len(TREE["src/app.py"])
+        assert info.modified_at is not None
+        folder = fs.stat("src")
+        assert folder.is_directory
+        assert not folder.is_file
+        with pytest.raises(FileNotFoundError):
+            fs.stat("missing")
+
+    def test_list(self) -> None:
+        fs = self.fs()
+        entries = fs.list()
+        assert [e.name for e in entries] == ["README.md", "docs", "empty.txt", "src"]
+        src = {e.name: e for e in fs.list("src")}
+        assert src["app.py"].is_file
+        assert src["util"].is_directory
+        assert src["util"].path == "src/util"
+
+    def test_list_errors(self) -> None:
+        fs = self.fs()
+        with pytest.raises(FileNotFoundError):
+            fs.list("missing")
+        with pytest.raises(NotADirectoryError):
+            fs.list("README.md")
+
+    # -- glob / grep -----------------------------------------------------------
+
+    def test_glob(self) -> None:
+        fs = self.fs()
+        assert [m.path for m in fs.glob("**/*.py")] == ["src/app.py", "src/util/helpers.py"]
+        assert [m.path for m in fs.glob("*.md")] == ["README.md"]
+        assert [m.path for m in fs.glob("*.py", path="src")] == ["src/app.py"]
+        dirs = fs.glob("src/*")
+        assert {(m.path, m.is_file) for m in dirs} == {("src/app.py", True), ("src/util", False)}
+        assert fs.glob("*.nothing") == []
+
+    def test_grep(self) -> None:
+        fs = self.fs()
+        matches = fs.grep("hello")
+        assert [(m.path, m.line_number) for m in matches] == [("README.md", 2), ("src/app.py", 4)]
+        first = matches[0]
+        assert first.line_content == "hello world"
+        assert (first.match_start, first.match_end) == (0, 5)
+
+    def test_grep_filters(self) -> None:
+        fs = self.fs()
+        assert [m.path for m in fs.grep("def", glob="*.py")] == [
+            "src/app.py",
+            "src/util/helpers.py",
+        ]
+        assert [m.path for m in fs.grep("def", path="src/util")] == ["src/util/helpers.py"]
+        assert [m.path for m in fs.grep("def", path="src/app.py")] == ["src/app.py"]
+        assert len(fs.grep("line", max_matches=2)) == 2
+        assert fs.grep("binary") == []  # binary files are skipped
+
+    def test_grep_bad_pattern(self) -> None:
+        fs = self.fs()
+        with pytest.raises(ValueError):
+            fs.grep("(unclosed")
+        with pytest.raises(ValueError):
+            fs.grep("x", max_matches=10**9)
+
+    def test_grep_catastrophic_pattern_finishes(self) -> None:
+        fs = self.fs({"evil.txt": "a" * 5000 + "!"})
+        assert fs.grep(r"(a+)+$") == []  # exponential for a backtracking engine
+
+    # -- write -----------------------------------------------------------------
+
+    def test_write_and_read_back(self) -> None:
+        fs = self.fs()
+        if self.check_write(fs, lambda: fs.write("new/dir/file.txt", "content\n")):
+            assert fs.read("new/dir/file.txt").content == "content\n"
+            assert fs.stat("new/dir").is_directory
+
+    def test_write_result(self) -> None:
+        fs = self.fs()
+        if self.read_only:
+            self.check_write(fs, lambda: fs.write("x.txt", "é"))
+            return
+        result = fs.write("x.txt", "é", mode="create")
+        assert (result.path, result.bytes_written, result.mode) == ("x.txt", 2, "create")
+
+    def test_write_modes(self) -> None:
+        fs = self.fs()
+        if not self.check_write(fs, lambda: fs.write("README.md", "new", mode="overwrite")):
+            return
+        assert fs.read("README.md").content == "new"
+        fs.write("README.md", "+more", mode="append")
+        assert fs.read("README.md").content == "new+more"
+        self.check_write(fs, lambda: fs.write("README.md", "x", mode="create"), FileExistsError)
+        fs.write("fresh.txt", "a", mode="append")
+        assert fs.read("fresh.txt").content == "a"
+
+    def test_write_without_parents(self) -> None:
+        fs = self.fs()
+        self.check_write(
+            fs, lambda: fs.write("no/such/dir.txt", "x", create_parents=False), FileNotFoundError
+        )
+
+    def test_write_onto_directory(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.write("src", "x"), IsADirectoryError)
+
+    def test_write_under_a_file(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.write("README.md/child.txt", "x"), NotADirectoryError)
+
+    def test_write_too_large(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.write("big.txt", "x" * 48_001), ValueError)
+
+    def test_write_invalid_utf8(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.write("bad.txt", "\udcff"), ValueError)
+
+    def test_write_bytes(self) -> None:
+        fs = self.fs()
+        data = bytes(range(256)) * 300
+        if self.check_write(fs, lambda: fs.write_bytes("blob.bin", data)):
+            assert fs.read_bytes("blob.bin").content == data
+            fs.write_bytes("blob.bin", b"tail", mode="append")
+            assert fs.read_bytes("blob.bin").content == data + b"tail"
+
+    # -- delete / mkdir --------------------------------------------------------
+
+    def test_delete_file(self) -> None:
+        fs = self.fs()
+        if self.check_write(fs, lambda: fs.delete("README.md")):
+            assert not fs.exists("README.md")
+
+    def test_delete_directory(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.delete("src"), IsADirectoryError)
+        if self.check_write(fs, lambda: fs.delete("src", recursive=True)):
+            assert not fs.exists("src")
+            assert not fs.exists("src/util/helpers.py")
+            assert fs.exists("README.md")
+
+    def test_delete_missing(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.delete("missing.txt"), FileNotFoundError)
+
+    def test_delete_root_refused(self) -> None:
+        fs = self.fs()
+        self.check_write(fs, lambda: fs.delete(".", recursive=True), PermissionError)
+
+    def test_mkdir(self) -> None:
+        fs = self.fs()
+        if not self.check_write(fs, lambda: fs.mkdir("a/b/c")):
+            return
+        assert fs.stat("a/b/c").is_directory
+        fs.mkdir("a/b/c")  # exist_ok by default
+        self.check_write(fs, lambda: fs.mkdir("a/b/c", exist_ok=False), FileExistsError)
+        self.check_write(fs, lambda: fs.mkdir("x/y", parents=False), FileNotFoundError)
+        self.check_write(fs, lambda: fs.mkdir("README.md"), FileExistsError)
+
+    # -- bad paths -------------------------------------------------------------
+
+    @pytest.mark.parametrize(
+        "path", ["../outside.txt", "src/../../outside.txt", "/etc/passwd", "a/../../b"]
+    )
+    def test_escaping_paths_refused(self, path: str) -> None:
+        fs = self.fs()
+        if fs.mount_point is None and path.startswith("/"):
+            pytest.skip("without a mount point an absolute path is relative to the root")
+        with pytest.raises(PermissionError):
+            fs.read(path)
+        self.check_write(fs, lambda: fs.write(path, "x"), PermissionError)
+
+    def test_nul_byte_refused(self) -> None:
+        fs = self.fs()
+        with pytest.raises(ValueError):
+            fs.read("README\0.md")
+        self.check_write(fs, lambda: fs.write("a\0b", "x"), ValueError)
+
+    def test_path_limits(self) -> None:
+        fs = self.fs()
+        deep = "/".join(["d"] * 17) + "/f.txt"
+        self.check_write(fs, lambda: fs.write(deep, "x"), ValueError)
+        self.check_write(fs, lambda: fs.write("n" * 81, "x"), ValueError)
+
+    def test_dot_segments_normalised(self) -> None:
+        fs = self.fs()
+        assert fs.read("./src/../README.md").path == "README.md"
+        assert fs.read("src//app.py").path == "src/app.py"

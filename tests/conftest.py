@@ -1,0 +1,5 @@
+"""Shared test configuration."""
+
+import pytest
+
+pytest.register_assert_rewrite("workspacefs.testing")
