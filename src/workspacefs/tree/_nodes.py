@@ -144,7 +144,7 @@ class File(Node):
         self._allocated = 0
         self.chunks: dict[int, Chunk] = {}
         self.data_epoch = epoch
-        self.owned: set[int] = set()
+        self.owned: set[int] | None = None  # made on the first in-place write
 
     @property
     def size(self) -> int:
@@ -224,15 +224,18 @@ class File(Node):
             if start == 0 and old_len <= count:
                 # The piece covers everything the chunk held: replace it whole.
                 chunks[index] = bytes(piece)
-                owned.discard(index)
+                if owned:
+                    owned.discard(index)
                 self._allocated += count - old_len
             else:
-                if index in owned:
+                if owned is not None and index in owned:
                     buf = old
                     assert isinstance(buf, bytearray)
                 else:
                     buf = bytearray(old) if old is not None else bytearray()
                     chunks[index] = buf
+                    if owned is None:
+                        owned = self.owned = set()
                     owned.add(index)
                 if len(buf) < start:
                     buf.extend(bytes(start - len(buf)))
@@ -247,20 +250,21 @@ class File(Node):
         if size < self._size:
             self._own_data(epoch)
             keep, tail = divmod(size, CHUNK_SIZE)
+            owned = self.owned or set()
             for index in [i for i in self.chunks if i > keep or (i == keep and tail == 0)]:
                 self._allocated -= len(self.chunks.pop(index))
-                self.owned.discard(index)
+                owned.discard(index)
             chunk = self.chunks.get(keep)
             if chunk is not None and len(chunk) > tail:
                 self.chunks[keep] = bytes(chunk[:tail])
-                self.owned.discard(keep)
+                owned.discard(keep)
                 self._allocated -= len(chunk) - tail
         self._size = size
 
     def _own_data(self, epoch: int) -> None:
         if self.data_epoch != epoch:
             self.chunks = dict(self.chunks)
-            self.owned = set()
+            self.owned = None
             self.data_epoch = epoch
 
 
