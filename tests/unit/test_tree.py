@@ -71,8 +71,9 @@ def test_errors(tree: Tree) -> None:
         tree.lookup(ROOT_INO, "missing")
     with pytest.raises(NotADirectoryError):
         tree.create(file, "child")
+    tree.mkdir(ROOT_INO, "d")
     with pytest.raises(IsADirectoryError):
-        tree.unlink(ROOT_INO, tree.mkdir(ROOT_INO, "d") and "d")
+        tree.unlink(ROOT_INO, "d")
     with pytest.raises(NotADirectoryError):
         tree.rmdir(ROOT_INO, "f")
     with pytest.raises(IsADirectoryError):

@@ -20,7 +20,7 @@ class Lineage:
     def __init__(self, parent: Lineage | None, changes: Set[int]) -> None:
         self.parent = parent
         self.changes = changes
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
 
 
 def changes_between(a: Lineage, b: Lineage) -> set[int]:

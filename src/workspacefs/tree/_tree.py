@@ -399,8 +399,8 @@ class Tree(TreeView):
             moved = isinstance(node_a, Directory) - isinstance(node_b, Directory)
             dir_a.nlink -= moved
             dir_b.nlink += moved
-        for node in (dir_a, dir_b):
-            self._touch(node)
+        for directory in (dir_a, dir_b):
+            self._touch(directory)
         for node in (node_a, node_b):
             self._touch(node, data=False)
 

@@ -1,0 +1,84 @@
+"""Hydrating the in-memory tree from host directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workspacefs import HostMount, InMemoryFilesystem
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("print('main')\n")
+    (root / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+    (root / "src" / "notes.txt").write_text("notes\n")
+    (root / "src" / "run.sh").write_text("#!/bin/sh\n")
+    (root / "src" / "run.sh").chmod(0o755)
+    (root / "src" / "link.py").symlink_to("main.py")
+    (root / "src" / "escape").symlink_to("/etc/passwd")
+    (tmp_path / "secret.txt").write_text("secret\n")
+    return root
+
+
+def test_hydrate_with_globs(project: Path) -> None:
+    fs = InMemoryFilesystem()
+    count = fs.hydrate_from_host(
+        HostMount("src", include_glob=("*.py",), exclude_glob=("pkg/*",)),
+        allowed_roots=[project],
+    )
+    assert count == 2
+    assert fs.read("src/main.py").content == "print('main')\n"
+    assert fs.stat("src/link.py").is_symlink
+    assert not fs.exists("src/notes.txt")
+    assert not fs.exists("src/pkg/mod.py")
+
+
+def test_hydrate_keeps_modes_and_mtimes_and_skips_escaping_links(project: Path) -> None:
+    fs = InMemoryFilesystem(mount_point="/workspace")
+    fs.hydrate_from_host(
+        HostMount(str(project / "src"), mount_path="/workspace/code"), allowed_roots=[project]
+    )
+    info = fs.stat("code/run.sh")
+    assert info.mode & 0o111
+    host_mtime = os.stat(project / "src" / "run.sh").st_mtime
+    assert info.modified_at is not None
+    assert abs(info.modified_at.timestamp() - host_mtime) < 1e-3
+    assert not fs.exists("code/escape")
+    assert fs.read("code/pkg/mod.py").content == "x = 1\n"
+
+
+@pytest.mark.parametrize("host_path", ["../secret.txt", "/etc", "src/../../secret.txt"])
+def test_hydrate_outside_allowed_roots_refused(project: Path, host_path: str) -> None:
+    fs = InMemoryFilesystem()
+    with pytest.raises(PermissionError):
+        fs.hydrate_from_host(HostMount(host_path), allowed_roots=[project])
+    assert fs.list() == []
+
+
+def test_hydrate_through_symlinked_dir_outside_refused(project: Path, tmp_path: Path) -> None:
+    (project / "sneaky").symlink_to(tmp_path)
+    fs = InMemoryFilesystem()
+    with pytest.raises(PermissionError):
+        fs.hydrate_from_host(HostMount("sneaky"), allowed_roots=[project])
+
+
+def test_hydrate_requires_allowed_roots(project: Path) -> None:
+    with pytest.raises(PermissionError):
+        InMemoryFilesystem().hydrate_from_host(HostMount(str(project)))
+
+
+def test_hydrate_missing_path(project: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        InMemoryFilesystem().hydrate_from_host(HostMount("nope"), allowed_roots=[project])
+
+
+def test_hydrate_size_limit_changes_nothing(project: Path) -> None:
+    fs = InMemoryFilesystem()
+    with pytest.raises(ValueError, match="max_bytes"):
+        fs.hydrate_from_host(HostMount("src", max_bytes=10), allowed_roots=[project])
+    assert fs.list() == []
