@@ -29,7 +29,10 @@ def test_concurrent_writers_snapshots_and_readers() -> None:
         return threading.Thread(target=run)
 
     def writer(worker: int) -> None:
-        for round_ in range(300):
+        # Keep writing until the snapshotter has interleaved enough snapshots.
+        for round_ in range(100_000):
+            if round_ >= 100 and len(snapshots) >= 30:
+                break
             letter = bytes([65 + (round_ % 26)])
             fs.write_bytes(f"w{worker}/file{round_ % 5}.bin", letter * SIZE)
             victim = f"w{worker}/file{(round_ + 1) % 5}.bin"
@@ -60,7 +63,7 @@ def test_concurrent_writers_snapshots_and_readers() -> None:
     for thread in others:
         thread.join()
     assert not errors, errors
-    assert len(snapshots) > 5
+    assert len(snapshots) >= 30
 
     for snapshot in snapshots:
         view = fs.at(snapshot)
