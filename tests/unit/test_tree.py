@@ -341,10 +341,26 @@ def test_restore_returns_changed_inodes(tree: Tree) -> None:
     version = tree.snapshot()
     b = tree.create(ROOT_INO, "b")
     tree.write(a, 0, b"x")
-    assert tree.restore(version) == {ROOT_INO, a, b}
+    changes = tree.restore(version)
+    assert changes.inodes == {ROOT_INO, a, b}
+    assert changes.entries == {(ROOT_INO, "b")}
     assert tree.get(b) is None
     assert tree.read(a, 0, 1) == b""
-    assert tree.restore(version) == set()
+    assert not tree.restore(version)
+
+
+def test_journal_records_touched_inodes_and_entries(tree: Tree) -> None:
+    d = tree.mkdir(ROOT_INO, "d")
+    f = tree.create(d, "f")
+    tree.snapshot()
+    tree.write(f, 0, b"x")  # clones f
+    journal = tree.record()
+    tree.write(f, 1, b"y")  # in place: still recorded
+    tree.rename(d, "f", ROOT_INO, "g")
+    tree.stop_recording()
+    tree.create(ROOT_INO, "unrecorded")
+    assert journal.inodes == {f, d, ROOT_INO}
+    assert journal.entries == {(d, "f"), (ROOT_INO, "g")}
 
 
 def test_restore_of_foreign_version_refused(tree: Tree) -> None:

@@ -102,8 +102,9 @@ class InMemoryFilesystem(TreeFilesystem):
             raise ReadOnlyError("read-only filesystem", "/")
         version = self._version(snapshot)
         with self._live.lock:
-            self._live.restore(version)
+            changes = self._live.restore(version)
             self._current = snapshot.snapshot_id
+        self._publish(changes)
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
@@ -167,5 +168,5 @@ class InMemoryFilesystem(TreeFilesystem):
         ``mount.host_path`` must lie inside one of ``allowed_roots`` (a
         relative one is looked up in each); anything else is refused.
         """
-        with self._live.lock:
-            return hydrate(self._live, mount, allowed_roots, self._normalize, self._owner)
+        with self._recording(self._live) as tree:
+            return hydrate(tree, mount, allowed_roots, self._normalize, self._owner)

@@ -10,9 +10,10 @@ tree work only; decoding and matching happen outside it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat as _stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
@@ -26,7 +27,7 @@ from .._errors import (
     ReadOnlyError,
     TooManyLinksError,
 )
-from ..tree import ROOT_INO, Directory, File, Node, Symlink, Tree, TreeView
+from ..tree import ROOT_INO, Directory, File, Journal, Node, Symlink, Tree, TreeView
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point, strip_mount_point
 from ._results import (
@@ -40,6 +41,11 @@ from ._results import (
     WriteResult,
 )
 from ._search import glob_paths, grep_files, walk_files
+
+log = logging.getLogger(__name__)
+
+ChangeListener = Callable[[Journal], None]
+"""Called after a write through the API with what it touched (tree lock released)."""
 
 MAX_SYMLINK_HOPS = 40
 """As Linux: following more links than this is ELOOP."""
@@ -80,6 +86,7 @@ class TreeFilesystem:
             self._tree.lock if self._tree is not None else contextlib.nullcontext()
         )
         self._owner = (os.getuid(), os.getgid())
+        self._listeners: list[ChangeListener] = []
 
     # -- properties ------------------------------------------------------------
 
@@ -102,6 +109,40 @@ class TreeFilesystem:
     def limits(self) -> Limits:
         """The per-call limits in force."""
         return self._limits
+
+    # -- change notification ---------------------------------------------------
+
+    def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener`` after every API write; returns the unsubscribe function.
+
+        Listeners run in the writer's thread after the tree lock is released,
+        which is where the FUSE layer may safely invalidate kernel caches.
+        """
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _publish(self, journal: Journal) -> None:
+        if not journal:
+            return
+        for listener in list(self._listeners):
+            listener(journal)
+
+    def _mutation(self, path: str) -> contextlib.AbstractContextManager[Tree]:
+        """Hold the lock for one write and publish what it touched afterwards."""
+        return self._recording(self._writable_tree(path))
+
+    @contextlib.contextmanager
+    def _recording(self, tree: Tree) -> Iterator[Tree]:
+        journal = Journal()
+        try:
+            with tree.lock:
+                journal = tree.record()
+                try:
+                    yield tree
+                finally:
+                    tree.stop_recording()
+        finally:
+            self._publish(journal)
 
     # -- path walking ----------------------------------------------------------
 
@@ -373,10 +414,9 @@ class TreeFilesystem:
         if mode not in _WRITE_MODES:
             raise InvalidArgumentError(f"mode must be one of {_WRITE_MODES}", path)
         norm = self._normalize(path)
-        tree = self._writable_tree(norm)
         if not norm:
             raise IsADirectoryFsError("is a directory", display(norm))
-        with self._lock:
+        with self._mutation(norm) as tree:
             try:
                 parent, name, ino = self._locate(norm)
             except NotFoundError:
@@ -409,11 +449,11 @@ class TreeFilesystem:
 
     def delete(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
-        tree = self._writable_tree(path)
+        self._writable_tree(path)
         norm = self._normalize(path)
         if not norm:
             raise PathEscapeError("cannot delete the workspace root", "/")
-        with self._lock:
+        with self._mutation(norm) as tree:
             parent, name, ino = self._locate(norm, follow=False)
             if ino is None:
                 raise NotFoundError("no such file or directory", display(norm))
@@ -427,9 +467,9 @@ class TreeFilesystem:
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory (see ``Filesystem.mkdir``)."""
-        tree = self._writable_tree(path)
+        self._writable_tree(path)
         norm = self._normalize(path)
-        with self._lock:
+        with self._mutation(norm) as tree:
             try:
                 parent, name, ino = self._locate(norm)
             except NotFoundError:

@@ -1,6 +1,7 @@
 """The pure copy-on-write inode tree: no I/O, no trio, no pyfuse3, no pygit2."""
 
 from ._diff import PathDiff as PathDiff
+from ._diff import changed_entries as changed_entries
 from ._diff import diff_versions as diff_versions
 from ._nodes import CHUNK_SIZE as CHUNK_SIZE
 from ._nodes import Directory as Directory
@@ -14,6 +15,7 @@ from ._tree import RENAME_EXCHANGE as RENAME_EXCHANGE
 from ._tree import RENAME_NOREPLACE as RENAME_NOREPLACE
 from ._tree import XATTR_CREATE as XATTR_CREATE
 from ._tree import XATTR_REPLACE as XATTR_REPLACE
+from ._tree import Journal as Journal
 from ._tree import Tree as Tree
 from ._tree import Version as Version
 from ._tree import validate_name as validate_name

@@ -82,6 +82,20 @@ def _entry_candidates(
                     out.add(path)
 
 
+def changed_entries(
+    before: TreeView, after: TreeView, changed: Iterable[int]
+) -> set[tuple[int, str]]:
+    """(directory, name) pairs bound differently in ``after`` than in ``before``."""
+    entries: set[tuple[int, str]] = set()
+    for ino in changed:
+        old, new = before.get(ino), after.get(ino)
+        old_entries = old.entries if isinstance(old, Directory) else {}
+        new_entries = new.entries if isinstance(new, Directory) else {}
+        if old_entries is not new_entries:
+            entries.update((ino, name) for name, _ in old_entries.items() ^ new_entries.items())
+    return entries
+
+
 def _is_dir(node: Node) -> bool:
     return isinstance(node, Directory)
 

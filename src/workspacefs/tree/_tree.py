@@ -32,6 +32,7 @@ from .._errors import (
     NotFoundError,
     NotPermittedError,
 )
+from ._diff import changed_entries
 from ._lineage import Lineage, changes_between
 from ._nodes import Directory, File, Node, Special, Symlink
 from ._table import Table, put
@@ -48,6 +49,24 @@ XATTR_CREATE = 1
 XATTR_REPLACE = 2
 
 _tree_ids = itertools.count(1)
+
+
+class Journal:
+    """What a group of operations touched: inodes, and directory entries by name.
+
+    The Python API records one around each call so that the FUSE layer can
+    invalidate exactly those kernel caches; FUSE handlers record nothing,
+    since the kernel already knows what it asked for.
+    """
+
+    __slots__ = ("entries", "inodes")
+
+    def __init__(self) -> None:
+        self.inodes: set[int] = set()
+        self.entries: set[tuple[int, str]] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.inodes or self.entries)
 
 
 class Version(TreeView):
@@ -88,6 +107,7 @@ class Tree(TreeView):
         "_changes",
         "_epoch",
         "_head",
+        "_journal",
         "_next_ino",
         "_orphans",
         "_pins",
@@ -105,6 +125,7 @@ class Tree(TreeView):
         self._next_ino = ROOT_INO + 1
         self._orphans: dict[int, Node] = {}
         self._pins: dict[int, int] = {}
+        self._journal: Journal | None = None
         self._changes: set[int] = {ROOT_INO}
         self._head = Lineage(None, frozenset())
         self.file_count = 0
@@ -134,21 +155,34 @@ class Tree(TreeView):
         self._epoch += 1
         return version
 
-    def restore(self, version: Version) -> set[int]:
-        """Make ``version`` the live state in O(1); return the inodes that changed.
+    def restore(self, version: Version) -> Journal:
+        """Make ``version`` the live state in O(1) plus O(changes).
 
-        Orphans (unlinked inodes still held open) survive a restore.
+        Returns what changed: every inode that may differ and every directory
+        entry whose binding differs. Orphans (unlinked inodes still held
+        open) survive a restore.
         """
         if version.tree_id != self.id:
             raise InvalidArgumentError("version belongs to another tree", None)
-        changed = self.changes_since(version)
+        journal = Journal()
+        journal.inodes = self.changes_since(version)
+        journal.entries = changed_entries(TreeView(self._table), version, journal.inodes)
         self._table = version._table
         self._head = version.lineage
         self._changes = set()
         self._epoch += 1
         self.file_count = version.file_count
         self.total_bytes = version.total_bytes
-        return changed
+        return journal
+
+    def record(self) -> Journal:
+        """Start recording touched inodes and entries into a new journal."""
+        self._journal = Journal()
+        return self._journal
+
+    def stop_recording(self) -> None:
+        """Stop recording (the journal keeps what it holds)."""
+        self._journal = None
 
     def changes_since(self, version: Version) -> set[int]:
         """Inodes that may differ between ``version`` and the live state."""
@@ -179,6 +213,8 @@ class Tree(TreeView):
         if node.epoch != self._epoch:
             node = node.clone(self._epoch)
             self._store(ino, node)
+        elif self._journal is not None:
+            self._journal.inodes.add(ino)
         return node
 
     def _mutable_dir(self, ino: int) -> Directory:
@@ -189,6 +225,8 @@ class Tree(TreeView):
 
     def _store(self, ino: int, node: Node | None) -> None:
         self._changes.add(ino)
+        if self._journal is not None:
+            self._journal.inodes.add(ino)
         if ino in self._orphans:
             if node is None:
                 del self._orphans[ino]
@@ -196,6 +234,10 @@ class Tree(TreeView):
                 self._orphans[ino] = node
             return
         self._table = put(self._table, ino, node, self._epoch)
+
+    def _entry_changed(self, parent: int, name: str) -> None:
+        if self._journal is not None:
+            self._journal.entries.add((parent, name))
 
     def _touch(self, node: Node, *, data: bool = True) -> None:
         now = time.time_ns()
@@ -214,6 +256,7 @@ class Tree(TreeView):
         self._next_ino += 1
         node.links = ((parent, name),)
         directory.entries[name] = ino
+        self._entry_changed(parent, name)
         self._touch(directory)
         if isinstance(node, Directory):
             directory.nlink += 1
@@ -266,6 +309,7 @@ class Tree(TreeView):
             raise AlreadyExistsError("file exists", self.describe(parent, name))
         node = self._mutable(ino)
         directory.entries[name] = ino
+        self._entry_changed(parent, name)
         node.links = (*node.links, (parent, name))
         node.nlink += 1
         self._touch(directory)
@@ -298,6 +342,7 @@ class Tree(TreeView):
         directory = self._mutable_dir(parent)
         node = self._mutable(ino)
         del directory.entries[name]
+        self._entry_changed(parent, name)
         self._touch(directory)
         links = list(node.links)
         links.remove((parent, name))
@@ -365,6 +410,8 @@ class Tree(TreeView):
         node = self._mutable(ino)
         del source_dir.entries[old_name]
         target_dir.entries[new_name] = ino
+        self._entry_changed(old_parent, old_name)
+        self._entry_changed(new_parent, new_name)
         node.links = tuple(
             (new_parent, new_name) if link == (old_parent, old_name) else link
             for link in node.links
@@ -389,6 +436,8 @@ class Tree(TreeView):
         dir_a, dir_b = self._mutable_dir(parent_a), self._mutable_dir(parent_b)
         node_a, node_b = self._mutable(ino_a), self._mutable(ino_b)
         dir_a.entries[name_a], dir_b.entries[name_b] = ino_b, ino_a
+        self._entry_changed(parent_a, name_a)
+        self._entry_changed(parent_b, name_b)
         node_a.links = tuple(
             (parent_b, name_b) if link == (parent_a, name_a) else link for link in node_a.links
         )
