@@ -46,5 +46,8 @@ from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from .fs import SnapshotStore as SnapshotStore
 from .fs import WriteMode as WriteMode
 from .fs import WriteResult as WriteResult
+from .fuse import CachePolicy as CachePolicy
+from .fuse import Mount as Mount
+from .fuse import mount as mount
 
 __version__ = "0.1.0"

@@ -106,6 +106,11 @@ class TreeFilesystem:
         return self._mount_point
 
     @property
+    def view(self) -> TreeView:
+        """The tree this filesystem shows: the live ``Tree`` or a frozen ``Version``."""
+        return self._view
+
+    @property
     def limits(self) -> Limits:
         """The per-call limits in force."""
         return self._limits

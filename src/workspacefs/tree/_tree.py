@@ -557,6 +557,10 @@ class Tree(TreeView):
         """Record ``count`` kernel references (FUSE lookups) to ``ino``."""
         self._pins[ino] = self._pins.get(ino, 0) + count
 
+    def pinned(self, ino: int) -> bool:
+        """True if the kernel holds a reference to ``ino``."""
+        return ino in self._pins
+
     def forget(self, ino: int, count: int) -> None:
         """Drop ``count`` kernel references; an orphan with none left is freed."""
         left = self._pins.get(ino, 0) - count

@@ -1,0 +1,10 @@
+"""The FUSE front door: the live tree at a real mount point (pyfuse3 + trio)."""
+
+from ._invalidate import invalidate as invalidate
+from ._mount import Mount as Mount
+from ._mount import is_stale as is_stale
+from ._mount import mount as mount
+from ._mount import mount_options as mount_options
+from ._mount import recover as recover
+from ._operations import CachePolicy as CachePolicy
+from ._operations import WorkspaceOperations as WorkspaceOperations

@@ -1,0 +1,238 @@
+"""Mount lifecycle: the trio loop in a dedicated thread, clean unmount on every exit.
+
+pyfuse3 keeps one FUSE session per process, so one mount runs at a time.
+``mount()`` starts ``pyfuse3.main`` in its own thread with its own trio loop
+and returns once the loop serves requests; the caller keeps using the
+filesystem object from its own thread. On exit (normal, exception, Ctrl-C or
+SIGTERM) the loop is terminated from outside with
+``trio.from_thread.run_sync(pyfuse3.terminate)`` (only while it runs:
+terminating a finished loop crashes) and the kernel mount is removed.
+
+A mount left by a process killed with SIGKILL answers ENOTCONN; ``recover``
+(and ``mount`` itself, on the same path) detaches it with ``fusermount3 -uz``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+
+import pyfuse3
+import trio
+
+from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, NotFoundError
+from ..fs import TreeFilesystem
+from ..tree import Tree
+from ._invalidate import invalidate
+from ._operations import DEFAULT_CACHE, CachePolicy, WorkspaceOperations
+
+log = logging.getLogger(__name__)
+
+_session = threading.Lock()  # pyfuse3: one FUSE session per process
+
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+
+
+def is_stale(mountpoint: str) -> bool:
+    """True if ``mountpoint`` is a FUSE mount whose server is gone (ENOTCONN)."""
+    try:
+        os.stat(mountpoint)
+    except OSError as exc:
+        return exc.errno == errno.ENOTCONN
+    return False
+
+
+def recover(mountpoint: str) -> bool:
+    """Detach a stale mount at ``mountpoint``; True if there was one."""
+    if not is_stale(mountpoint):
+        return False
+    _detach(mountpoint)
+    return True
+
+
+def _detach(mountpoint: str) -> None:
+    """Lazily unmount, so nothing that still holds it can hang us."""
+    tool = shutil.which("fusermount3") or shutil.which("fusermount")
+    command = [tool, "-uz", mountpoint] if tool else ["umount", "-l", mountpoint]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0 and os.path.ismount(mountpoint):
+        raise BackendUnavailableError(
+            f"could not unmount: {result.stderr.strip() or result.returncode}", mountpoint
+        )
+
+
+@dataclass
+class Mount:
+    """A running mount. Use ``workspacefs.fuse.mount()`` to make one."""
+
+    filesystem: TreeFilesystem
+    mountpoint: str
+    read_only: bool
+    _thread: threading.Thread | None = None
+    _token: trio.lowlevel.TrioToken | None = None
+    _error: BaseException | None = None
+    _ready: threading.Event = field(default_factory=threading.Event)
+    _cleanups: list[Callable[[], object]] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        """True while the FUSE loop serves requests."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def unmount(self) -> None:
+        """Stop serving and remove the mount; safe to call twice."""
+        for cleanup in reversed(self._cleanups):
+            cleanup()
+        self._cleanups.clear()
+        if self._thread is None:
+            return
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(pyfuse3.terminate, trio_token=self._token)
+        self._thread.join(STOP_TIMEOUT)
+        if self._thread.is_alive():  # the loop is wedged: cut the kernel side loose
+            log.error("FUSE loop did not stop; detaching %s", self.mountpoint)
+            _detach(self.mountpoint)
+            self._thread.join(STOP_TIMEOUT)
+        self._thread = None
+        if os.path.ismount(self.mountpoint) or is_stale(self.mountpoint):
+            _detach(self.mountpoint)
+
+    def _serve(self, operations: WorkspaceOperations, options: set[str]) -> None:
+        try:
+            pyfuse3.init(operations, self.mountpoint, options)
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        try:
+            trio.run(self._main)
+        except BaseException as exc:
+            log.exception("FUSE loop failed")
+            self._error = exc
+        finally:
+            self._token = None
+            pyfuse3.close(unmount=True)
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._ready.set()
+        await pyfuse3.main()
+
+
+def mount_options(
+    *, allow_other: bool, read_only: bool, default_permissions: bool, fsname: str
+) -> set[str]:
+    """The mount options, documented in docs/fuse.md."""
+    options = {f"fsname={fsname}", "subtype=workspacefs"}
+    if default_permissions:
+        options.add("default_permissions")
+    if allow_other:
+        options.add("allow_other")
+    if read_only:
+        options.add("ro")
+    return options
+
+
+@contextlib.contextmanager
+def mount(
+    filesystem: TreeFilesystem,
+    mountpoint: str | os.PathLike[str],
+    *,
+    allow_other: bool = False,
+    read_only: bool = False,
+    default_permissions: bool = True,
+    fsname: str = "workspacefs",
+    cache: CachePolicy = DEFAULT_CACHE,
+    capacity_bytes: int = 64 << 30,
+) -> Iterator[Mount]:
+    """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
+
+    Args:
+        filesystem: An ``InMemoryFilesystem`` (live, coherent with the API) or
+            a snapshot view from ``fs.at(snapshot)`` (always read-only).
+        mountpoint: An existing empty directory.
+        allow_other: Let other users (and containers) in; root, or
+            ``user_allow_other`` in /etc/fuse.conf, is needed for it.
+        read_only: Refuse every write with EROFS.
+        default_permissions: Let the kernel check modes and owners.
+        fsname: Shown as the source in ``mount`` and ``df``.
+        cache: Kernel cache timeouts; API changes are invalidated explicitly.
+        capacity_bytes: Size reported by statfs (the tree lives in memory).
+
+    Raises:
+        BusyError: Another mount is active in this process, or the path is mounted.
+        BackendUnavailableError: The kernel refused the mount.
+    """
+    path = os.path.abspath(os.fspath(mountpoint))
+    if recover(path):
+        log.warning("recovered a stale mount at %s", path)
+    if not os.path.exists(path):
+        raise NotFoundError("mount point does not exist", path)
+    if not os.path.isdir(path):
+        raise NotADirectoryFsError("mount point is not a directory", path)
+    if os.path.ismount(path):
+        raise BusyError("something is already mounted here", path)
+    if not _session.acquire(blocking=False):
+        raise BusyError("a workspacefs mount is already active in this process", path)
+    try:
+        view = filesystem.view
+        read_only = read_only or filesystem.read_only or not isinstance(view, Tree)
+        operations = WorkspaceOperations(
+            view, read_only=read_only, cache=cache, capacity_bytes=capacity_bytes
+        )
+        options = mount_options(
+            allow_other=allow_other,
+            read_only=read_only,
+            default_permissions=default_permissions,
+            fsname=fsname,
+        )
+        handle = Mount(filesystem, path, read_only)
+        thread = threading.Thread(
+            target=handle._serve, args=(operations, options), name=f"fuse:{path}", daemon=True
+        )
+        handle._thread = thread
+        thread.start()
+        if not handle._ready.wait(START_TIMEOUT) or handle._error is not None:
+            handle.unmount()
+            raise BackendUnavailableError(f"mount failed: {handle._error!r}", path)
+        if isinstance(view, Tree):
+            tree = view
+            handle._cleanups.append(filesystem.subscribe(lambda journal: invalidate(tree, journal)))
+        with _terminate_on_sigterm():
+            try:
+                yield handle
+            finally:
+                handle.unmount()
+        if handle._error is not None:
+            raise BackendUnavailableError(f"FUSE loop failed: {handle._error!r}", path)
+    finally:
+        _session.release()
+
+
+@contextlib.contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit in the main thread, so the mount is cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
