@@ -1,0 +1,70 @@
+"""Real FUSE mounts for tests: one at a time (pyfuse3 keeps one session per process)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from workspacefs import InMemoryFilesystem, Mount, mount
+
+
+def fuse_unavailable() -> str | None:
+    """Why FUSE mounts cannot run here, or None if they can."""
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse is missing (no FUSE kernel module)"
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (apt-get install fuse3)"
+    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "no permission to open /dev/fuse"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    reason = fuse_unavailable()
+    for item in items:
+        if "tests/fuse/" in str(item.fspath):
+            item.add_marker(pytest.mark.fuse)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@dataclass
+class Mounted:
+    """A live workspace mounted for one test."""
+
+    fs: InMemoryFilesystem
+    root: Path
+    handle: Mount
+
+    def path(self, relative: str) -> str:
+        return str(self.root / relative)
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[Mounted]:
+    fs = InMemoryFilesystem(mount_point="/workspace")
+    root = tmp_path / "mnt"
+    root.mkdir()
+    with mount(fs, root, allow_other=True) as handle:
+        yield Mounted(fs, root, handle)
+    assert not os.path.ismount(root), "the mount outlived its test"
+
+
+@pytest.fixture
+def plain_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory on a kernel filesystem, to compare behaviour with."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        target = shm / f"workspacefs-test-{os.getpid()}-{tmp_path.name}"
+        target.mkdir()
+        yield target
+        shutil.rmtree(target, ignore_errors=True)
+    else:
+        target = tmp_path / "plain"
+        target.mkdir()
+        yield target
