@@ -21,6 +21,14 @@ def raises_errno(code: int, action: object) -> None:
     assert excinfo.value.errno == code, f"{excinfo.value!r}: expected {errno.errorcode[code]}"
 
 
+def test_open_with_o_trunc(mounted: Mounted) -> None:
+    path = mounted.path("t.txt")
+    Path(path).write_text("a longer original")
+    Path(path).write_text("short")
+    assert Path(path).read_text() == "short"
+    assert mounted.fs.read("t.txt").content == "short"
+
+
 def test_write_read_append_truncate(mounted: Mounted) -> None:
     path = mounted.path("f.txt")
     with open(path, "w") as handle:
@@ -79,9 +87,9 @@ def test_directories(mounted: Mounted) -> None:
     raises_errno(errno.ENOTDIR, lambda: os.listdir(mounted.path("a/b/c/f")))
     raises_errno(errno.ENOTDIR, lambda: os.rmdir(mounted.path("a/b/c/f")))
     raises_errno(errno.EISDIR, lambda: os.unlink(mounted.path("a/b")))
-    raises_errno(errno.EISDIR, lambda: open(mounted.path("a/b"), "w"))
+    raises_errno(errno.EISDIR, lambda: os.open(mounted.path("a/b"), os.O_WRONLY))
     raises_errno(errno.ENOENT, lambda: os.stat(mounted.path("a/missing")))
-    raises_errno(errno.ENAMETOOLONG, lambda: open(mounted.path("n" * 256), "w"))
+    raises_errno(errno.ENAMETOOLONG, lambda: os.open(mounted.path("n" * 256), os.O_CREAT))
     Path(mounted.path("n" * 255)).write_text("max")
     os.unlink(mounted.path("a/b/c/f"))
     os.rmdir(mounted.path("a/b/c"))
@@ -262,7 +270,7 @@ def test_read_only_mount_refuses_writes(tmp_path: Path) -> None:
         assert (root / "existing.txt").read_text() == "x"
         for action in [
             lambda: (root / "new.txt").write_text("x"),
-            lambda: open(root / "existing.txt", "a"),
+            lambda: os.open(root / "existing.txt", os.O_WRONLY | os.O_APPEND),
             lambda: os.mkdir(root / "d"),
             lambda: os.unlink(root / "existing.txt"),
             lambda: os.chmod(root / "existing.txt", 0o777),

@@ -309,8 +309,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         node = self._view.node(ino)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
-        if flags & os.O_ACCMODE != os.O_RDONLY:
-            self._writable()
+        if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
+            tree = self._writable()
+            if flags & os.O_TRUNC and node.size:  # libfuse asks for atomic O_TRUNC
+                tree.truncate(ino, 0)
         handle = next(self._handles)
         self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND))
         return pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache)
