@@ -2,6 +2,7 @@
 
 from ._invalidate import invalidate as invalidate
 from ._mount import Mount as Mount
+from ._mount import fuse_mounts as fuse_mounts
 from ._mount import is_stale as is_stale
 from ._mount import mount as mount
 from ._mount import mount_options as mount_options

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -43,10 +44,30 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 
+def fuse_mounts() -> dict[str, str]:
+    """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
+    mounts = {}
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+        for line in table:
+            fields = line.split()
+            kind = fields[fields.index("-") + 1]
+            if kind == "fuse" or kind.startswith("fuse."):
+                # Mount points escape space, tab, newline and backslash as octal.
+                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
+                mounts[point] = kind
+    return mounts
+
+
 def is_stale(mountpoint: str) -> bool:
-    """True if ``mountpoint`` is a FUSE mount whose server is gone (ENOTCONN)."""
+    """True if ``mountpoint`` is a FUSE mount whose server is gone (ENOTCONN).
+
+    statfs is never answered from the kernel's caches, so it reaches the
+    (missing) server where a stat of a cached inode would not.
+    """
+    if os.path.abspath(mountpoint) not in fuse_mounts():
+        return False
     try:
-        os.stat(mountpoint)
+        os.statvfs(mountpoint)
     except OSError as exc:
         return exc.errno == errno.ENOTCONN
     return False
