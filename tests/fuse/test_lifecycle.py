@@ -49,18 +49,25 @@ def server(mountpoint: Path) -> Iterator[subprocess.Popen[str]]:
 
 def test_unmounts_after_exception(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
-    with pytest.raises(RuntimeError, match="boom"), mount(fs, tmp_path):
-        assert os.path.ismount(tmp_path)
-        raise RuntimeError("boom")
+    seen = []
+
+    def fail_while_mounted() -> None:
+        with mount(fs, tmp_path):
+            seen.append(os.path.ismount(tmp_path))
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail_while_mounted()
+    assert seen == [True]
     assert not os.path.ismount(tmp_path)
 
 
 def test_one_mount_per_process(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    with mount(InMemoryFilesystem(), tmp_path / "a"):
-        with pytest.raises(BusyError), mount(InMemoryFilesystem(), tmp_path / "b"):
-            pass
+    second = mount(InMemoryFilesystem(), tmp_path / "b")
+    with mount(InMemoryFilesystem(), tmp_path / "a"), pytest.raises(BusyError), second:
+        pass
     with mount(InMemoryFilesystem(), tmp_path / "b"):  # free again afterwards
         assert os.path.ismount(tmp_path / "b")
 
