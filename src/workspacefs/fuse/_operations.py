@@ -401,6 +401,11 @@ class WorkspaceOperations(pyfuse3.Operations):
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
         tree = self._writable()
+        if name.startswith(b"system.posix_acl_"):
+            # Without ACL support, refuse ACLs like tmpfs without CONFIG_TMPFS_POSIX_ACL:
+            # stored as plain bytes they would not change the mode, and cp -a
+            # (which then skips its chmod) would leave files 0600.
+            raise FUSEError(errno.EOPNOTSUPP)
         with self._lock:
             tree.setxattr(inode, name, value)
 
