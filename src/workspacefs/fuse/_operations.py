@@ -166,10 +166,22 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        if len(name) > NAME_MAX:
+            raise FUSEError(errno.ENAMETOOLONG)
         with self._lock:
-            if len(name) > NAME_MAX:
-                raise FUSEError(errno.ENAMETOOLONG)
-            return self._reply(self._view.lookup(parent_inode, decode(name)))
+            try:
+                ino = self._view.lookup(parent_inode, decode(name))
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    raise
+                # A negative entry the kernel may cache: tools probe for
+                # missing files constantly (git, compilers, shells). API
+                # creates and restores invalidate it like any other entry.
+                missing = pyfuse3.EntryAttributes()
+                missing.st_ino = 0
+                missing.entry_timeout = self._cache.entry_timeout
+                return missing
+            return self._reply(ino)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         if self._tree is None:
@@ -346,13 +358,15 @@ class WorkspaceOperations(pyfuse3.Operations):
                 off = tree.node(handle.ino).size
             return tree.write(handle.ino, off, buf)
 
-    @fuse_errors
-    async def flush(self, fh: int) -> None:
-        return None
+    # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
+    # kernel so once, and it stops sending these requests (one round trip
+    # fewer per close).
 
-    @fuse_errors
+    async def flush(self, fh: int) -> None:
+        raise FUSEError(errno.ENOSYS)
+
     async def fsync(self, fh: int, datasync: bool) -> None:
-        return None
+        raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
     async def release(self, fh: int) -> None:
@@ -390,9 +404,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def releasedir(self, fh: int) -> None:
         self._dirs.pop(fh, None)
 
-    @fuse_errors
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
-        return None
+        raise FUSEError(errno.ENOSYS)
 
     # -- extended attributes ---------------------------------------------------
 

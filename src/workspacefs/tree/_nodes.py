@@ -124,7 +124,9 @@ class Special(Node):
         return copy
 
 
-Chunk = bytes | bytearray
+Chunk = bytes | bytearray | memoryview
+"""A chunk's bytes. A memoryview chunk is a window on an immutable ``bytes``
+(a full chunk of a large write, kept without copying)."""
 
 
 class File(Node):
@@ -211,6 +213,7 @@ class File(Node):
     def write(self, offset: int, data: bytes | bytearray | memoryview, epoch: int) -> None:
         """Write ``data`` at ``offset``, copying only the chunks it touches."""
         self._own_data(epoch)
+        immutable = type(data) is bytes
         view = memoryview(data).cast("B")
         total = len(view)
         chunks, owned = self.chunks, self.owned
@@ -222,8 +225,9 @@ class File(Node):
             old = chunks.get(index)
             old_len = 0 if old is None else len(old)
             if start == 0 and old_len <= count:
-                # The piece covers everything the chunk held: replace it whole.
-                chunks[index] = bytes(piece)
+                # The piece covers everything the chunk held: replace it whole,
+                # without a copy when it is a full chunk of immutable bytes.
+                chunks[index] = piece if immutable and count == CHUNK_SIZE else bytes(piece)
                 if owned:
                     owned.discard(index)
                 self._allocated += count - old_len

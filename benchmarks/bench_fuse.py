@@ -1,0 +1,260 @@
+"""The FUSE mount against kernel tmpfs, measured in the same run.
+
+Run: ``scripts/bench.sh fuse`` (or ``python -m benchmarks.bench_fuse [--quick]``).
+
+Every figure is paired with the same operation on a tmpfs directory
+(/dev/shm); the ratio says how the mount compares (>1: faster than tmpfs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from workspacefs import InMemoryFilesystem, mount
+
+from .bench_tree import Result
+
+MIB = 1 << 20
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def drop_page_cache(path: Path) -> None:
+    """Evict a file's pages from the kernel cache (a no-op for tmpfs, whose pages are the data)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def write_file(path: Path, size: int, block: int) -> None:
+    buffer = os.urandom(block)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(size // block):
+            os.write(fd, buffer)
+    finally:
+        os.close(fd)
+
+
+def read_file(path: Path, block: int) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while os.read(fd, block):
+            pass
+    finally:
+        os.close(fd)
+
+
+def random_reads(path: Path, size: int, count: int) -> None:
+    rng = random.Random(7)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(count):
+            os.pread(fd, 4096, rng.randrange(0, size // 4096) * 4096)
+    finally:
+        os.close(fd)
+
+
+def small_files(root: Path, count: int) -> None:
+    payload = b"x" * 100
+    for i in range(count):
+        path = root / f"f{i}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, payload)
+        os.close(fd)
+        os.stat(path)
+        os.unlink(path)
+
+
+IO_BENCHMARKS: dict[str, Callable[[Path, int, int], float]] = {}
+
+
+def io_benchmark(name: str) -> Callable[[Callable[[Path, int, int], float]], object]:
+    def register(function: Callable[[Path, int, int], float]) -> object:
+        IO_BENCHMARKS[name] = function
+        return function
+
+    return register
+
+
+@io_benchmark("seq-write")
+def _seq_write(root: Path, size: int, count: int) -> float:
+    return size / MIB / timed(lambda: write_file(root / "big", size, MIB))
+
+
+@io_benchmark("seq-read-cold")
+def _seq_read_cold(root: Path, size: int, count: int) -> float:
+    drop_page_cache(root / "big")
+    return size / MIB / timed(lambda: read_file(root / "big", MIB))
+
+
+@io_benchmark("seq-read-warm")
+def _seq_read_warm(root: Path, size: int, count: int) -> float:
+    read_file(root / "big", MIB)
+    return size / MIB / timed(lambda: read_file(root / "big", MIB))
+
+
+@io_benchmark("random-read-cold")
+def _random_read_cold(root: Path, size: int, count: int) -> float:
+    drop_page_cache(root / "big")
+    return count / timed(lambda: random_reads(root / "big", size, count))
+
+
+@io_benchmark("small-files")
+def _small_files(root: Path, size: int, count: int) -> float:
+    return count / timed(lambda: small_files(root, count))
+
+
+def measure_io(name: str, root: Path, size: int, count: int) -> float:
+    """Run one I/O benchmark in a fresh process, as a shell tool would hit the mount."""
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_fuse", "--io", name, str(root), str(size),
+         str(count)],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent,
+    )  # fmt: skip
+    return float(result.stdout)
+
+
+def io_benchmarks(mnt: Path, shm: Path, size_mb: int, small: int) -> list[Result]:
+    size = size_mb * MIB
+    table = [
+        ("sequential write, 1 MiB blocks", "seq-write", "MB/s", 0.5, 0),
+        ("sequential read, cold", "seq-read-cold", "MB/s", 0.5, 0),
+        ("sequential read, warm", "seq-read-warm", "MB/s", 0.9, 0),
+        ("4 KiB random reads, cold", "random-read-cold", "op/s", 0.1, 5000),
+        ("create + stat + unlink, small files", "small-files", "op/s", 0.1, small),
+    ]
+    results = []
+    for title, name, unit, floor, count in table:
+        ours = measure_io(name, mnt, size, count)
+        base = measure_io(name, shm, size, count)
+        results.append(Result(title, ours, base, unit, f">= {floor}x tmpfs", ours >= floor * base,
+                              higher_is_better=True))  # fmt: skip
+    for root in (mnt, shm):
+        (root / "big").unlink()
+    return results
+
+
+def corpus_source() -> Path:
+    """The interpreter's library: tens of thousands of real source files."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def workload_benchmarks(mnt: Path, shm: Path, tarball: Path) -> list[Result]:
+    def run(command: str, cwd: Path) -> None:
+        subprocess.run(["bash", "-c", command], cwd=cwd, check=True, env=GIT_ENV,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    steps = [
+        ("tar -x", f"tar -xf {tarball}"),
+        ("git init + add -A + commit", "git init -q . && git add -A && git commit -qm import"),
+        ("git status", "git status --porcelain"),
+        ("grep -r", "grep -r -c 'import os' . > /dev/null || true"),
+        ("rm -rf", "rm -rf ./* .git"),
+    ]
+    results = []
+    for name, command in steps:
+        ours = timed(lambda command=command: run(command, mnt))
+        base = timed(lambda command=command: run(command, shm))
+        results.append(Result(f"workload: {name}", ours, base, "s", "<= 3x tmpfs", ours <= 3 * base))
+    return results
+
+
+def restore_benchmark(mnt: Path, fs: InMemoryFilesystem, files: int) -> Result:
+    tree = fs.tree
+    with tree.lock:
+        directory = tree.mkdir(1, "many")
+        for i in range(files):
+            if i % 1000 == 0:
+                sub = tree.mkdir(directory, f"d{i // 1000}")
+            tree.write(tree.create(sub, f"f{i}.txt"), 0, b"content %d\n" % i)
+    subprocess.run(["find", str(mnt / "many"), "-type", "f"], check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip - the kernel now knows every inode
+    samples = []
+    for round_ in range(20):
+        index = files // 2 + round_
+        path = mnt / f"many/d{index // 1000}/f{index}.txt"
+        before = fs.snapshot()
+        path.write_text("changed through the mount\n")
+        samples.append(timed(lambda before=before: fs.restore(before)) * 1000)
+        assert path.read_text() == f"content {index}\n"
+    samples.sort()
+    median = samples[len(samples) // 2]
+    return Result(f"restore, 1 change in {files:,} files, mounted", median, 10.0, "ms",
+                  "<= 10 ms incl. invalidation (baseline: the target)", median <= 10)  # fmt: skip
+
+
+@contextmanager
+def directories() -> Iterator[tuple[Path, Path, Path]]:
+    shm_base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    work = Path(tempfile.mkdtemp(prefix="wsfs-bench-", dir=shm_base))
+    mnt, shm = work / "mnt", work / "tmpfs"
+    mnt.mkdir()
+    shm.mkdir()
+    try:
+        yield work, mnt, shm
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
+    parser.add_argument("--io", nargs=4, metavar=("NAME", "ROOT", "SIZE", "COUNT"),
+                        help="run one I/O benchmark and print its figure (internal)")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.io:
+        name, root, size, count = args.io
+        print(IO_BENCHMARKS[name](Path(root), int(size), int(count)))
+        return 0
+    size_mb, small, files = (8, 200, 2_000) if args.quick else (512, 5_000, 100_000)
+    results: list[Result] = []
+    with directories() as (work, mnt, shm):
+        fs = InMemoryFilesystem()
+        with mount(fs, mnt, allow_other=True):
+            results += io_benchmarks(mnt, shm, size_mb, small)
+            source = corpus_source()
+            tarball = work / "corpus.tar"
+            selection = ["-C", str(source.parent), source.name]
+            if args.quick:
+                selection = ["-C", str(source), "json", "email"]
+            subprocess.run(["tar", "-cf", str(tarball), *selection], check=True,
+                           stderr=subprocess.DEVNULL)  # fmt: skip
+            listing = subprocess.run(["tar", "-tf", str(tarball)], capture_output=True,
+                                     text=True, check=True).stdout.count("\n")  # fmt: skip
+            print(f"corpus: {source} ({listing:,} entries, {tarball.stat().st_size / MIB:,.0f} MB)")
+            results += workload_benchmarks(mnt, shm, tarball)
+            results.append(restore_benchmark(mnt, fs, files))
+    print(f"fuse benchmarks (python {sys.version.split()[0]}); ratio = times better than tmpfs")
+    for result in results:
+        print(result.line())
+    return 0 if all(r.met for r in results) or args.quick else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
