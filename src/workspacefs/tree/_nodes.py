@@ -191,9 +191,11 @@ class File(Node):
             if chunk is None:
                 return bytes(end - offset)
             piece = chunk[start : start + end - offset]
+            if type(piece) is not bytes:
+                piece = bytes(piece)
             if len(piece) < end - offset:
                 piece += bytes(end - offset - len(piece))
-            return bytes(piece) if type(piece) is not bytes else piece
+            return piece
         parts: list[Chunk] = []
         pos = offset
         while pos < end:
