@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints ratios against baselines measured in the same run.
-# Usage: scripts/bench.sh [--quick]
+# Runs the benchmarks; each prints figures next to a baseline measured in the same run.
+# Usage: scripts/bench.sh [all|tree|fuse] [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/python -m benchmarks.bench_tree "$@"
+which="${1:-all}"
+[[ $# -gt 0 ]] && shift
+case "$which" in
+    tree) .venv/bin/python -m benchmarks.bench_tree "$@" ;;
+    fuse) .venv/bin/python -m benchmarks.bench_fuse "$@" ;;
+    all)
+        status=0
+        .venv/bin/python -m benchmarks.bench_tree "$@" || status=1
+        .venv/bin/python -m benchmarks.bench_fuse "$@" || status=1
+        exit $status
+        ;;
+    *) echo "usage: $0 [all|tree|fuse] [--quick]" >&2; exit 2 ;;
+esac
