@@ -168,8 +168,10 @@ def corpus_source() -> Path:
 
 def workload_benchmarks(mnt: Path, shm: Path, tarball: Path) -> list[Result]:
     def run(command: str, cwd: Path) -> None:
-        subprocess.run(["bash", "-c", command], cwd=cwd, check=True, env=GIT_ENV,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=GIT_ENV, text=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"{command!r} failed in {cwd}: {done.stderr[-2000:]}")
 
     steps = [
         ("tar -x", f"tar -xf {tarball}"),

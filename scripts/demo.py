@@ -1,78 +1,109 @@
-"""The main job, as far as it exists: a workspace, edits, snapshots, diff, restore.
+"""The main job: a workspace mounted for a Podman container and the Python API at once.
 
 Run with scripts/demo.sh. Each step prints what it did.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workspacefs import HostMount, InMemoryFilesystem
+from workspacefs import HostMount, InMemoryFilesystem, mount
+
+REPO = Path(__file__).resolve().parent.parent
+CONTAINERS_CONF = REPO / "config" / "containers.conf"
 
 
 def step(title: str) -> None:
     print(f"\n== {title}")
 
 
+def container(mountpoint: Path, script: str) -> str:
+    """Run ``script`` in a Podman container with the workspace at /workspace."""
+    result = subprocess.run(
+        ["podman", "run", "--rm", "--network=none", "-v", f"{mountpoint}:/workspace:rw",
+         "-w", "/workspace", "--rootfs", "/:O", "/bin/sh", "-c", script],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)},
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise SystemExit(f"container failed: {result.stderr}")
+    return result.stdout
+
+
 def main() -> None:
-    repo = Path(__file__).resolve().parent.parent
     fs = InMemoryFilesystem(mount_point="/workspace")
 
     step("hydrate the workspace from this repository's sources")
     count = fs.hydrate_from_host(
         HostMount("src", include_glob=("*.py",), mount_path="/workspace/src"),
-        allowed_roots=[repo],
+        allowed_roots=[REPO],
     )
     print(f"copied {count} files; {fs.tree.file_count} files, {fs.tree.total_bytes:,} bytes")
 
-    step("snapshot (O(1))")
-    started = time.perf_counter()
-    base = fs.snapshot(tag="hydrated")
-    elapsed_us = (time.perf_counter() - started) * 1e6
-    print(f"snapshot {base.snapshot_id} '{base.tag}' in {elapsed_us:.0f} us")
+    with tempfile.TemporaryDirectory(prefix="workspacefs-demo-") as scratch:
+        mountpoint = Path(scratch) / "workspace"
+        mountpoint.mkdir()
+        with mount(fs, mountpoint, allow_other=True):
+            step(f"mounted at {mountpoint} (FUSE); snapshot before the agent starts (O(1))")
+            started = time.perf_counter()
+            base = fs.snapshot(tag="hydrated")
+            elapsed_us = (time.perf_counter() - started) * 1e6
+            print(f"snapshot '{base.tag}' {base.snapshot_id} in {elapsed_us:.0f} us")
 
-    step("an agent edits: write, append, delete")
-    fs.write("/workspace/notes/plan.md", "# plan\n- read the tree code\n")
-    fs.write("notes/plan.md", "- snapshot before risky edits\n", mode="append")
-    fs.delete("src/workspacefs/testing", recursive=True)
-    print(fs.read("notes/plan.md").content, end="")
+            step("an agent works in a Podman container on /workspace")
+            print(
+                container(
+                    mountpoint,
+                    "python3 -m compileall -q src && echo compiled; "
+                    "grep -rl 'def snapshot' src | sort; "
+                    "mkdir -p notes && echo '# plan' > notes/plan.md; "
+                    "sed -i 's/O(1)/constant time/' src/workspacefs/tree/_tree.py; "
+                    "rm -r src/workspacefs/testing",
+                ),
+                end="",
+            )
 
-    step("glob and grep (RE2: linear time)")
-    print([m.path for m in fs.glob("src/workspacefs/tree/*.py")])
-    for match in fs.grep(r"def snapshot\(", glob="*.py"):
-        print(f"{match.path}:{match.line_number}: {match.line_content.strip()}")
+            step("... and through the Python API, on the same live tree")
+            fs.write("notes/plan.md", "- snapshot before risky edits\n", mode="append")
+            print(fs.read("notes/plan.md").content, end="")
+            print("grep:", sorted({m.path for m in fs.grep("constant time", glob="*.py")}))
 
-    step("diff against the snapshot (O(changes))")
-    diff = fs.diff(base)
-    print(f"added {list(diff.added)}")
-    print(f"deleted {len(diff.deleted)} files, e.g. {list(diff.deleted[:2])}")
-    print(f"unchanged {diff.unchanged_count}")
+            step("diff against the snapshot (O(changes))")
+            diff = fs.diff(base)
+            compiled = [p for p in diff.added if p.endswith(".pyc")]
+            print(f"added {len(diff.added)} ({len(compiled)} .pyc), e.g. notes/plan.md: "
+                  f"{'notes/plan.md' in diff.added}")  # fmt: skip
+            print(f"modified {list(diff.modified)}")
+            print(f"deleted {list(diff.deleted)}")
 
-    step("browse the snapshot without restoring")
-    view = fs.at(base)
-    in_view, in_live = view.exists("src/workspacefs/testing"), fs.exists("src/workspacefs/testing")
-    print(f"testing/ in the snapshot: {in_view}; in the live tree: {in_live}")
+            step("restore (O(1) plus invalidating what changed); the container sees it")
+            started = time.perf_counter()
+            fs.restore(base)
+            print(f"restored in {(time.perf_counter() - started) * 1e3:.1f} ms")
+            print(container(mountpoint, "ls /workspace; ls src/workspacefs | head -3"), end="")
+            print("diff after restore is empty:", not fs.diff(base).changed)
 
-    step("restore (O(1))")
-    fs.restore(base)
-    print("after restore, diff is empty:", not fs.diff(base).changed)
-    print("notes/plan.md exists:", fs.exists("notes/plan.md"))
+            step("browse the snapshot read-only, without restoring")
+            print(fs.at(base).read("src/workspacefs/tree/_tree.py", limit=3).content, end="")
 
-    step("bad input gets clear errors and changes nothing")
-    attempts: list[tuple[Callable[[], object], str]] = [
-        (lambda: fs.read("../../etc/passwd"), "path escape"),
-        (lambda: fs.read("/etc/passwd"), "absolute path outside /workspace"),
-        (lambda: fs.write("big.txt", "x" * 48_001), "oversize write"),
-        (lambda: fs.grep(r"(a)\1"), "unsupported regex"),
-    ]
-    for action, label in attempts:
-        try:
-            action()
-        except (OSError, ValueError) as exc:
-            print(f"{label:<34} -> {type(exc).__name__}: {exc}")
-    print("\nThe FUSE mount, containers and git persistence arrive in later releases.")
+        step("bad input gets clear errors and changes nothing")
+        attempts: list[tuple[Callable[[], object], str]] = [
+            (lambda: fs.read("../../etc/passwd"), "path escape"),
+            (lambda: fs.read("/etc/passwd"), "absolute path outside /workspace"),
+            (lambda: fs.write("big.txt", "x" * 48_001), "oversize write"),
+            (lambda: fs.grep(r"(a)\1"), "unsupported regex"),
+        ]
+        for action, label in attempts:
+            try:
+                action()
+            except (OSError, ValueError) as exc:
+                print(f"{label:<34} -> {type(exc).__name__}: {exc}")
+    print("\nGit persistence of snapshots arrives with the next release.")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-dev python3-venv)
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-dev python3-venv podman runc sqlite3)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -16,6 +16,14 @@ if ((${#missing[@]})); then
     [[ $(id -u) -eq 0 ]] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Containers bind the mount, so it needs allow_other; non-root users may ask
+# for it only when /etc/fuse.conf says so.
+if ! grep -qx 'user_allow_other' /etc/fuse.conf 2>/dev/null; then
+    SUDO=""
+    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    echo 'user_allow_other' | $SUDO tee -a /etc/fuse.conf >/dev/null
 fi
 
 PYTHON=${PYTHON:-python3}
