@@ -1,20 +1,18 @@
 """The benchmarks still run (tiny sizes, no timing asserted)."""
 
-from benchmarks import bench_tree
+import pytest
+from benchmarks import bench_fuse, bench_tree
+
+from workspacefs.fuse import unavailable_reason
 
 
-def test_tree_benchmarks_run(capsys: object) -> None:
+def test_tree_benchmarks_run() -> None:
     assert bench_tree.main(["--quick"]) == 0
 
 
+@pytest.mark.fuse
 def test_fuse_benchmarks_run() -> None:
-    from tests.fuse.conftest import fuse_unavailable
-
-    reason = fuse_unavailable()
+    reason = unavailable_reason()
     if reason:
-        import pytest
-
         pytest.skip(reason)
-    from benchmarks import bench_fuse
-
     assert bench_fuse.main(["--quick"]) == 0

@@ -11,21 +11,11 @@ from pathlib import Path
 import pytest
 
 from workspacefs import InMemoryFilesystem, Mount, mount
-
-
-def fuse_unavailable() -> str | None:
-    """Why FUSE mounts cannot run here, or None if they can."""
-    if not os.path.exists("/dev/fuse"):
-        return "/dev/fuse is missing (no FUSE kernel module)"
-    if shutil.which("fusermount3") is None:
-        return "fusermount3 is not installed (apt-get install fuse3)"
-    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
-        return "no permission to open /dev/fuse"
-    return None
+from workspacefs.fuse import unavailable_reason
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    reason = fuse_unavailable()
+    reason = unavailable_reason()
     for item in items:
         if "tests/fuse/" in str(item.fspath):
             item.add_marker(pytest.mark.fuse)

@@ -7,5 +7,6 @@ from ._mount import is_stale as is_stale
 from ._mount import mount as mount
 from ._mount import mount_options as mount_options
 from ._mount import recover as recover
+from ._mount import unavailable_reason as unavailable_reason
 from ._operations import CachePolicy as CachePolicy
 from ._operations import WorkspaceOperations as WorkspaceOperations

@@ -44,6 +44,17 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 
+def unavailable_reason() -> str | None:
+    """Why this machine cannot mount FUSE filesystems, or None if it can."""
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse is missing (no FUSE kernel module)"
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (apt-get install fuse3)"
+    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "no permission to open /dev/fuse"
+    return None
+
+
 def fuse_mounts() -> dict[str, str]:
     """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
     mounts = {}
