@@ -34,6 +34,10 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "bench",
     "GIT_COMMITTER_EMAIL": "bench@example.invalid",
     "GIT_CONFIG_GLOBAL": "/dev/null",
+    # No background `git gc --auto` racing the next step.
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "gc.auto",
+    "GIT_CONFIG_VALUE_0": "0",
 }
 
 

@@ -96,6 +96,19 @@ class InMemoryFilesystem(TreeFilesystem):
             self._store.prune(self._retention)
         return record
 
+    def adopt_snapshot(self, record: FilesystemSnapshot) -> Version:
+        """Freeze the live tree under an existing record, e.g. one loaded from git.
+
+        The record must name this workspace; afterwards ``restore(record)`` works.
+        """
+        if record.workspace_id != self._workspace_id:
+            raise SnapshotIncompatibleError("snapshot belongs to another workspace", None)
+        with self._live.lock:
+            version = self._live.snapshot()
+            self._store.save(record, version)
+            self._current = record.snapshot_id
+        return version
+
     def restore(self, snapshot: FilesystemSnapshot) -> None:
         """Make the live tree equal to ``snapshot`` in O(1)."""
         if self.read_only:

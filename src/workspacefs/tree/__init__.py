@@ -4,6 +4,7 @@ from ._diff import PathDiff as PathDiff
 from ._diff import changed_entries as changed_entries
 from ._diff import diff_versions as diff_versions
 from ._nodes import CHUNK_SIZE as CHUNK_SIZE
+from ._nodes import Content as Content
 from ._nodes import Directory as Directory
 from ._nodes import File as File
 from ._nodes import Node as Node

@@ -10,7 +10,9 @@ data write copies the chunk dict (pointers only) plus the one chunk it touches.
 
 from __future__ import annotations
 
+import errno
 import stat as _stat
+from typing import Protocol
 
 CHUNK_SIZE = 1 << 16
 """File data is held in chunks of this size; a missing chunk reads as zeros."""
@@ -124,6 +126,19 @@ class Special(Node):
         return copy
 
 
+class Content(Protocol):
+    """File content held elsewhere (a git blob), fetched on first use."""
+
+    @property
+    def key(self) -> object:
+        """Identifies the content: equal keys mean equal bytes (e.g. a blob id)."""
+        ...
+
+    def load(self) -> bytes:
+        """The bytes; called at most once per file node."""
+        ...
+
+
 Chunk = bytes | bytearray | memoryview
 """A chunk's bytes. A memoryview chunk is a window on an immutable ``bytes``
 (a full chunk of a large write, kept without copying)."""
@@ -138,7 +153,7 @@ class File(Node):
     in place; every other chunk may be shared with a frozen version.
     """
 
-    __slots__ = ("_allocated", "_size", "chunks", "data_epoch", "owned")
+    __slots__ = ("_allocated", "_size", "chunks", "data_epoch", "lazy", "owned")
 
     def __init__(self, epoch: int, mode: int, uid: int, gid: int, now_ns: int) -> None:
         super().__init__(epoch, _stat.S_IFREG | (mode & 0o7777), uid, gid, now_ns)
@@ -147,6 +162,7 @@ class File(Node):
         self.chunks: dict[int, Chunk] = {}
         self.data_epoch = epoch
         self.owned: set[int] | None = None  # made on the first in-place write
+        self.lazy: Content | None = None  # content not loaded yet (size is known)
 
     @property
     def size(self) -> int:
@@ -154,7 +170,7 @@ class File(Node):
 
     @property
     def allocated(self) -> int:
-        return self._allocated
+        return self._size if self.lazy is not None else self._allocated
 
     def clone(self, epoch: int) -> File:
         copy = Node.clone(self, epoch)
@@ -164,10 +180,41 @@ class File(Node):
         copy.chunks = self.chunks
         copy.data_epoch = self.data_epoch
         copy.owned = self.owned
+        copy.lazy = self.lazy
         return copy
+
+    @classmethod
+    def deferred(
+        cls, epoch: int, mode: int, uid: int, gid: int, now_ns: int, content: Content, size: int
+    ) -> File:
+        """A file whose bytes are loaded from ``content`` on first use."""
+        node = cls(epoch, mode, uid, gid, now_ns)
+        node.lazy = content
+        node._size = size
+        return node
+
+    def _load(self) -> None:
+        """Fill the chunks from deferred content. Safe on a frozen node: the
+        bytes it reads are the bytes it already stood for."""
+        content = self.lazy
+        if content is None:
+            return
+        data = content.load()
+        if len(data) != self._size:
+            raise OSError(errno.EIO, f"stored content has {len(data)} bytes, expected {self._size}")
+        view = memoryview(data)
+        self.chunks = {
+            i // CHUNK_SIZE: view[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)
+        }
+        self._allocated = len(data)
+        self.lazy = None
 
     def same_data(self, other: File) -> bool:
         """True if both files hold the same bytes (cheap when data is shared)."""
+        if self.lazy is not None and other.lazy is not None and self.lazy.key == other.lazy.key:
+            return self._size == other._size
+        self._load()
+        other._load()
         if self.chunks is other.chunks:
             return self._size == other._size
         if self._size != other._size:
@@ -182,6 +229,8 @@ class File(Node):
 
     def read(self, offset: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``offset``; short at end of file."""
+        if self.lazy is not None:
+            self._load()
         end = min(self._size, offset + size)
         if offset >= end:
             return b""
@@ -253,6 +302,8 @@ class File(Node):
 
     def truncate(self, size: int, epoch: int) -> None:
         """Set the size; shrinking drops data, growing reads as zeros."""
+        if self.lazy is not None:
+            self._load()
         if size < self._size:
             self._own_data(epoch)
             keep, tail = divmod(size, CHUNK_SIZE)
@@ -268,6 +319,8 @@ class File(Node):
         self._size = size
 
     def _own_data(self, epoch: int) -> None:
+        if self.lazy is not None:
+            self._load()
         if self.data_epoch != epoch:
             self.chunks = dict(self.chunks)
             self.owned = None

@@ -34,7 +34,7 @@ from .._errors import (
 )
 from ._diff import changed_entries
 from ._lineage import Lineage, changes_between
-from ._nodes import Directory, File, Node, Special, Symlink
+from ._nodes import Content, Directory, File, Node, Special, Symlink
 from ._table import Table, put
 from ._view import ROOT_INO, TreeView
 
@@ -104,6 +104,7 @@ class Tree(TreeView):
     """The live, writable tree. Hold ``lock`` around every call."""
 
     __slots__ = (
+        "__weakref__",
         "_changes",
         "_epoch",
         "_head",
@@ -268,6 +269,22 @@ class Tree(TreeView):
     def create(self, parent: int, name: str, mode: int = 0o644, uid: int = 0, gid: int = 0) -> int:
         """Create an empty regular file; return its inode."""
         return self._add(parent, name, File(self._epoch, mode, uid, gid, time.time_ns()))
+
+    def create_deferred(
+        self,
+        parent: int,
+        name: str,
+        content: Content,
+        size: int,
+        mode: int = 0o644,
+        uid: int = 0,
+        gid: int = 0,
+    ) -> int:
+        """Create a file of ``size`` bytes whose content loads on first use."""
+        node = File.deferred(self._epoch, mode, uid, gid, time.time_ns(), content, size)
+        ino = self._add(parent, name, node)
+        self.total_bytes += size
+        return ino
 
     def mkdir(self, parent: int, name: str, mode: int = 0o755, uid: int = 0, gid: int = 0) -> int:
         """Create a directory; return its inode."""

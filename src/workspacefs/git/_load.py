@@ -1,0 +1,190 @@
+"""Load a persisted snapshot into a new InMemoryFilesystem, lazily.
+
+Directories, symlinks and metadata are read at once; a file's bytes stay a
+blob id until the file is first read or written, so opening a large commit
+costs its directory count, not its size.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat as _stat
+import threading
+import uuid
+from datetime import datetime
+from typing import Any
+
+import pygit2
+
+from .._errors import SnapshotError
+from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..tree import ROOT_INO, Tree
+from ._objects import EMPTY_TREE, decode_name, encode_name, read_blob, read_tree
+from ._persist import DIR_PREFIX, META_BLOB, Progress, ProgressHook, resolve_commit, state_for
+from ._repo import open_repository
+
+
+class BlobContent:
+    """A file's bytes in a git object database, read on first use."""
+
+    __slots__ = ("_lock", "_odb", "_oid")
+
+    def __init__(self, odb: pygit2.Odb, oid: pygit2.Oid, lock: threading.Lock) -> None:
+        self._odb = odb
+        self._oid = oid
+        self._lock = lock
+
+    @property
+    def key(self) -> pygit2.Oid:
+        return self._oid
+
+    def load(self) -> bytes:
+        with self._lock:  # libgit2 objects are not shared across threads unguarded
+            return read_blob(self._odb, self._oid)
+
+
+def trailers(message: str) -> dict[str, str]:
+    """The ``Key: value`` lines of a commit message."""
+    found = {}
+    for line in message.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key.replace("-", "").isalnum():
+            found[key] = value
+    return found
+
+
+def snapshot_record(commit: pygit2.Commit, git_dir: str) -> FilesystemSnapshot:
+    """The snapshot record a snapshot commit carries."""
+    fields = trailers(commit.message)
+    try:
+        return FilesystemSnapshot(
+            snapshot_id=uuid.UUID(fields["Snapshot-Id"]),
+            created_at=datetime.fromisoformat(fields["Created-At"]),
+            commit_ref=str(commit.id),
+            root_path="/",
+            git_dir=git_dir,
+            tag=fields.get("Tag"),
+            file_count=int(fields["Files"]),
+            total_bytes=int(fields["Bytes"]),
+            workspace_id=fields["Workspace"] or None,
+        )
+    except (KeyError, ValueError) as exc:
+        raise SnapshotError(f"{commit.id} is not a workspacefs snapshot commit", git_dir) from exc
+
+
+def load(
+    repo: str | os.PathLike[str],
+    ref: str,
+    *,
+    workspace: str | None = None,
+    mount_point: str | None = None,
+    progress: ProgressHook | None = None,
+) -> InMemoryFilesystem:
+    """Load a persisted snapshot as a new live workspace.
+
+    ``ref`` is a full ref, a ref relative to ``refs/workspacefs/<workspace>/``
+    (``snapshots/3``), a tag or snapshot number of ``workspace``, or a commit
+    id. The returned filesystem holds the snapshot (``current_snapshot_id``
+    is its id, so it can be restored again) and persisting it back to the
+    same repository is incremental.
+
+    Raises:
+        NotFoundError: No repository at ``repo``.
+        SnapshotNotFoundError: ``ref`` names no snapshot.
+        SnapshotError: The commit or its metadata is damaged.
+    """
+    repository = open_repository(repo)
+    git_dir = os.path.realpath(repository.path)
+    commit = resolve_commit(repository, workspace, ref)
+    record = snapshot_record(commit, git_dir)
+    odb = repository.odb
+    try:
+        meta_commit = repository[trailers(commit.message)["Workspacefs-Meta"]]
+        assert isinstance(meta_commit, pygit2.Commit)
+        fs = InMemoryFilesystem(workspace_id=record.workspace_id, mount_point=mount_point)
+        tree = fs.tree
+        with tree.lock:
+            dirs = _populate(tree, odb, commit.tree_id, meta_commit.tree_id, progress)
+        version = fs.adopt_snapshot(record)
+    except (KeyError, ValueError, AssertionError, pygit2.GitError) as exc:
+        raise SnapshotError(f"cannot load {ref!r}: {exc}", git_dir) from exc
+    state = state_for(tree, git_dir)
+    state.dir_trees, state.meta_trees = dirs
+    state.blobs = {
+        ino: (node.lazy.key, node.lazy.key)
+        for _, ino, node in version.walk()
+        if getattr(node, "lazy", None) is not None
+    }
+    state.version = version
+    state.commits[version.lineage] = (commit.id, meta_commit.id)
+    return fs
+
+
+def _populate(
+    tree: Tree,
+    odb: pygit2.Odb,
+    root_tree: pygit2.Oid,
+    root_meta: pygit2.Oid,
+    progress: ProgressHook | None,
+) -> tuple[dict[int, pygit2.Oid], dict[int, pygit2.Oid]]:
+    """Create every node; return each directory's workspace and metadata tree ids."""
+    lock = threading.Lock()
+    dir_trees: dict[int, pygit2.Oid] = {}
+    meta_trees: dict[int, pygit2.Oid] = {}
+    attributes: list[tuple[int, dict[str, Any]]] = []
+    groups: dict[int, int] = {}
+    stack: list[tuple[int, pygit2.Oid, pygit2.Oid]] = [(ROOT_INO, root_tree, root_meta)]
+    while stack:
+        directory, tree_oid, meta_oid = stack.pop()
+        dir_trees[directory] = tree_oid
+        meta_trees[directory] = meta_oid
+        blobs = (
+            {name: oid for name, _, oid in read_tree(odb, tree_oid)}
+            if tree_oid != EMPTY_TREE
+            else {}
+        )
+        subtrees = {name: oid for name, _, oid in read_tree(odb, meta_oid)}
+        meta: dict[str, dict[str, Any]] = json.loads(
+            read_blob(odb, subtrees[META_BLOB]).decode("utf-8", "surrogateescape")
+        )
+        if "." in meta:
+            attributes.append((ROOT_INO, meta.pop(".")))
+        for name, entry in meta.items():
+            raw = encode_name(name)
+            mode = entry["mode"]
+            kind = _stat.S_IFMT(mode)
+            group = entry.get("link")
+            if group is not None and group in groups:
+                tree.link(groups[group], directory, name)
+                continue
+            if kind == _stat.S_IFDIR:
+                child = tree.mkdir(directory, name, mode)
+                stack.append((child, blobs.get(raw, EMPTY_TREE), subtrees[DIR_PREFIX + raw]))
+            elif kind == _stat.S_IFREG:
+                content = BlobContent(odb, blobs[raw], lock)
+                child = tree.create_deferred(directory, name, content, entry["size"], mode)
+            elif kind == _stat.S_IFLNK:
+                child = tree.symlink(directory, name, decode_name(read_blob(odb, blobs[raw])))
+            else:
+                child = tree.mknod(directory, name, mode, entry.get("rdev", 0))
+            if group is not None:
+                groups[group] = child
+            attributes.append((child, entry))
+        if progress is not None and len(dir_trees) % 256 == 0:
+            progress(Progress("directories", len(dir_trees), len(dir_trees) + len(stack)))
+    # Attributes last: creating entries touches their directories' times.
+    for ino, entry in attributes:
+        for name, value in entry.get("xattrs", {}).items():
+            tree.setxattr(ino, base64.b64decode(name), base64.b64decode(value))
+        tree.setattr(
+            ino,
+            mode=entry["mode"],
+            uid=entry["uid"],
+            gid=entry["gid"],
+            atime_ns=entry["atime"],
+            mtime_ns=entry["mtime"],
+            ctime_ns=entry["ctime"],
+        )
+    return dir_trees, meta_trees

@@ -1,0 +1,364 @@
+"""Persist snapshots as git commits, incrementally.
+
+A persisted snapshot is two commits (see docs/git.md):
+
+* the **snapshot commit**, whose tree is exactly the workspace (files
+  100644/100755, symlinks 120000, directories as trees), so ``git log``,
+  ``git diff`` and ``git worktree add`` work on it;
+* the **metadata commit**, whose tree mirrors the directories, each holding
+  a ``meta`` blob (JSON) with what git trees cannot hold: full modes,
+  owners, times, xattrs, hard links, empty directories, fifos and devices.
+  The snapshot commit names it in its ``Workspacefs-Meta:`` trailer.
+
+Incremental: the tree's change sets say which inodes changed since the last
+persisted version; only their directories and the directories above them
+are rewritten, every other subtree keeps its id, and unchanged files keep
+their blob ids without being read or hashed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from .._errors import SnapshotCreationError, SnapshotNotFoundError
+from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
+from ..tree._lineage import Lineage
+from ._objects import (
+    EMPTY_TREE,
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_LINK,
+    MODE_TREE,
+    TreeEntry,
+    encode_name,
+    write_blob,
+    write_tree,
+)
+from ._refs import meta_ref, next_number, snapshot_ref, tag_ref, valid_ref_part
+from ._repo import Identity, open_repository
+
+META_BLOB = b"meta"
+DIR_PREFIX = b"d:"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Reported while persisting or loading: ``done`` of ``total`` items in ``phase``."""
+
+    phase: str
+    done: int
+    total: int
+
+
+ProgressHook = Callable[[Progress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedSnapshot:
+    """Where a snapshot went: its commit, refs and number in the workspace."""
+
+    commit: str
+    meta_commit: str
+    ref: str
+    number: int
+    objects_written: int
+
+
+@dataclass
+class _State:
+    """What one repository holds of one tree: the last persisted version's ids."""
+
+    version: Version | None = None
+    dir_trees: dict[int, pygit2.Oid] = field(default_factory=dict)
+    meta_trees: dict[int, pygit2.Oid] = field(default_factory=dict)
+    blobs: dict[int, tuple[object, pygit2.Oid]] = field(default_factory=dict)
+    commits: dict[Lineage, tuple[pygit2.Oid, pygit2.Oid]] = field(default_factory=dict)
+
+
+_states: weakref.WeakKeyDictionary[Tree, dict[str, _State]] = weakref.WeakKeyDictionary()
+_states_lock = threading.Lock()
+
+
+def state_for(tree: Tree, repo_path: str) -> _State:
+    """The incremental state of ``tree`` in the repository at ``repo_path``."""
+    with _states_lock:
+        return _states.setdefault(tree, {}).setdefault(repo_path, _State())
+
+
+def entry_metadata(node: Node, link_group: int | None) -> dict[str, Any]:
+    """What git cannot hold about one entry, as JSON-ready values."""
+    meta: dict[str, Any] = {
+        "mode": node.mode,
+        "uid": node.uid,
+        "gid": node.gid,
+        "atime": node.atime_ns,
+        "mtime": node.mtime_ns,
+        "ctime": node.ctime_ns,
+    }
+    if isinstance(node, File):
+        meta["size"] = node.size
+    if isinstance(node, Special):
+        meta["rdev"] = node.rdev
+    if node.xattrs:
+        meta["xattrs"] = {
+            base64.b64encode(k).decode(): base64.b64encode(v).decode()
+            for k, v in sorted(node.xattrs.items())
+        }
+    if link_group is not None:
+        meta["link"] = link_group
+    return meta
+
+
+class _Writer:
+    """Builds the trees of one version, reusing what the state already has."""
+
+    def __init__(
+        self,
+        odb: pygit2.Odb,
+        version: Version,
+        state: _State,
+        changed: set[int] | None,
+        progress: ProgressHook | None,
+    ) -> None:
+        self.odb = odb
+        self.version = version
+        self.state = state
+        self.changed = changed  # None: everything is new
+        self.progress = progress
+        self.objects = 0
+        self.dir_trees: dict[int, pygit2.Oid] = {}
+        self.meta_trees: dict[int, pygit2.Oid] = {}
+        self.blobs: dict[int, tuple[object, pygit2.Oid]] = {}
+
+    def dirty_directories(self) -> list[int]:
+        """Directories to rewrite, deepest first."""
+        version = self.version
+        if self.changed is None:
+            dirs = [ROOT_INO] + [ino for _, ino, n in version.walk() if isinstance(n, Directory)]
+        else:
+            marked: set[int] = set()
+            for ino in self.changed:
+                node = version.get(ino)
+                if node is None:
+                    continue  # gone: its directory's entry changed, so it is listed too
+                starts = [ino] if isinstance(node, Directory) else [p for p, _ in node.links]
+                for current in starts:
+                    while current not in marked:
+                        marked.add(current)
+                        if current == ROOT_INO:
+                            break
+                        current = version.node(current).links[0][0]
+            dirs = list(marked)
+        depth: dict[int, int] = {ROOT_INO: 0}
+
+        def depth_of(ino: int) -> int:
+            chain = []
+            while ino not in depth:
+                chain.append(ino)
+                ino = version.node(ino).links[0][0]
+            base = depth[ino]
+            for offset, item in enumerate(reversed(chain), start=1):
+                depth[item] = base + offset
+            return depth[chain[0]] if chain else base
+
+        return sorted(dirs, key=depth_of, reverse=True)
+
+    def blob_for(self, ino: int, node: File | Symlink) -> pygit2.Oid:
+        unchanged = self.changed is not None and ino not in self.changed
+        cached = self.state.blobs.get(ino)
+        key: object
+        if isinstance(node, Symlink):
+            key = ("link", node.target)
+        elif node.lazy is not None:
+            key = node.lazy.key
+        else:
+            key = id(node.chunks), node.size
+        if cached is not None and (unchanged or cached[0] == key):
+            self.blobs[ino] = cached
+            return cached[1]
+        if isinstance(node, Symlink):
+            oid = write_blob(self.odb, encode_name(node.target))
+        elif node.lazy is not None and isinstance(node.lazy.key, pygit2.Oid):
+            oid = node.lazy.key  # already in a repository; present here after fetch/load
+            if not self.odb.exists(oid):
+                oid = write_blob(self.odb, node.read(0, node.size))
+        else:
+            oid = write_blob(self.odb, node.read(0, node.size))
+        self.objects += 1
+        self.blobs[ino] = (key, oid)
+        return oid
+
+    def build(self) -> tuple[pygit2.Oid, pygit2.Oid]:
+        """Write the workspace tree and the metadata tree; return both root ids."""
+        version = self.version
+        dirty = self.dirty_directories()
+        hard_links: dict[int, int] = {}
+        for count, ino in enumerate(dirty, start=1):
+            directory = version.node(ino)
+            assert isinstance(directory, Directory)
+            entries: list[TreeEntry] = []
+            meta_entries: list[TreeEntry] = []
+            meta: dict[str, Any] = {}
+            if ino == ROOT_INO:
+                meta["."] = entry_metadata(directory, None)
+            for name, child in directory.entries.items():
+                node = version.node(child)
+                raw = encode_name(name)
+                group = None
+                if not isinstance(node, Directory) and node.nlink > 1:
+                    group = hard_links.setdefault(child, child)
+                meta[name] = entry_metadata(node, group)
+                if isinstance(node, Directory):
+                    tree = self.dir_trees.get(child) or self.state.dir_trees[child]
+                    if tree != EMPTY_TREE:
+                        entries.append((raw, MODE_TREE, tree))
+                    sub = self.meta_trees.get(child) or self.state.meta_trees[child]
+                    meta_entries.append((DIR_PREFIX + raw, MODE_TREE, sub))
+                elif isinstance(node, File):
+                    mode = MODE_EXECUTABLE if node.mode & 0o111 else MODE_FILE
+                    entries.append((raw, mode, self.blob_for(child, node)))
+                elif isinstance(node, Symlink):
+                    entries.append((raw, MODE_LINK, self.blob_for(child, node)))
+            self.dir_trees[ino] = write_tree(self.odb, entries) if entries else EMPTY_TREE
+            blob = write_blob(
+                self.odb, json.dumps(meta, sort_keys=True).encode("utf-8", "surrogateescape")
+            )
+            meta_entries.append((META_BLOB, MODE_FILE, blob))
+            self.meta_trees[ino] = write_tree(self.odb, meta_entries)
+            self.objects += 3
+            if self.progress is not None and count % 256 == 0:
+                self.progress(Progress("trees", count, len(dirty)))
+        root = self.dir_trees.get(ROOT_INO) or self.state.dir_trees[ROOT_INO]
+        if root == EMPTY_TREE:
+            root = write_tree(self.odb, [])
+        return root, self.meta_trees.get(ROOT_INO) or self.state.meta_trees[ROOT_INO]
+
+    def commit_state(self, version: Version) -> None:
+        """Adopt what was written as the state for the next persist."""
+        state = self.state
+        if self.changed is None:
+            state.dir_trees, state.meta_trees, state.blobs = {}, {}, {}
+        else:
+            for ino in self.changed:
+                if version.get(ino) is None:
+                    state.dir_trees.pop(ino, None)
+                    state.meta_trees.pop(ino, None)
+                    state.blobs.pop(ino, None)
+        state.dir_trees.update(self.dir_trees)
+        state.meta_trees.update(self.meta_trees)
+        state.blobs.update(self.blobs)
+        state.version = version
+
+
+def _message(record: FilesystemSnapshot, number: int, meta_commit: pygit2.Oid) -> str:
+    title = f"workspacefs snapshot {number}" + (f": {record.tag}" if record.tag else "")
+    trailers = {
+        "Snapshot-Id": str(record.snapshot_id),
+        "Created-At": record.created_at.isoformat(),
+        "Workspace": record.workspace_id or "",
+        "Files": str(record.file_count),
+        "Bytes": str(record.total_bytes),
+        "Workspacefs-Meta": str(meta_commit),
+    }
+    if record.tag:
+        trailers["Tag"] = record.tag
+    return title + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
+
+
+def persist(
+    fs: InMemoryFilesystem,
+    snapshot: FilesystemSnapshot,
+    repo: str | os.PathLike[str],
+    *,
+    identity: Identity | None = None,
+    progress: ProgressHook | None = None,
+) -> PersistedSnapshot:
+    """Write ``snapshot`` of ``fs`` as a commit in the bare repository ``repo``.
+
+    The repository is created if missing. Only what changed since the last
+    snapshot persisted there from this tree is written; refs are updated
+    last, so a failure leaves no ref to a half-written snapshot.
+
+    Raises:
+        SnapshotNotFoundError: The snapshot is not (or no longer) in ``fs``.
+        SnapshotCreationError: The repository cannot be written.
+    """
+    version = fs.version(snapshot)
+    repository = open_repository(repo, create=True)
+    path = os.path.realpath(repository.path)
+    workspace = fs.workspace_id
+    identity = identity or Identity()
+    state = state_for(fs.tree, path)
+    changed = None
+    if state.version is not None and state.version.tree_id == version.tree_id:
+        changed = Tree.changes_between(state.version, version)
+    writer = _Writer(repository.odb, version, state, changed, progress)
+    try:
+        tree, meta_tree = writer.build()
+        parents, meta_parents = _parents(state, version.lineage)
+        number = next_number(repository, workspace)
+        signature = identity.signature(snapshot.created_at)
+        meta_commit = repository.create_commit(
+            None, signature, signature, f"workspacefs metadata {number}\n", meta_tree, meta_parents
+        )
+        commit = repository.create_commit(
+            None, signature, signature, _message(snapshot, number, meta_commit), tree, parents
+        )
+        # Refs last: the snapshot ref publishes a complete snapshot.
+        references = repository.references
+        references.create(meta_ref(workspace, number), meta_commit, force=True)
+        references.create(snapshot_ref(workspace, number), commit, force=True)
+        if snapshot.tag:
+            references.create(tag_ref(workspace, snapshot.tag), commit, force=True)
+    except (pygit2.GitError, OSError) as exc:
+        raise SnapshotCreationError(f"cannot persist to {repo}: {exc}", str(repo)) from exc
+    writer.commit_state(version)
+    state.commits[version.lineage] = (commit, meta_commit)
+    if progress is not None:
+        progress(Progress("done", writer.objects, writer.objects))
+    return PersistedSnapshot(
+        str(commit), str(meta_commit), snapshot_ref(workspace, number), number, writer.objects + 2
+    )
+
+
+def _parents(state: _State, lineage: Lineage) -> tuple[list[pygit2.Oid], list[pygit2.Oid]]:
+    """The commits of the nearest persisted ancestor version, if any."""
+    current: Lineage | None = lineage.parent
+    while current is not None:
+        found = state.commits.get(current)
+        if found is not None:
+            return [found[0]], [found[1]]
+        current = current.parent
+    return [], []
+
+
+def resolve_commit(
+    repository: pygit2.Repository, workspace: str | None, name: str
+) -> pygit2.Commit:
+    """A snapshot commit by full ref, workspace-relative ref, tag, number or id."""
+    candidates = [name]
+    if workspace:
+        candidates.append(f"refs/workspacefs/{workspace}/{name}")
+        if name.isdigit():
+            candidates.append(snapshot_ref(workspace, int(name)))
+        elif valid_ref_part(name):
+            candidates.append(tag_ref(workspace, name))
+    for candidate in filter(None, candidates):
+        try:
+            obj = repository.revparse_single(candidate)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        commit = obj.peel(pygit2.Commit)
+        if isinstance(commit, pygit2.Commit):
+            return commit
+    raise SnapshotNotFoundError(f"no persisted snapshot {name!r}", str(repository.path))

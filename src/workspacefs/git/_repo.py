@@ -1,0 +1,51 @@
+"""Opening repositories and signing commits, with errors translated in one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+
+import pygit2
+
+from .._errors import InvalidArgumentError, NotFoundError, SnapshotError
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Author and committer of persisted snapshots; the time is the snapshot's own,
+    so the same snapshot always gives the same commit id."""
+
+    name: str = "workspacefs"
+    email: str = "workspacefs@localhost"
+
+    def signature(self, when: datetime) -> pygit2.Signature:
+        offset = when.utcoffset()
+        minutes = int(offset.total_seconds() // 60) if offset is not None else 0
+        return pygit2.Signature(self.name, self.email, int(when.timestamp()), minutes)
+
+
+def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> pygit2.Repository:
+    """Open the bare repository at ``path`` (creating it if asked).
+
+    Raises:
+        NotFoundError: Missing and not ``create``.
+        InvalidArgumentError: Not a bare repository.
+        SnapshotError: Unreadable or corrupt.
+    """
+    location = os.fspath(path)
+    if not os.path.exists(location):
+        if not create:
+            raise NotFoundError("no repository here", location)
+        repository = pygit2.init_repository(location, bare=True)
+        repository.config["gc.auto"] = "0"  # snapshot refs come and go; pruning is explicit
+        return repository
+    try:
+        repository = pygit2.Repository(location)
+    except pygit2.GitError as exc:
+        raise SnapshotError(f"not a git repository: {exc}", location) from exc
+    if not repository.is_bare:
+        raise InvalidArgumentError(
+            "a bare repository is required (snapshots stay out of work trees)", location
+        )
+    return repository
