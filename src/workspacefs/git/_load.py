@@ -42,7 +42,10 @@ class BlobContent:
 
     def load(self) -> bytes:
         with self._lock:  # libgit2 objects are not shared across threads unguarded
-            return read_blob(self._odb, self._oid)
+            try:
+                return read_blob(self._odb, self._oid)
+            except (pygit2.GitError, KeyError, ValueError) as exc:
+                raise SnapshotError(f"stored content {self._oid} is damaged: {exc}", None) from exc
 
 
 def trailers(message: str) -> dict[str, str]:

@@ -294,9 +294,12 @@ def persist(
         SnapshotCreationError: The repository cannot be written.
     """
     version = fs.version(snapshot)
+    workspace = fs.workspace_id
+    snapshot_ref(workspace, 1)  # refuse names git cannot hold before writing anything
+    if snapshot.tag:
+        tag_ref(workspace, snapshot.tag)
     repository = open_repository(repo, create=True)
     path = os.path.realpath(repository.path)
-    workspace = fs.workspace_id
     identity = identity or Identity()
     state = state_for(fs.tree, path)
     changed = None
