@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmarks; each prints figures next to a baseline measured in the same run.
-# Usage: scripts/bench.sh [all|tree|fuse] [--quick]
+# Usage: scripts/bench.sh [all|tree|fuse|git] [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,11 +9,13 @@ which="${1:-all}"
 case "$which" in
     tree) .venv/bin/python -m benchmarks.bench_tree "$@" ;;
     fuse) .venv/bin/python -m benchmarks.bench_fuse "$@" ;;
+    git) .venv/bin/python -m benchmarks.bench_git "$@" ;;
     all)
         status=0
         .venv/bin/python -m benchmarks.bench_tree "$@" || status=1
         .venv/bin/python -m benchmarks.bench_fuse "$@" || status=1
+        .venv/bin/python -m benchmarks.bench_git "$@" || status=1
         exit $status
         ;;
-    *) echo "usage: $0 [all|tree|fuse] [--quick]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|tree|fuse|git] [--quick]" >&2; exit 2 ;;
 esac

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workspacefs import HostMount, InMemoryFilesystem, mount
+from workspacefs import HostMount, InMemoryFilesystem, git, mount
 
 REPO = Path(__file__).resolve().parent.parent
 CONTAINERS_CONF = REPO / "config" / "containers.conf"
@@ -91,6 +92,30 @@ def main() -> None:
             step("browse the snapshot read-only, without restoring")
             print(fs.at(base).read("src/workspacefs/tree/_tree.py", limit=3).content, end="")
 
+            step("persist to git (pygit2): the snapshot, then the agent's work incrementally")
+            repo = Path(scratch) / "snapshots.git"
+            first = git.persist(fs, base, repo)
+            print(f"{first.ref} -> {first.commit[:12]} ({first.objects_written} objects)")
+            fs.write("notes/plan.md", "# plan\n- persisted\n")
+            later = fs.snapshot(tag="with-notes")
+            second = git.persist(fs, later, repo)
+            print(f"{second.ref} -> {second.commit[:12]} ({second.objects_written} objects)")
+            log = subprocess.run(
+                ["git", f"--git-dir={repo}", "log", "--shortstat", "--format=%h %s", second.ref],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            print(log.strip())
+
+            step("load it back in a fresh process (lazily) and read from it")
+            loader = (
+                "from workspacefs import git\n"
+                f"fs = git.load({str(repo)!r}, 'with-notes', workspace={fs.workspace_id!r})\n"
+                "print(fs.read('notes/plan.md').content, end='')\n"
+                "print(fs.tree.file_count, 'files')\n"
+            )
+            print(subprocess.run([sys.executable, "-c", loader], capture_output=True,
+                                 text=True, check=True).stdout, end="")  # fmt: skip
+
         step("bad input gets clear errors and changes nothing")
         attempts: list[tuple[Callable[[], object], str]] = [
             (lambda: fs.read("../../etc/passwd"), "path escape"),
@@ -103,7 +128,6 @@ def main() -> None:
                 action()
             except (OSError, ValueError) as exc:
                 print(f"{label:<34} -> {type(exc).__name__}: {exc}")
-    print("\nGit persistence of snapshots arrives with the next release.")
 
 
 if __name__ == "__main__":

@@ -254,6 +254,7 @@ def test_persist_failure_leaves_no_ref(tmp_path: Path, monkeypatch: pytest.Monke
     wgit.persist(fs, fs.snapshot(), repo)
     fs.write("dir/b.txt", "new content")
     from workspacefs.git._objects import write_tree as real
+
     calls = []
 
     def failing_write_tree(odb: pygit2.Odb, entries: list[object]) -> pygit2.Oid:
