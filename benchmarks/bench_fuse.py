@@ -24,21 +24,9 @@ from pathlib import Path
 
 from workspacefs import InMemoryFilesystem, mount
 
-from .bench_tree import Result
+from ._common import GIT_ENV, Result
 
 MIB = 1 << 20
-GIT_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    # No background `git gc --auto` racing the next step.
-    "GIT_CONFIG_COUNT": "1",
-    "GIT_CONFIG_KEY_0": "gc.auto",
-    "GIT_CONFIG_VALUE_0": "0",
-}
 
 
 def timed(action: Callable[[], object]) -> float:

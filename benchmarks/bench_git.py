@@ -23,19 +23,7 @@ from pathlib import Path
 from workspacefs import HostMount, InMemoryFilesystem
 from workspacefs import git as wgit
 
-from .bench_tree import Result
-
-GIT_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_COUNT": "1",
-    "GIT_CONFIG_KEY_0": "gc.auto",
-    "GIT_CONFIG_VALUE_0": "0",
-}
+from ._common import GIT_ENV, Result
 
 
 def plain_git(work: Path, git_dir: Path, *args: str) -> float:

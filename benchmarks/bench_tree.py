@@ -16,46 +16,13 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from workspacefs import InMemoryFilesystem
 from workspacefs.tree import ROOT_INO, Tree
 
+from ._common import Result
+
 MIB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Result:
-    """One benchmark line: our figure, the baseline's, and the target."""
-
-    name: str
-    ours: float
-    baseline: float
-    unit: str
-    target: str
-    met: bool
-    higher_is_better: bool = False
-
-    @property
-    def ratio(self) -> float:
-        """How many times better than the baseline (>1: better)."""
-        better, worse = (
-            (self.ours, self.baseline)
-            if self.higher_is_better
-            else (
-                self.baseline,
-                self.ours,
-            )
-        )
-        return better / worse if worse else float("inf")
-
-    def line(self) -> str:
-        verdict = "ok  " if self.met else "MISS"
-        return (
-            f"{verdict} {self.name:<58} {self.ours:>10.2f} {self.unit:<4} "
-            f"baseline {self.baseline:>10.2f} {self.unit:<4} {self.ratio:>8.2f}x  "
-            f"target: {self.target}"
-        )
 
 
 def median_us(action: Callable[[], object], repeat: int) -> float:

@@ -315,3 +315,19 @@ def test_random_trees_round_trip(
     wgit.persist(workspace, snapshot, repo)
     loaded = wgit.load(repo, "1", workspace=workspace.workspace_id)
     assert picture(loaded) == picture(workspace.at(snapshot))
+
+
+def test_progress_is_reported(tmp_path: Path) -> None:
+    fs = InMemoryFilesystem()
+    for i in range(600):
+        fs.write(f"d{i}/f.txt", "x")
+    events: list[wgit.Progress] = []
+    wgit.persist(fs, fs.snapshot(), tmp_path / "repo.git", progress=events.append)
+    phases = [e.phase for e in events]
+    assert "trees" in phases
+    assert phases[-1] == "done"
+    assert all(e.done <= e.total for e in events)
+    loaded_events: list[wgit.Progress] = []
+    wgit.load(tmp_path / "repo.git", "1", workspace=fs.workspace_id, progress=loaded_events.append)
+    assert loaded_events
+    assert loaded_events[-1].phase == "directories"

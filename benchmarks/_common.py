@@ -1,0 +1,53 @@
+"""What every benchmark shares: the result line, and a quiet, deterministic git."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    # No background `git gc --auto` racing the next step.
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "gc.auto",
+    "GIT_CONFIG_VALUE_0": "0",
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    """One benchmark line: our figure, the baseline's, and the target."""
+
+    name: str
+    ours: float
+    baseline: float
+    unit: str
+    target: str
+    met: bool
+    higher_is_better: bool = False
+
+    @property
+    def ratio(self) -> float:
+        """How many times better than the baseline (>1: better)."""
+        better, worse = (
+            (self.ours, self.baseline)
+            if self.higher_is_better
+            else (
+                self.baseline,
+                self.ours,
+            )
+        )
+        return better / worse if worse else float("inf")
+
+    def line(self) -> str:
+        verdict = "ok  " if self.met else "MISS"
+        return (
+            f"{verdict} {self.name:<58} {self.ours:>10.2f} {self.unit:<4} "
+            f"baseline {self.baseline:>10.2f} {self.unit:<4} {self.ratio:>8.2f}x  "
+            f"target: {self.target}"
+        )
