@@ -237,12 +237,14 @@ def test_corrupt_object_is_a_clear_error(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
     fs.write("a.txt", "content")
     repo = tmp_path / "repo.git"
-    persisted = wgit.persist(fs, fs.snapshot(), repo)
+    wgit.persist(fs, fs.snapshot(), repo)  # a first persist writes a pack
+    fs.write("a.txt", "changed content")
+    persisted = wgit.persist(fs, fs.snapshot(), repo)  # later ones, loose objects
     blob = git(repo, "rev-parse", f"{persisted.commit}:a.txt").strip()
     path = repo / "objects" / blob[:2] / blob[2:]
     path.chmod(0o644)
     path.write_bytes(b"garbage")
-    loaded = wgit.load(repo, "1", workspace=fs.workspace_id)  # lazy: fine until read
+    loaded = wgit.load(repo, "2", workspace=fs.workspace_id)  # lazy: fine until read
     with pytest.raises(OSError):
         loaded.read("a.txt")
 
@@ -253,20 +255,20 @@ def test_persist_failure_leaves_no_ref(tmp_path: Path, monkeypatch: pytest.Monke
     repo = tmp_path / "repo.git"
     wgit.persist(fs, fs.snapshot(), repo)
     fs.write("dir/b.txt", "new content")
-    from workspacefs.git._objects import write_tree as real
+    from workspacefs.git._objects import encode_tree as real
 
     calls = []
 
-    def failing_write_tree(odb: pygit2.Odb, entries: list[object]) -> pygit2.Oid:
+    def failing_encode_tree(entries: list[object]) -> bytes:
         calls.append(1)
         if len(calls) == 2:  # the disk fills up half way through
             raise OSError(28, "No space left on device")
-        return real(odb, entries)  # type: ignore[arg-type]
+        return real(entries)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("workspacefs.git._persist.write_tree", failing_write_tree)
+    monkeypatch.setattr("workspacefs.git._persist.encode_tree", failing_encode_tree)
     with pytest.raises(SnapshotCreationError):
         wgit.persist(fs, fs.snapshot(), repo)
-    monkeypatch.setattr("workspacefs.git._persist.write_tree", real)
+    monkeypatch.setattr("workspacefs.git._persist.encode_tree", real)
     assert [s.number for s in wgit.list_snapshots(repo, fs.workspace_id)] == [1]
     retry = wgit.persist(fs, fs.snapshot(), repo)  # the state was not advanced
     assert git(repo, "show", f"{retry.commit}:dir/b.txt") == "new content"

@@ -35,12 +35,16 @@ def _order(entry: TreeEntry) -> bytes:
     return name + b"/" if mode == MODE_TREE else name
 
 
-def write_tree(odb: pygit2.Odb, entries: list[TreeEntry]) -> pygit2.Oid:
-    """Write a tree object; entries in any order."""
-    data = b"".join(
+def encode_tree(entries: list[TreeEntry]) -> bytes:
+    """The bytes of a tree object; entries in any order."""
+    return b"".join(
         b"%o %s\0%s" % (mode, name, oid.raw) for name, mode, oid in sorted(entries, key=_order)
     )
-    return odb.write(ObjectType.TREE, data)
+
+
+def write_tree(odb: pygit2.Odb, entries: list[TreeEntry]) -> pygit2.Oid:
+    """Write a tree object; entries in any order."""
+    return odb.write(ObjectType.TREE, encode_tree(entries))
 
 
 def read_tree(odb: pygit2.Odb, oid: pygit2.Oid) -> list[TreeEntry]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
+from pygit2.enums import ObjectType
 
 from .._errors import SnapshotCreationError, SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
@@ -41,14 +42,19 @@ from ._objects import (
     MODE_TREE,
     TreeEntry,
     encode_name,
-    write_blob,
-    write_tree,
+    encode_tree,
 )
+from ._pack import PackWriter
 from ._refs import meta_ref, next_number, snapshot_ref, tag_ref, valid_ref_part
 from ._repo import Identity, open_repository
 
 META_BLOB = b"meta"
 DIR_PREFIX = b"d:"
+PACK_THRESHOLD = 1000
+"""Persists touching more inodes than this write one pack instead of loose objects."""
+
+ObjectSink = Callable[[int, bytes], pygit2.Oid]
+"""Writes one object (kind, raw data) and returns its id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +131,16 @@ class _Writer:
     def __init__(
         self,
         odb: pygit2.Odb,
+        sink: ObjectSink,
+        pack: PackWriter | None,
         version: Version,
         state: _State,
         changed: set[int] | None,
         progress: ProgressHook | None,
     ) -> None:
         self.odb = odb
+        self.sink = sink
+        self.pack = pack
         self.version = version
         self.state = state
         self.changed = changed  # None: everything is new
@@ -183,24 +193,43 @@ class _Writer:
             key = node.lazy.key
         else:
             key = id(node.chunks), node.size
+        if ino in self.blobs:  # written ahead, in parallel
+            return self.blobs[ino][1]
         if cached is not None and (unchanged or cached[0] == key):
             self.blobs[ino] = cached
             return cached[1]
-        if isinstance(node, Symlink):
-            oid = write_blob(self.odb, encode_name(node.target))
-        elif node.lazy is not None and isinstance(node.lazy.key, pygit2.Oid):
-            oid = node.lazy.key  # already in a repository; present here after fetch/load
-            if not self.odb.exists(oid):
-                oid = write_blob(self.odb, node.read(0, node.size))
+        if node_is_stored(node, self.odb):
+            assert isinstance(node, File)
+            assert node.lazy is not None
+            oid = node.lazy.key
+            assert isinstance(oid, pygit2.Oid)
         else:
-            oid = write_blob(self.odb, node.read(0, node.size))
-        self.objects += 1
+            oid = self.sink(ObjectType.BLOB, blob_bytes(node))
+            self.objects += 1
         self.blobs[ino] = (key, oid)
         return oid
+
+    def write_all_blobs(self) -> None:
+        """A first persist: hash and compress every file in parallel into the pack."""
+        assert self.pack is not None
+        nodes = [
+            (ino, node)
+            for _, ino, node in self.version.walk()
+            if isinstance(node, File | Symlink) and not node_is_stored(node, self.odb)
+        ]
+        unique = list(dict(nodes).items())  # hard links: one blob per inode
+        data = ((ObjectType.BLOB, blob_bytes(node)) for _, node in unique)
+        for (ino, node), oid in zip(unique, self.pack.add_many(data), strict=True):
+            key: object = ("link", node.target) if isinstance(node, Symlink) else (
+                id(node.chunks), node.size)  # fmt: skip
+            self.blobs[ino] = (key, oid)
+            self.objects += 1
 
     def build(self) -> tuple[pygit2.Oid, pygit2.Oid]:
         """Write the workspace tree and the metadata tree; return both root ids."""
         version = self.version
+        if self.changed is None and self.pack is not None:
+            self.write_all_blobs()
         dirty = self.dirty_directories()
         hard_links: dict[int, int] = {}
         for count, ino in enumerate(dirty, start=1):
@@ -229,18 +258,18 @@ class _Writer:
                     entries.append((raw, mode, self.blob_for(child, node)))
                 elif isinstance(node, Symlink):
                     entries.append((raw, MODE_LINK, self.blob_for(child, node)))
-            self.dir_trees[ino] = write_tree(self.odb, entries) if entries else EMPTY_TREE
-            blob = write_blob(
-                self.odb, json.dumps(meta, sort_keys=True).encode("utf-8", "surrogateescape")
+            self.dir_trees[ino] = (
+                self.sink(ObjectType.TREE, encode_tree(entries)) if entries else EMPTY_TREE
             )
-            meta_entries.append((META_BLOB, MODE_FILE, blob))
-            self.meta_trees[ino] = write_tree(self.odb, meta_entries)
+            record = json.dumps(meta, sort_keys=True).encode("utf-8", "surrogateescape")
+            meta_entries.append((META_BLOB, MODE_FILE, self.sink(ObjectType.BLOB, record)))
+            self.meta_trees[ino] = self.sink(ObjectType.TREE, encode_tree(meta_entries))
             self.objects += 3
             if self.progress is not None and count % 256 == 0:
                 self.progress(Progress("trees", count, len(dirty)))
         root = self.dir_trees.get(ROOT_INO) or self.state.dir_trees[ROOT_INO]
         if root == EMPTY_TREE:
-            root = write_tree(self.odb, [])
+            root = self.sink(ObjectType.TREE, b"")
         return root, self.meta_trees.get(ROOT_INO) or self.state.meta_trees[ROOT_INO]
 
     def commit_state(self, version: Version) -> None:
@@ -258,6 +287,21 @@ class _Writer:
         state.meta_trees.update(self.meta_trees)
         state.blobs.update(self.blobs)
         state.version = version
+
+
+def node_is_stored(node: Node, odb: pygit2.Odb) -> bool:
+    """True for a file still held as a blob id that this repository already has."""
+    if not isinstance(node, File) or node.lazy is None:
+        return False
+    key = node.lazy.key
+    return isinstance(key, pygit2.Oid) and key in odb
+
+
+def blob_bytes(node: File | Symlink) -> bytes:
+    """What git stores for a file or symlink."""
+    if isinstance(node, Symlink):
+        return encode_name(node.target)
+    return node.read(0, node.size)
 
 
 def _message(record: FilesystemSnapshot, number: int, meta_commit: pygit2.Oid) -> str:
@@ -305,9 +349,18 @@ def persist(
     changed = None
     if state.version is not None and state.version.tree_id == version.tree_id:
         changed = Tree.changes_between(state.version, version)
-    writer = _Writer(repository.odb, version, state, changed, progress)
+    pack = PackWriter(repository) if changed is None or len(changed) > PACK_THRESHOLD else None
+    sink: ObjectSink = pack.add if pack is not None else repository.odb.write
+    writer = _Writer(repository.odb, sink, pack, version, state, changed, progress)
     try:
-        tree, meta_tree = writer.build()
+        try:
+            tree, meta_tree = writer.build()
+        except BaseException:
+            if pack is not None:
+                pack.abort()
+            raise
+        if pack is not None:
+            pack.finish()  # objects must be visible before commits name them
         parents, meta_parents = _parents(state, version.lineage)
         number = next_number(repository, workspace)
         signature = identity.signature(snapshot.created_at)
