@@ -19,13 +19,14 @@ import os
 import struct
 import tempfile
 import zlib
+from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pygit2
 
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
-COMPRESSION = 1
+DEFAULT_COMPRESSION = 1
 
 
 def object_id(kind: int, data: bytes) -> bytes:
@@ -47,40 +48,77 @@ def _entry_header(kind: int, size: int) -> bytes:
     return bytes(out)
 
 
-def _prepare(item: tuple[int, bytes]) -> tuple[bytes, bytes]:
+def _prepare(item: tuple[int, bytes], level: int) -> tuple[bytes, bytes]:
     kind, data = item
-    return object_id(kind, data), _entry_header(kind, len(data)) + zlib.compress(data, COMPRESSION)
+    return object_id(kind, data), _entry_header(kind, len(data)) + zlib.compress(data, level)
+
+
+def _prepare_batch(batch: list[tuple[int, bytes]], level: int) -> list[tuple[bytes, bytes]]:
+    return [_prepare(item, level) for item in batch]
+
+
+def _batches(
+    items: Iterable[tuple[int, bytes]], limit: int = 4 << 20
+) -> Iterator[list[tuple[int, bytes]]]:
+    """Group objects into ~4 MB batches: one thread-pool task each, not one per object."""
+    batch: list[tuple[int, bytes]] = []
+    size = 0
+    for item in items:
+        batch.append(item)
+        size += len(item[1])
+        if size >= limit or len(batch) >= 1024:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 class PackWriter:
     """Collects objects into one pack in ``objects/pack`` of a repository."""
 
-    def __init__(self, repository: pygit2.Repository) -> None:
+    def __init__(
+        self, repository: pygit2.Repository, *, compression: int = DEFAULT_COMPRESSION
+    ) -> None:
+        if not 0 <= compression <= 9:
+            raise ValueError("compression must be a zlib level, 0 to 9")
+        self._level = compression
         self._directory = os.path.join(repository.path, "objects", "pack")
         os.makedirs(self._directory, exist_ok=True)
         fd, self._temp = tempfile.mkstemp(prefix="tmp_pack_", dir=self._directory)
         self._file = os.fdopen(fd, "w+b")
         self._file.write(b"PACK" + struct.pack(">II", 2, 0))
+        self._offset = 12
         self._entries: dict[bytes, tuple[int, int]] = {}  # id -> (offset, crc32)
         self._pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
 
     def add(self, kind: int, data: bytes) -> pygit2.Oid:
         """Add one object; returns its id."""
-        oid, packed = _prepare((kind, data))
+        oid, packed = _prepare((kind, data), self._level)
         self._append(oid, packed)
         return pygit2.Oid(raw=oid)
 
     def add_many(self, items: Iterable[tuple[int, bytes]]) -> Iterator[pygit2.Oid]:
         """Add objects, hashing and compressing them in parallel; ids in order."""
-        for oid, packed in self._pool.map(_prepare, items, chunksize=16):
+        pending: deque[Future[list[tuple[bytes, bytes]]]] = deque()
+        window = 2 * (os.cpu_count() or 2)  # bounded: memory stays a few batches
+        for batch in _batches(items):
+            pending.append(self._pool.submit(_prepare_batch, batch, self._level))
+            if len(pending) >= window:
+                yield from self._drain(pending.popleft())
+        while pending:
+            yield from self._drain(pending.popleft())
+
+    def _drain(self, future: Future[list[tuple[bytes, bytes]]]) -> Iterator[pygit2.Oid]:
+        for oid, packed in future.result():
             self._append(oid, packed)
             yield pygit2.Oid(raw=oid)
 
     def _append(self, oid: bytes, packed: bytes) -> None:
         if oid in self._entries:
             return
-        self._entries[oid] = (self._file.tell(), zlib.crc32(packed))
+        self._entries[oid] = (self._offset, zlib.crc32(packed))
         self._file.write(packed)
+        self._offset += len(packed)
 
     def abort(self) -> None:
         """Drop everything written so far."""

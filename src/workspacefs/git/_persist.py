@@ -44,7 +44,7 @@ from ._objects import (
     encode_name,
     encode_tree,
 )
-from ._pack import PackWriter
+from ._pack import DEFAULT_COMPRESSION, PackWriter
 from ._refs import meta_ref, next_number, snapshot_ref, tag_ref, valid_ref_part
 from ._repo import Identity, open_repository
 
@@ -326,10 +326,13 @@ def persist(
     *,
     identity: Identity | None = None,
     progress: ProgressHook | None = None,
+    compression: int = DEFAULT_COMPRESSION,
 ) -> PersistedSnapshot:
     """Write ``snapshot`` of ``fs`` as a commit in the bare repository ``repo``.
 
-    The repository is created if missing. Only what changed since the last
+    A first persist writes one pack at zlib level ``compression`` (1 by
+    default: fast; 0 stores uncompressed, fastest, larger; ``git gc`` may
+    recompress later). The repository is created if missing. Only what changed since the last
     snapshot persisted there from this tree is written; refs are updated
     last, so a failure leaves no ref to a half-written snapshot.
 
@@ -349,7 +352,8 @@ def persist(
     changed = None
     if state.version is not None and state.version.tree_id == version.tree_id:
         changed = Tree.changes_between(state.version, version)
-    pack = PackWriter(repository) if changed is None or len(changed) > PACK_THRESHOLD else None
+    big = changed is None or len(changed) > PACK_THRESHOLD
+    pack = PackWriter(repository, compression=compression) if big else None
     sink: ObjectSink = pack.add if pack is not None else repository.odb.write
     writer = _Writer(repository.odb, sink, pack, version, state, changed, progress)
     try:
