@@ -333,3 +333,16 @@ def test_progress_is_reported(tmp_path: Path) -> None:
     wgit.load(tmp_path / "repo.git", "1", workspace=fs.workspace_id, progress=loaded_events.append)
     assert loaded_events
     assert loaded_events[-1].phase == "directories"
+
+
+def test_default_repository_is_under_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    fs = InMemoryFilesystem()
+    fs.write("a.txt", "x")
+    persisted = wgit.persist(fs, fs.snapshot())
+    repo = tmp_path / "data" / "workspacefs" / "repositories" / f"{fs.workspace_id}.git"
+    assert wgit.default_repository(fs.workspace_id) == str(repo)
+    assert wgit.load(repo, "1", workspace=fs.workspace_id).read("a.txt").content == "x"
+    assert persisted.number == 1

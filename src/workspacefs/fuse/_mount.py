@@ -182,7 +182,7 @@ def mount(
     filesystem: TreeFilesystem,
     mountpoint: str | os.PathLike[str],
     *,
-    allow_other: bool = False,
+    allow_other: bool = True,
     read_only: bool = False,
     default_permissions: bool = True,
     fsname: str = "workspacefs",
@@ -195,8 +195,9 @@ def mount(
         filesystem: An ``InMemoryFilesystem`` (live, coherent with the API) or
             a snapshot view from ``fs.at(snapshot)`` (always read-only).
         mountpoint: An existing empty directory.
-        allow_other: Let other users (and containers) in; root, or
-            ``user_allow_other`` in /etc/fuse.conf, is needed for it.
+        allow_other: Let other users and containers in (the kernel still checks
+            modes with ``default_permissions``); root, or ``user_allow_other``
+            in /etc/fuse.conf (scripts/setup.sh adds it), is needed for it.
         read_only: Refuse every write with EROFS.
         default_permissions: Let the kernel check modes and owners.
         fsname: Shown as the source in ``mount`` and ``df``.

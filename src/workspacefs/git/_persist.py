@@ -46,7 +46,7 @@ from ._objects import (
 )
 from ._pack import DEFAULT_COMPRESSION, PackWriter
 from ._refs import meta_ref, next_number, snapshot_ref, tag_ref, valid_ref_part
-from ._repo import Identity, open_repository
+from ._repo import Identity, default_repository, open_repository
 
 META_BLOB = b"meta"
 DIR_PREFIX = b"d:"
@@ -322,7 +322,7 @@ def _message(record: FilesystemSnapshot, number: int, meta_commit: pygit2.Oid) -
 def persist(
     fs: InMemoryFilesystem,
     snapshot: FilesystemSnapshot,
-    repo: str | os.PathLike[str],
+    repo: str | os.PathLike[str] | None = None,
     *,
     identity: Identity | None = None,
     progress: ProgressHook | None = None,
@@ -330,7 +330,8 @@ def persist(
 ) -> PersistedSnapshot:
     """Write ``snapshot`` of ``fs`` as a commit in the bare repository ``repo``.
 
-    A first persist writes one pack at zlib level ``compression`` (1 by
+    ``repo`` defaults to ``default_repository(fs.workspace_id)``, under the
+    user's data directory. A first persist writes one pack at zlib level ``compression`` (1 by
     default: fast; 0 stores uncompressed, fastest, larger; ``git gc`` may
     recompress later). The repository is created if missing. Only what changed since the last
     snapshot persisted there from this tree is written; refs are updated
@@ -345,6 +346,7 @@ def persist(
     snapshot_ref(workspace, 1)  # refuse names git cannot hold before writing anything
     if snapshot.tag:
         tag_ref(workspace, snapshot.tag)
+    repo = repo if repo is not None else default_repository(workspace)
     repository = open_repository(repo, create=True)
     path = os.path.realpath(repository.path)
     identity = identity or Identity()

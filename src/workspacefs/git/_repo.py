@@ -25,6 +25,15 @@ class Identity:
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), minutes)
 
 
+def default_repository(workspace: str) -> str:
+    """Where a workspace's snapshots go unless told otherwise: under the user's
+    data directory, outside any mount an agent can reach."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
+    return os.path.join(base, "workspacefs", "repositories", f"{workspace}.git")
+
+
 def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> pygit2.Repository:
     """Open the bare repository at ``path`` (creating it if asked).
 
