@@ -28,6 +28,14 @@ from ._errors import SnapshotIncompatibleError as SnapshotIncompatibleError
 from ._errors import SnapshotNotFoundError as SnapshotNotFoundError
 from ._errors import SnapshotRestoreError as SnapshotRestoreError
 from ._errors import TooManyLinksError as TooManyLinksError
+from .archive import ArchiveError as ArchiveError
+from .archive import ArchiveSnapshots as ArchiveSnapshots
+from .archive import FilesystemSnapshotRef as FilesystemSnapshotRef
+from .archive import JsonSession as JsonSession
+from .archive import SessionCheckpoints as SessionCheckpoints
+from .archive import SnapshotInfo as SnapshotInfo
+from .archive import dump_session as dump_session
+from .archive import load_session as load_session
 from .fs import FileEntry as FileEntry
 from .fs import FileStat as FileStat
 from .fs import Filesystem as Filesystem

@@ -169,6 +169,16 @@ class InMemoryFilesystem(TreeFilesystem):
         _, version = self._store.load(snapshot.snapshot_id)
         return version
 
+    def import_archive(self, path: str | os.PathLike[str]) -> int:
+        """Replace the workspace with a workspace archive; the file count.
+
+        A hostile or damaged archive raises (``ArchiveError`` and friends)
+        and leaves the workspace exactly as it was.
+        """
+        from ..archive import import_tree  # the archive layer builds on this one
+
+        return import_tree(self, path)
+
     # -- hydration -------------------------------------------------------------
 
     def hydrate_from_host(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import stat as _stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
@@ -131,6 +130,23 @@ class TreeFilesystem:
             return
         for listener in list(self._listeners):
             listener(journal)
+
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write this workspace (or snapshot view) as a workspace archive; the file count.
+
+        See ``workspacefs.archive`` for the format.
+        """
+        from ..archive import export_tree  # the archive layer builds on this one
+
+        return export_tree(self, path)
+
+    def tree_changes(self) -> contextlib.AbstractContextManager[Tree]:
+        """Hold the lock for a group of tree operations; publish what they touched.
+
+        For layers that work on the tree directly (archives, git loads) and
+        must keep a mount coherent, exactly as the protocol's own writes do.
+        """
+        return self._mutation("")
 
     def _mutation(self, path: str) -> contextlib.AbstractContextManager[Tree]:
         """Hold the lock for one write and publish what it touched afterwards."""
@@ -467,7 +483,7 @@ class TreeFilesystem:
                 return
             if not recursive:
                 raise IsADirectoryFsError("is a directory (use recursive=True)", display(norm))
-            _remove_contents(tree, ino)
+            tree.empty(ino)
             tree.rmdir(parent, name)
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
@@ -486,23 +502,3 @@ class TreeFilesystem:
                 tree.mkdir(parent, name, 0o755, *self._owner)
             elif not (exist_ok and isinstance(tree.node(ino), Directory)):
                 raise AlreadyExistsError("file exists", display(norm))
-
-
-def _remove_contents(tree: Tree, directory: int) -> None:
-    """Empty a directory tree bottom-up, without recursion (trees may be deep)."""
-    stack = [directory]
-    while stack:
-        current = stack[-1]
-        subdirs = []
-        for name, child in tree.readdir(current):
-            if _stat.S_ISDIR(tree.node(child).mode):
-                if tree.node(child).size:  # non-empty: empty it first
-                    subdirs.append(child)
-                else:
-                    tree.rmdir(current, name)
-            else:
-                tree.unlink(current, name)
-        if subdirs:
-            stack.extend(subdirs)
-        else:
-            stack.pop()

@@ -375,6 +375,26 @@ class Tree(TreeView):
         if node.nlink == 0:
             self._drop(ino, node)
 
+    def empty(self, directory: int) -> None:
+        """Remove everything below ``directory``, bottom-up, without recursion
+        (trees may be deeper than Python's stack)."""
+        stack = [directory]
+        while stack:
+            current = stack[-1]
+            pending = []
+            for name, child in self.readdir(current):
+                node = self.node(child)
+                if isinstance(node, Directory) and node.entries:
+                    pending.append(child)
+                elif isinstance(node, Directory):
+                    self.rmdir(current, name)
+                else:
+                    self.unlink(current, name)
+            if pending:
+                stack.extend(pending)
+            else:
+                stack.pop()
+
     def _drop(self, ino: int, node: Node) -> None:
         """Remove an unlinked inode, or keep it as an orphan while it is pinned."""
         self._store(ino, None)

@@ -1,0 +1,16 @@
+"""Workspace archives (ZIP), named archive snapshots, and session checkpoints."""
+
+from ._backends import Archivable as Archivable
+from ._backends import export_tree as export_tree
+from ._backends import import_tree as import_tree
+from ._format import DEFAULT_ARCHIVE_LIMITS as DEFAULT_ARCHIVE_LIMITS
+from ._format import ArchiveError as ArchiveError
+from ._format import ArchiveLimits as ArchiveLimits
+from ._session import FilesystemSnapshotRef as FilesystemSnapshotRef
+from ._session import JsonSession as JsonSession
+from ._session import Session as Session
+from ._session import SessionCheckpoints as SessionCheckpoints
+from ._session import dump_session as dump_session
+from ._session import load_session as load_session
+from ._snapshots import ArchiveSnapshots as ArchiveSnapshots
+from ._snapshots import SnapshotInfo as SnapshotInfo
