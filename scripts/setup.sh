@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-dev python3-venv podman runc sqlite3)
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-dev python3-venv podman runc sqlite3 zip unzip)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -1,7 +1,7 @@
 """The benchmarks still run (tiny sizes, no timing asserted)."""
 
 import pytest
-from benchmarks import bench_fuse, bench_git, bench_tree
+from benchmarks import bench_archive, bench_fuse, bench_git, bench_tree
 
 from workspacefs.fuse import unavailable_reason
 
@@ -20,3 +20,7 @@ def test_fuse_benchmarks_run() -> None:
 
 def test_git_benchmarks_run() -> None:
     assert bench_git.main(["--quick"]) == 0
+
+
+def test_archive_benchmarks_run() -> None:
+    assert bench_archive.main(["--quick"]) == 0
