@@ -57,5 +57,6 @@ from .fs import WriteResult as WriteResult
 from .fuse import CachePolicy as CachePolicy
 from .fuse import Mount as Mount
 from .fuse import mount as mount
+from .host import HostFilesystem as HostFilesystem
 
 __version__ = "0.1.0"

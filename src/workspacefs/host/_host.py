@@ -1,0 +1,443 @@
+"""``HostFilesystem``: the Filesystem protocol over a real directory, sandboxed.
+
+Every path is normalised by the shared rules, then resolved descriptor by
+descriptor (``_resolve``): no ``..``, absolute path or symlink, existing or
+swapped in during the call, can reach outside the root. Snapshots are
+commits in an external bare git repository (``_snapshots``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat as _stat
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from .._errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    InvalidContentError,
+    IsADirectoryFsError,
+    NotADirectoryFsError,
+    NotFoundError,
+    PathEscapeError,
+    ReadOnlyError,
+)
+from ..fs import (
+    DEFAULT_LIMITS,
+    FileEntry,
+    FileStat,
+    FilesystemDiff,
+    FilesystemSnapshot,
+    GlobMatch,
+    GrepMatch,
+    Limits,
+    ReadBytesResult,
+    ReadResult,
+    WriteMode,
+    WriteResult,
+    normalize_path,
+)
+from ..fs._paths import display, join, normalize_mount_point, strip_mount_point
+from ..fs._search import glob_paths, grep_files, walk_files
+from ..fs._treefs import split_lines
+from ._resolve import Located, locate, open_root, translate
+from ._snapshots import GitSnapshots
+
+_WRITE_MODES = ("create", "overwrite", "append")
+
+
+def _time(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+class HostFilesystem:
+    """The ``Filesystem`` protocol over a host directory, confined to it.
+
+    Args:
+        root: The directory agents work in.
+        read_only: Refuse every write with PermissionError.
+        mount_point: Absolute prefix mapping to the root, e.g. "/workspace";
+            symlinks with absolute targets under it stay inside.
+        limits: Per-call limits of the protocol.
+        git_dir: Bare git repository for snapshots, outside the root
+            (default: a new temporary directory on the first snapshot).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        mount_point: str | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        git_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._root = os.path.realpath(root)
+        if not os.path.isdir(self._root):
+            raise NotADirectoryFsError("workspace root is not a directory", self._root)
+        self._snapshots = GitSnapshots(self._root, os.fspath(git_dir) if git_dir else None)
+        self._read_only = read_only
+        self._mount_point = normalize_mount_point(mount_point)
+        self._limits = limits
+
+    @property
+    def root(self) -> str:
+        """The host directory."""
+        return self._root
+
+    @property
+    def read_only(self) -> bool:
+        """True if writes are refused."""
+        return self._read_only
+
+    @property
+    def mount_point(self) -> str | None:
+        """The absolute prefix that maps to the root, or None."""
+        return self._mount_point
+
+    # -- snapshots -------------------------------------------------------------
+
+    @property
+    def git_dir(self) -> str | None:
+        """The external git directory holding snapshots, once there is one."""
+        return self._snapshots.git_dir
+
+    @property
+    def current_snapshot_id(self) -> uuid.UUID | None:
+        """The snapshot last taken or restored here."""
+        return self._snapshots.current
+
+    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
+        """Commit the whole directory (untracked and ignored files too) to the git dir."""
+        return self._snapshots.snapshot(tag)
+
+    def restore(self, snapshot: FilesystemSnapshot) -> None:
+        """Return the directory exactly to ``snapshot``, removing what came since.
+
+        Works in a new process too: the snapshot records its git dir.
+        """
+        self._writable(self._root)
+        self._snapshots.restore(snapshot)
+
+    def diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """Files added, modified and deleted from ``base`` to ``target`` (or now)."""
+        return self._snapshots.diff(base, target)
+
+    def cleanup(self) -> None:
+        """Remove the snapshot git dir; safe to call twice."""
+        self._snapshots.cleanup()
+
+    # -- resolution ------------------------------------------------------------
+
+    def _normalize(self, path: str) -> str:
+        return normalize_path(path, self._mount_point, self._limits)
+
+    @contextmanager
+    def _at(self, norm: str, *, follow: bool = True, make_dirs: bool = False) -> Iterator[Located]:
+        root = open_root(self._root)
+        try:
+            located = locate(
+                root, norm, follow=follow, mount_point=self._mount_point, make_dirs=make_dirs
+            )
+        finally:
+            os.close(root)
+        with located:
+            yield located
+
+    def _existing(self, located: Located, norm: str) -> os.stat_result:
+        if located.info is None:
+            raise NotFoundError("no such file or directory", display(norm))
+        return located.info
+
+    def _writable(self, path: str) -> None:
+        if self._read_only:
+            raise ReadOnlyError("read-only filesystem", path)
+
+    def _open_file(
+        self, norm: str, flags: int, mode: int = 0o644, *, make_dirs: bool = False
+    ) -> int:
+        with self._at(norm, make_dirs=make_dirs) as at:
+            if at.info is not None and _stat.S_ISDIR(at.info.st_mode):
+                raise IsADirectoryFsError("is a directory", display(norm))
+            try:
+                fd = os.open(at.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=at.parent)
+            except OSError as exc:
+                raise translate(exc, display(norm)) from None
+        info = os.fstat(fd)
+        if not _stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            if _stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryFsError("is a directory", display(norm))
+            raise InvalidArgumentError("not a regular file", display(norm))
+        return fd
+
+    def _read_all(self, norm: str, limit: int) -> tuple[bytes, int]:
+        fd = self._open_file(norm, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            chunks = []
+            left = limit
+            while left > 0 and (block := os.read(fd, min(left, 1 << 20))):
+                chunks.append(block)
+                left -= len(block)
+            return b"".join(chunks), size
+        finally:
+            os.close(fd)
+
+    def _scan(self, path: str) -> Iterable[tuple[str, bool, bool]]:
+        try:
+            with self._at(path) as at:
+                if at.info is None or not _stat.S_ISDIR(at.info.st_mode):
+                    return []
+                fd = os.open(
+                    at.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at.parent
+                )
+        except (OSError, ValueError):
+            return []
+        found = []
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    is_dir, is_file = self._kind(join(path, entry.name), entry)
+                    found.append((entry.name, is_dir, is_file))
+        finally:
+            os.close(fd)
+        return found
+
+    def _kind(self, path: str, entry: os.DirEntry[str]) -> tuple[bool, bool]:
+        if not entry.is_symlink():
+            return entry.is_dir(follow_symlinks=False), entry.is_file(follow_symlinks=False)
+        try:  # a symlink counts as what it points to, if that stays inside
+            with self._at(path) as at:
+                info = at.info
+        except (OSError, ValueError):
+            return False, False
+        if info is None:
+            return False, False
+        return _stat.S_ISDIR(info.st_mode), _stat.S_ISREG(info.st_mode)
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(
+        self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
+    ) -> ReadResult:
+        """Read a page of lines of a text file (see ``Filesystem.read``)."""
+        norm = self._normalize(path)
+        limit = self._limits.default_read_lines if limit is None else limit
+        if offset < 0 or limit < 1:
+            raise InvalidArgumentError("offset must be >= 0 and limit >= 1", display(norm))
+        data, size = self._read_all(norm, self._limits.max_read_bytes + 1)
+        self._limits.check(
+            f"size of {display(norm)} (use read_bytes)", size, self._limits.max_read_bytes
+        )
+        try:
+            text = data.decode(encoding)
+        except LookupError:
+            raise InvalidArgumentError(f"unknown encoding {encoding!r}", display(norm)) from None
+        except UnicodeDecodeError as exc:
+            raise InvalidContentError(
+                f"not valid {encoding} at byte {exc.start}; use read_bytes", display(norm)
+            ) from None
+        lines = split_lines(text)
+        return ReadResult(
+            "".join(lines[offset : offset + limit]),
+            norm,
+            len(lines),
+            offset,
+            limit,
+            offset + limit < len(lines),
+        )
+
+    def read_bytes(
+        self, path: str, *, offset: int = 0, limit: int | None = None
+    ) -> ReadBytesResult:
+        """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
+        norm = self._normalize(path)
+        cap = self._limits.max_read_bytes
+        limit = cap if limit is None else limit
+        if offset < 0 or limit < 0:
+            raise InvalidArgumentError("offset and limit must be >= 0", display(norm))
+        self._limits.check("read_bytes limit", limit, cap)
+        fd = self._open_file(norm, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            content = os.pread(fd, limit, offset) if limit else b""
+        finally:
+            os.close(fd)
+        return ReadBytesResult(content, norm, size, offset, limit, offset + len(content) < size)
+
+    def exists(self, path: str) -> bool:
+        """True if the path resolves inside the root (symlinks followed)."""
+        norm = self._normalize(path)
+        try:
+            with self._at(norm) as at:
+                return at.info is not None
+        except (NotFoundError, NotADirectoryFsError, PathEscapeError):
+            return False
+        except OSError:
+            return False
+
+    def stat(self, path: str) -> FileStat:
+        """Metadata of a path, following symlinks; ``is_symlink`` tells of the path itself."""
+        norm = self._normalize(path)
+        with self._at(norm, follow=False) as own:
+            own_info = self._existing(own, norm)
+        info = own_info
+        if _stat.S_ISLNK(own_info.st_mode):
+            with self._at(norm) as at:
+                info = self._existing(at, norm)
+        return FileStat(
+            path=display(norm),
+            is_file=_stat.S_ISREG(info.st_mode),
+            is_directory=_stat.S_ISDIR(info.st_mode),
+            size_bytes=info.st_size,
+            created_at=None,
+            modified_at=_time(info.st_mtime),
+            is_symlink=_stat.S_ISLNK(own_info.st_mode),
+            mode=info.st_mode,
+        )
+
+    def list(self, path: str = ".") -> Sequence[FileEntry]:
+        """The entries of a directory, sorted by name."""
+        norm = self._normalize(path)
+        with self._at(norm) as at:
+            info = self._existing(at, norm)
+            if not _stat.S_ISDIR(info.st_mode):
+                raise NotADirectoryFsError("not a directory", display(norm))
+        entries = []
+        for name, is_dir, is_file in sorted(self._scan(norm)):
+            child = join(norm, name)
+            with self._at(child, follow=False) as at:
+                link = at.info is not None and _stat.S_ISLNK(at.info.st_mode)
+            entries.append(FileEntry(name, child, is_file, is_dir, link))
+        return entries
+
+    def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
+        """Paths matching ``pattern`` below ``path``, sorted."""
+        self._limits.check("glob pattern length", len(pattern), self._limits.max_pattern_length)
+        if pattern.startswith("/"):
+            pattern = strip_mount_point(pattern, self._mount_point)
+        return glob_paths(self._scan, self._normalize(path), pattern)
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str = ".",
+        glob: str | None = None,
+        max_matches: int | None = None,
+    ) -> Sequence[GrepMatch]:
+        """Lines matching an RE2 regex (see ``Filesystem.grep``)."""
+        limits = self._limits
+        limits.check("grep pattern length", len(pattern), limits.max_pattern_length)
+        if max_matches is not None and max_matches < 1:
+            raise InvalidArgumentError("max_matches must be >= 1", None)
+        wanted = limits.max_grep_matches if max_matches is None else max_matches
+        limits.check("max_matches", wanted, limits.max_grep_matches)
+        norm = self._normalize(path)
+        with self._at(norm) as at:
+            info = self._existing(at, norm)
+        if _stat.S_ISDIR(info.st_mode):
+            files, base = walk_files(self._scan, norm), norm
+        else:
+            files, base = [norm], norm.rpartition("/")[0]
+
+        def read(file_path: str) -> bytes:
+            try:
+                return self._read_all(file_path, limits.max_read_bytes)[0]
+            except (OSError, ValueError):
+                return b""
+
+        return grep_files(pattern, files, read, base=base, file_glob=glob, max_matches=wanted)
+
+    # -- writing ---------------------------------------------------------------
+
+    def write(
+        self, path: str, content: str, *, mode: WriteMode = "overwrite", create_parents: bool = True
+    ) -> WriteResult:
+        """Write UTF-8 text (see ``Filesystem.write``)."""
+        self._writable(path)
+        if not isinstance(content, str):
+            raise InvalidArgumentError("content must be str; use write_bytes", path)
+        self._limits.check("content length", len(content), self._limits.max_write_chars)
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidContentError(f"content is not valid UTF-8: {exc.reason}", path) from None
+        return self._write(path, data, mode, create_parents)
+
+    def write_bytes(
+        self,
+        path: str,
+        content: bytes,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write bytes (see ``Filesystem.write_bytes``)."""
+        self._writable(path)
+        if not isinstance(content, bytes | bytearray | memoryview):
+            raise InvalidArgumentError("content must be bytes", path)
+        self._limits.check("content size", len(content), self._limits.max_write_bytes)
+        return self._write(path, bytes(content), mode, create_parents)
+
+    def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
+        if mode not in _WRITE_MODES:
+            raise InvalidArgumentError(f"mode must be one of {_WRITE_MODES}", path)
+        norm = self._normalize(path)
+        if not norm:
+            raise IsADirectoryFsError("is a directory", ".")
+        flags = os.O_WRONLY | os.O_CREAT
+        flags |= {"create": os.O_EXCL, "overwrite": os.O_TRUNC, "append": os.O_APPEND}[mode]
+        fd = self._open_file(norm, flags, make_dirs=create_parents)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return WriteResult(norm, len(data), mode)
+
+    def delete(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
+        self._writable(path)
+        norm = self._normalize(path)
+        if not norm:
+            raise PathEscapeError("cannot delete the workspace root", "/")
+        with self._at(norm, follow=False) as at:
+            info = self._existing(at, norm)
+            try:
+                if not _stat.S_ISDIR(info.st_mode):
+                    os.unlink(at.name, dir_fd=at.parent)
+                elif not recursive:
+                    raise IsADirectoryFsError("is a directory (use recursive=True)", display(norm))
+                else:
+                    parent = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=at.parent)
+                    try:  # fd-based: symlinks inside are removed, never followed
+                        shutil.rmtree(at.name, dir_fd=parent)
+                    finally:
+                        os.close(parent)
+            except OSError as exc:
+                if isinstance(exc, IsADirectoryFsError):
+                    raise
+                raise translate(exc, display(norm)) from None
+
+    def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
+        """Create a directory (see ``Filesystem.mkdir``)."""
+        self._writable(path)
+        norm = self._normalize(path)
+        with self._at(norm, make_dirs=parents) as at:
+            if at.info is not None:
+                if exist_ok and _stat.S_ISDIR(at.info.st_mode):
+                    return
+                raise AlreadyExistsError("file exists", display(norm))
+            try:
+                os.mkdir(at.name, 0o755, dir_fd=at.parent)
+            except OSError as exc:
+                raise translate(exc, display(norm)) from None

@@ -1,0 +1,218 @@
+"""Snapshots of a host directory as commits in an external bare git repository.
+
+The repository lives outside the root (agents cannot touch it); its index
+is the stat cache, so a snapshot rehashes only files whose stat changed.
+Everything is captured: untracked and ignored files too, and the exec bit.
+Restore is a forced checkout that also removes what was created since.
+A nested ``.git`` directory in the workspace is not captured (git never
+tracks one).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from datetime import UTC, datetime
+
+import pygit2
+from pygit2.enums import CheckoutStrategy, DeltaStatus
+from pygit2.ffi import C, ffi
+from pygit2.utils import StrArray
+
+from .._errors import (
+    InvalidArgumentError,
+    SnapshotCreationError,
+    SnapshotIncompatibleError,
+    SnapshotNotFoundError,
+    SnapshotRestoreError,
+)
+from ..fs import FilesystemDiff, FilesystemSnapshot
+
+_ADD_FORCE = 1  # GIT_INDEX_ADD_FORCE: ignored files are part of the workspace too
+_REF = "refs/workspacefs/host/snapshots"
+_IDENTITY = pygit2.Signature("workspacefs", "workspacefs@localhost")
+
+
+class GitSnapshots:
+    """The snapshot side of ``HostFilesystem``."""
+
+    def __init__(self, root: str, git_dir: str | None) -> None:
+        self._root = root
+        self._git_dir = git_dir
+        self._repo: pygit2.Repository | None = None
+        self.current: uuid.UUID | None = None
+
+    @property
+    def git_dir(self) -> str | None:
+        """The external git directory, once there is one."""
+        return self._git_dir
+
+    def _repository(self) -> pygit2.Repository:
+        if self._repo is not None:
+            return self._repo
+        if self._git_dir is None:
+            self._git_dir = tempfile.mkdtemp(prefix="workspacefs-git-")
+        git_dir = os.path.realpath(self._git_dir)
+        if git_dir == self._root or git_dir.startswith(self._root + os.sep):
+            raise InvalidArgumentError("the git dir must be outside the workspace root", git_dir)
+        if not os.path.exists(os.path.join(git_dir, "HEAD")):
+            pygit2.init_repository(git_dir, bare=True)
+        repo = pygit2.Repository(git_dir)
+        repo.config["core.filemode"] = "true"
+        repo.config["core.symlinks"] = "true"
+        repo.config["gc.auto"] = "0"
+        repo.workdir = self._root
+        self._repo = repo
+        return repo
+
+    def _capture(self) -> tuple[pygit2.Repository, pygit2.Oid, int]:
+        """Stage the whole directory into the private index; return its tree."""
+        repo = self._repository()
+        index = repo.index
+        index.read()
+        with StrArray([]) as paths:
+            error = C.git_index_add_all(index._index, paths.ptr, _ADD_FORCE, ffi.NULL, ffi.NULL)
+        if error:
+            raise SnapshotCreationError(
+                f"cannot stage the workspace (libgit2 error {error})", self._root
+            )
+        for entry in list(index):  # deletions: add_all only adds and updates
+            if not os.path.lexists(os.path.join(self._root, entry.path)):
+                index.remove(entry.path)
+        index.write()
+        return repo, index.write_tree(), len(index)
+
+    def snapshot(self, tag: str | None) -> FilesystemSnapshot:
+        try:
+            repo, tree, count = self._capture()
+            parents = []
+            numbers = sorted(
+                int(name.rsplit("/", 1)[1])
+                for name in repo.references
+                if name.startswith(_REF + "/")
+            )
+            if numbers:
+                parents.append(repo.references[f"{_REF}/{numbers[-1]}"].target)
+            now = datetime.now(UTC)
+            signature = pygit2.Signature(_IDENTITY.name, _IDENTITY.email, int(now.timestamp()), 0)
+            commit = repo.create_commit(
+                None, signature, signature, tag or f"snapshot {now.isoformat()}", tree, parents
+            )
+            repo.references.create(f"{_REF}/{(numbers[-1] if numbers else 0) + 1}", commit)
+        except pygit2.GitError as exc:
+            raise SnapshotCreationError(f"snapshot failed: {exc}", self._root) from exc
+        record = FilesystemSnapshot(
+            snapshot_id=uuid.uuid4(),
+            created_at=now,
+            commit_ref=str(commit),
+            root_path=self._root,
+            git_dir=self._git_dir,
+            tag=tag,
+            parent_id=self.current,
+            file_count=count,
+            total_bytes=sum(repo.odb.read_header(e.id)[1] for e in repo.index),
+        )
+        self.current = record.snapshot_id
+        return record
+
+    def _commit(self, snapshot: FilesystemSnapshot) -> pygit2.Commit:
+        if snapshot.root_path != self._root:
+            raise SnapshotIncompatibleError("snapshot of another directory", snapshot.root_path)
+        if self._git_dir is None and snapshot.git_dir is not None:
+            self._git_dir = snapshot.git_dir  # a new process restoring an old snapshot
+        if self._git_dir is None or not os.path.isdir(self._git_dir):
+            raise SnapshotNotFoundError("the snapshot's git dir is gone", snapshot.git_dir)
+        repo = self._repository()
+        try:
+            commit = repo[snapshot.commit_ref]
+        except (KeyError, ValueError):
+            raise SnapshotNotFoundError("no such snapshot commit", snapshot.commit_ref) from None
+        if not isinstance(commit, pygit2.Commit):
+            raise SnapshotNotFoundError("not a snapshot commit", snapshot.commit_ref)
+        return commit
+
+    def restore(self, snapshot: FilesystemSnapshot) -> None:
+        commit = self._commit(snapshot)
+        repo = self._repository()
+        strategy = (
+            CheckoutStrategy.FORCE
+            | CheckoutStrategy.REMOVE_UNTRACKED
+            | CheckoutStrategy.REMOVE_IGNORED
+        )
+        try:
+            self._capture()  # the index must describe the directory as it is now
+            repo.checkout_tree(commit.tree, strategy=strategy)  # type: ignore[no-untyped-call]
+            index = repo.index
+            index.read_tree(commit.tree)
+            index.write()
+        except pygit2.GitError as exc:
+            raise SnapshotRestoreError(f"restore failed: {exc}", self._root) from exc
+        _remove_empty_directories(repo, self._root, commit.tree)
+        self.current = snapshot.snapshot_id
+
+    def diff(self, base: FilesystemSnapshot, target: FilesystemSnapshot | None) -> FilesystemDiff:
+        before = self._commit(base).tree
+        if target is not None:
+            repo, after = self._repository(), self._commit(target).tree
+        else:
+            repo, tree_id, _ = self._capture()
+            current = repo.get(tree_id)
+            assert isinstance(current, pygit2.Tree)
+            after = current
+        added, modified, deleted = [], [], []
+        for delta in before.diff_to_tree(after).deltas:
+            status = delta.status
+            if status == DeltaStatus.ADDED:
+                added.append(delta.new_file.path)
+            elif status == DeltaStatus.DELETED:
+                deleted.append(delta.old_file.path)
+            else:
+                modified.append(delta.new_file.path)
+        total = sum(1 for _ in _walk_blobs(repo, after))
+        return FilesystemDiff(
+            tuple(sorted(added)),
+            tuple(sorted(modified)),
+            tuple(sorted(deleted)),
+            total - len(added) - len(modified),
+        )
+
+    def cleanup(self) -> None:
+        if self._git_dir is not None and os.path.isdir(self._git_dir):
+            shutil.rmtree(self._git_dir)
+        self._repo = None
+
+
+def _walk_blobs(repo: pygit2.Repository, tree: pygit2.Object) -> list[str]:
+    paths: list[str] = []
+    stack = [("", tree)]
+    while stack:
+        prefix, current = stack.pop()
+        assert isinstance(current, pygit2.Tree)
+        for entry in current:
+            path = f"{prefix}{entry.name or ''}"
+            if entry.type_str == "tree":
+                stack.append((path + "/", repo[entry.id]))
+            else:
+                paths.append(path)
+    return paths
+
+
+def _remove_empty_directories(repo: pygit2.Repository, root: str, tree: pygit2.Tree) -> None:
+    """Directories left empty by the checkout go too, as with ``git clean -d``."""
+    kept = {""}
+    stack: list[tuple[str, pygit2.Object]] = [("", tree)]
+    while stack:
+        prefix, current = stack.pop()
+        assert isinstance(current, pygit2.Tree)
+        for entry in current:
+            if entry.type_str == "tree":
+                name = prefix + (entry.name or "")
+                kept.add(name)
+                stack.append((name + "/", repo[entry.id]))
+    for top, _, _ in os.walk(root, topdown=False):
+        relative = os.path.relpath(top, root)
+        relative = "" if relative == "." else relative
+        if relative not in kept and not os.listdir(top) and not os.path.islink(top):
+            os.rmdir(top)

@@ -1,0 +1,125 @@
+"""HostFilesystem stays inside its root: the escape table, and a symlink swapped in mid-call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from workspacefs import HostFilesystem
+from workspacefs.host._resolve import locate, open_root
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "inside").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (root / "inside" / "ok.txt").write_text("ok")
+    os.symlink(outside, root / "abs-dir")
+    os.symlink("../outside", root / "rel-dir")
+    os.symlink(outside / "secret.txt", root / "abs-file")
+    os.symlink("../../outside/secret.txt", root / "inside" / "rel-file")
+    os.symlink("hop2", root / "hop1")
+    os.symlink("../outside/new.txt", root / "hop2")
+    os.symlink(outside / "not-yet.txt", root / "dangling-out")
+    os.symlink("inside/ok.txt", root / "good-link")
+    os.symlink("/workspace/inside", root / "mapped")
+    return root, outside
+
+
+ATTACKS: dict[str, Callable[[HostFilesystem], object]] = {
+    "dot-dot read": lambda fs: fs.read("../outside/secret.txt"),
+    "dot-dot write": lambda fs: fs.write("inside/../../outside/x.txt", "x"),
+    "absolute outside mount point": lambda fs: fs.read("/etc/passwd"),
+    "absolute host path of the root": lambda fs: fs.read(f"{fs.root}/inside/ok.txt"),
+    "symlinked dir, absolute": lambda fs: fs.write("abs-dir/x.txt", "x"),
+    "symlinked dir, relative": lambda fs: fs.read("rel-dir/secret.txt"),
+    "symlinked file, absolute": lambda fs: fs.read("abs-file"),
+    "symlinked file, relative": lambda fs: fs.write("inside/rel-file", "overwrite"),
+    "symlink chain": lambda fs: fs.write("hop1", "x"),
+    "dangling symlink out": lambda fs: fs.write("dangling-out", "x"),
+    "list through symlink": lambda fs: fs.list("abs-dir"),
+    "mkdir through symlink": lambda fs: fs.mkdir("rel-dir/new"),
+    "delete through symlinked dir": lambda fs: fs.delete("abs-dir/secret.txt"),
+    "grep through symlink": lambda fs: fs.grep("secret", path="abs-dir"),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_escape_refused_and_nothing_outside_changes(attack: str, world: tuple[Path, Path]) -> None:
+    root, outside = world
+    fs = HostFilesystem(root, mount_point="/workspace")
+    before = sorted(outside.rglob("*"))
+    with pytest.raises(PermissionError):
+        ATTACKS[attack](fs)
+    assert sorted(outside.rglob("*")) == before
+    assert (outside / "secret.txt").read_text() == "secret"
+
+
+def test_symlinks_that_stay_inside_work(world: tuple[Path, Path]) -> None:
+    root, _ = world
+    fs = HostFilesystem(root, mount_point="/workspace")
+    assert fs.read("good-link").content == "ok"
+    assert fs.read("mapped/ok.txt").content == "ok"  # absolute, under the mount point
+    assert fs.stat("good-link").is_symlink
+    names = {e.name: e for e in fs.list()}
+    assert names["good-link"].is_file
+    assert not names["abs-dir"].is_directory  # points outside: neither
+
+
+def test_globs_do_not_follow_escaping_links(world: tuple[Path, Path]) -> None:
+    root, _ = world
+    fs = HostFilesystem(root, mount_point="/workspace")
+    assert "abs-dir/secret.txt" not in [m.path for m in fs.glob("**")]
+    assert fs.grep("secret") == []
+
+
+def test_recursive_delete_removes_links_not_targets(world: tuple[Path, Path]) -> None:
+    root, outside = world
+    fs = HostFilesystem(root)
+    fs.delete("abs-dir")  # a symlink is a file to delete
+    (root / "tree").mkdir()
+    os.symlink(outside, root / "tree" / "link")
+    fs.delete("tree", recursive=True)
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert not (root / "tree").exists()
+
+
+def test_directory_swapped_for_symlink_mid_call(world: tuple[Path, Path]) -> None:
+    """The walk holds descriptors: swapping a directory afterwards cannot redirect it."""
+    root, outside = world
+    (root / "work").mkdir()
+    root_fd = open_root(str(root))
+    try:
+        located = locate(root_fd, "work/new.txt")
+    finally:
+        os.close(root_fd)
+    with located:
+        os.rename(root / "work", root / "work-moved")
+        os.symlink(outside, root / "work")  # the attacker's swap
+        fd = os.open(located.name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644,
+                     dir_fd=located.parent)  # fmt: skip
+        os.close(fd)
+    assert not (outside / "new.txt").exists()
+    assert (root / "work-moved" / "new.txt").exists()
+
+
+def test_final_component_swapped_for_symlink_is_not_followed(world: tuple[Path, Path]) -> None:
+    root, outside = world
+    fs = HostFilesystem(root)
+    (root / "inside" / "target.txt").write_text("mine")
+    os.unlink(root / "inside" / "target.txt")
+    os.symlink(outside / "secret.txt", root / "inside" / "target.txt")
+    with pytest.raises(PermissionError):
+        fs.write("inside/target.txt", "overwrite")
+    assert (outside / "secret.txt").read_text() == "secret"
+
+
+def test_root_must_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError):
+        HostFilesystem(tmp_path / "file")

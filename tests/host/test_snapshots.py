@@ -1,0 +1,141 @@
+"""HostFilesystem snapshots: commits in an external git dir, exact restore, diff, cross-process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from workspacefs import (
+    HostFilesystem,
+    SnapshotableFilesystem,
+    SnapshotIncompatibleError,
+    SnapshotNotFoundError,
+)
+
+
+def state(root: Path) -> dict[str, tuple[object, ...]]:
+    found: dict[str, tuple[object, ...]] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[rel] = ("link", os.readlink(path))
+        elif path.is_dir():
+            found[rel] = ("dir",)
+        else:
+            found[rel] = ("file", path.read_bytes(), os.stat(path).st_mode & 0o111 != 0)
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('v1')\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "debug.log").write_text("ignored but captured\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.bin").write_bytes(b"\x00\x01")
+    os.symlink("src/app.py", root / "app-link")
+    return root
+
+
+def test_snapshot_restore_is_exact(project: Path, tmp_path: Path) -> None:
+    fs = HostFilesystem(project, git_dir=tmp_path / "snapshots.git")
+    assert isinstance(fs, SnapshotableFilesystem)
+    before = state(project)
+    snapshot = fs.snapshot(tag="start")
+    assert snapshot.git_dir == str(tmp_path / "snapshots.git")
+    assert snapshot.file_count == 6
+    fs.write("src/app.py", "print('v2')\n")
+    fs.write("new/deep/file.txt", "created later")
+    fs.delete("debug.log")
+    (project / "run.sh").chmod(0o644)
+    (project / "empty-new-dir").mkdir()
+    fs.restore(snapshot)
+    assert state(project) == before
+    assert fs.current_snapshot_id == snapshot.snapshot_id
+
+
+def test_git_dir_stays_outside_the_root(project: Path) -> None:
+    fs = HostFilesystem(project)
+    fs.snapshot()
+    assert fs.git_dir is not None
+    assert not os.path.realpath(fs.git_dir).startswith(str(project))
+    with pytest.raises(ValueError, match="outside"):
+        HostFilesystem(project, git_dir=project / ".snapshots").snapshot()
+    fs.cleanup()
+    assert not os.path.exists(fs.git_dir)
+
+
+def test_diff(project: Path, tmp_path: Path) -> None:
+    fs = HostFilesystem(project, git_dir=tmp_path / "g.git")
+    base = fs.snapshot()
+    fs.write("src/app.py", "changed")
+    fs.write("added.txt", "new")
+    fs.delete("run.sh")
+    live = fs.diff(base)
+    assert (live.added, live.modified, live.deleted) == (
+        ("added.txt",),
+        ("src/app.py",),
+        ("run.sh",),
+    )
+    assert live.unchanged_count == 4
+    later = fs.snapshot()
+    assert fs.diff(base, later) == live
+
+
+def test_restore_in_another_process(project: Path, tmp_path: Path) -> None:
+    fs = HostFilesystem(project, git_dir=tmp_path / "g.git")
+    snapshot = fs.snapshot()
+    fs.write("src/app.py", "changed")
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from workspacefs import FilesystemSnapshot, HostFilesystem
+        record = FilesystemSnapshot.from_dict(json.loads(sys.stdin.read()))
+        HostFilesystem({str(project)!r}).restore(record)
+        """
+    )
+    import json
+
+    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(snapshot.to_dict()),
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (project / "src" / "app.py").read_text() == "print('v1')\n"
+
+
+def test_restore_errors(project: Path, tmp_path: Path) -> None:
+    fs = HostFilesystem(project, git_dir=tmp_path / "g.git")
+    snapshot = fs.snapshot()
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(SnapshotIncompatibleError):
+        HostFilesystem(other).restore(snapshot)
+    from dataclasses import replace
+
+    with pytest.raises(SnapshotNotFoundError):
+        fs.restore(replace(snapshot, commit_ref="0" * 40))
+    with pytest.raises(PermissionError):
+        HostFilesystem(project, read_only=True, git_dir=tmp_path / "g.git").restore(snapshot)
+
+
+def test_incremental_snapshot_uses_the_stat_cache(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    for i in range(300):
+        (root / f"d{i % 10}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i % 10}" / f"f{i}.txt").write_text(f"{i}\n")
+    fs = HostFilesystem(root, git_dir=tmp_path / "g.git")
+    fs.snapshot()
+    objects = tmp_path / "g.git" / "objects"
+    before = sum(len(files) for _, _, files in os.walk(objects))
+    (root / "d3" / "f3.txt").write_text("changed\n")
+    fs.snapshot()
+    written = sum(len(files) for _, _, files in os.walk(objects)) - before
+    assert written <= 4  # one blob, two trees, one commit
