@@ -6,6 +6,12 @@ from ._backends import import_tree as import_tree
 from ._format import DEFAULT_ARCHIVE_LIMITS as DEFAULT_ARCHIVE_LIMITS
 from ._format import ArchiveError as ArchiveError
 from ._format import ArchiveLimits as ArchiveLimits
+from ._format import ArchiveSource as ArchiveSource
+from ._format import ArchiveTarget as ArchiveTarget
+from ._format import Entry as Entry
+from ._format import Reader as Reader
+from ._format import export_archive as export_archive
+from ._format import import_archive as import_archive
 from ._session import FilesystemSnapshotRef as FilesystemSnapshotRef
 from ._session import JsonSession as JsonSession
 from ._session import Session as Session

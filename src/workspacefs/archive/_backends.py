@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Protocol, runtime_checkable
 
+from .._errors import ReadOnlyError
 from ..fs import InMemoryFilesystem, TreeFilesystem
 from ._format import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, export_archive, import_archive
 from ._memory import TreeArchiveSource, TreeArchiveTarget
@@ -32,7 +33,5 @@ def import_tree(
 ) -> int:
     """Replace an in-memory workspace with an archive; return the file count."""
     if filesystem.read_only:
-        from .._errors import ReadOnlyError
-
         raise ReadOnlyError("read-only filesystem", os.fspath(path))
     return import_archive(TreeArchiveTarget(filesystem), path, limits=limits)

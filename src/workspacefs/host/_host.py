@@ -44,6 +44,7 @@ from ..fs import (
 from ..fs._paths import display, join, normalize_mount_point, strip_mount_point
 from ..fs._search import glob_paths, grep_files, walk_files
 from ..fs._treefs import split_lines
+from ._archive import export_directory, import_directory
 from ._resolve import Located, locate, open_root, translate
 from ._snapshots import GitSnapshots
 
@@ -128,6 +129,18 @@ class HostFilesystem:
     ) -> FilesystemDiff:
         """Files added, modified and deleted from ``base`` to ``target`` (or now)."""
         return self._snapshots.diff(base, target)
+
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write the directory as a workspace archive; the file count."""
+        return export_directory(self._root, path)
+
+    def import_archive(self, path: str | os.PathLike[str]) -> int:
+        """Replace the directory's content with a workspace archive; the file count.
+
+        A hostile or damaged archive raises and leaves the directory as it was.
+        """
+        self._writable(os.fspath(path))
+        return import_directory(self._root, path)
 
     def cleanup(self) -> None:
         """Remove the snapshot git dir; safe to call twice."""
