@@ -1,4 +1,4 @@
-"""Archives between the in-memory tree and a host directory, both ways, and hostile ones on the host."""
+"""Archives between the in-memory tree and a host directory, and hostile ones on the host."""
 
 from __future__ import annotations
 
