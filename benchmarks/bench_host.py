@@ -1,0 +1,84 @@
+"""The git shadow-repo provider against plain git, measured in the same run.
+
+Run: ``scripts/bench.sh host`` (or ``python -m benchmarks.bench_host [--quick]``).
+
+A repository of N committed files; one file modified; then a snapshot by the
+provider, by ``git stash create``, and by ``git add -A && git commit`` in a copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workspacefs.host import GitShadowProvider
+
+from ._common import GIT_ENV, Result
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, env=GIT_ENV,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def commit_all(repo: Path) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "snapshot")
+
+
+def timed_ms(action: object) -> float:
+    assert callable(action)
+    started = time.perf_counter()
+    action()
+    return (time.perf_counter() - started) * 1000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
+    args = parser.parse_args(argv)
+    files = 500 if args.quick else 20_000
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    scratch = Path(tempfile.mkdtemp(prefix="wsfs-host-bench-", dir=base))
+    try:
+        repo = scratch / "repo"
+        for i in range(files):
+            (repo / f"d{i // 200}").mkdir(parents=True, exist_ok=True)
+            (repo / f"d{i // 200}" / f"f{i}.py").write_text(f"value = {i}\n")
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "initial")
+        copy = scratch / "copy"
+        shutil.copytree(repo, copy, symlinks=True)
+        provider = GitShadowProvider(repo, session_id="bench")
+        provider.snapshot()  # the first one fills the stat cache
+        ours, stash, commit = [], [], []
+        for round_ in range(7):
+            for target in (repo, copy):
+                (target / "d3" / f"f{600 + round_}.py").write_text(f"changed = {round_}\n")
+            ours.append(timed_ms(provider.snapshot))
+            stash.append(timed_ms(lambda: git(repo, "stash", "create")))
+            commit.append(timed_ms(lambda: commit_all(copy)))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    mine = statistics.median(ours)
+    results = [
+        Result(f"snapshot after 1 change, {files:,} files (baseline: {name})", mine,
+               statistics.median(base), "ms", "well under both", mine < statistics.median(base))
+        for name, base in (("git stash create", stash), ("add -A && commit in a copy", commit))
+    ]  # fmt: skip
+    print(f"host benchmarks (python {sys.version.split()[0]}); ratio = times better than git")
+    for result in results:
+        print(result.line())
+    return 0 if all(r.met for r in results) or args.quick else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
