@@ -61,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         provider.snapshot()  # the first one fills the stat cache
         ours, stash, commit = [], [], []
         for round_ in range(7):
+            index = files // 2 + round_
             for target in (repo, copy):
-                (target / "d3" / f"f{600 + round_}.py").write_text(f"changed = {round_}\n")
+                (target / f"d{index // 200}" / f"f{index}.py").write_text(f"changed = {round_}\n")
             ours.append(timed_ms(provider.snapshot))
             stash.append(timed_ms(lambda: git(repo, "stash", "create")))
             commit.append(timed_ms(lambda: commit_all(copy)))
