@@ -175,12 +175,13 @@ class GitShadowProvider:
         cache = self._load_cache()
         fresh: dict[str, list[Any]] = {}
         entries: dict[str, tuple[int, pygit2.Oid]] = {}
+        root = self._workdir + os.sep
         for entry, index_mtime in self._index_entries():
             if entry.mode == GITLINK:  # submodules stay gitlinks
                 entries[entry.path] = (GITLINK, entry.oid)
                 continue
             try:
-                info = os.lstat(os.path.join(self._workdir, entry.path))
+                info = os.lstat(root + entry.path)  # not os.path.join: this loop is hot
             except FileNotFoundError:
                 continue  # deleted in the working copy
             if (
