@@ -139,3 +139,33 @@ def test_incremental_snapshot_uses_the_stat_cache(tmp_path: Path) -> None:
     fs.snapshot()
     written = sum(len(files) for _, _, files in os.walk(objects)) - before
     assert written <= 4  # one blob, two trees, one commit
+
+
+@pytest.mark.parametrize("strategy", ["git", "copy", "archive"])
+def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path: Path) -> None:
+    fs = HostFilesystem(project, git_dir=tmp_path / "g.git", snapshot_dir=tmp_path / "kept",
+                        snapshot_strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
+    before = state(project)
+    snapshot = fs.snapshot(tag=strategy)
+    assert snapshot.strategy == strategy
+    fs.write("src/app.py", "changed")
+    fs.write("new.txt", "new")
+    fs.delete("run.sh")
+    diff = fs.diff(snapshot)
+    assert (diff.added, diff.modified, diff.deleted) == (("new.txt",), ("src/app.py",), ("run.sh",))
+    fresh = HostFilesystem(project)  # another process: the record says how to restore
+    fresh.restore(snapshot)
+    assert state(project) == before
+    fs.cleanup()
+
+
+def test_auto_strategy_is_recorded(project: Path, tmp_path: Path) -> None:
+    fs = HostFilesystem(project, snapshot_dir=tmp_path / "kept")
+    snapshot = fs.snapshot()
+    assert snapshot.strategy in ("git", "copy")  # copy only where reflinks share blocks
+    fs.cleanup()
+
+
+def test_unknown_strategy(project: Path) -> None:
+    with pytest.raises(ValueError, match="strategy"):
+        HostFilesystem(project, snapshot_strategy="tape").snapshot()  # type: ignore[arg-type]

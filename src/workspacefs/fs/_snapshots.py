@@ -30,6 +30,8 @@ class FilesystemSnapshot:
     file_count: int = 0
     total_bytes: int = 0
     workspace_id: str | None = None
+    strategy: str | None = None
+    """How a host directory's snapshot is kept: "git", "copy" or "archive"."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""

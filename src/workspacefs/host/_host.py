@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat as _stat
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from .._errors import (
     NotFoundError,
     PathEscapeError,
     ReadOnlyError,
+    SnapshotIncompatibleError,
 )
 from ..fs import (
     DEFAULT_LIMITS,
@@ -47,6 +49,7 @@ from ..fs._treefs import split_lines
 from ._archive import export_directory, import_directory
 from ._resolve import Located, locate, open_root, translate
 from ._snapshots import GitSnapshots
+from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
 
 _WRITE_MODES = ("create", "overwrite", "append")
 
@@ -64,8 +67,13 @@ class HostFilesystem:
         mount_point: Absolute prefix mapping to the root, e.g. "/workspace";
             symlinks with absolute targets under it stay inside.
         limits: Per-call limits of the protocol.
-        git_dir: Bare git repository for snapshots, outside the root
+        git_dir: Bare git repository for ``git`` snapshots, outside the root
             (default: a new temporary directory on the first snapshot).
+        snapshot_strategy: ``git``, ``copy`` (``cp -a --reflink=auto``),
+            ``archive`` (ZIP), or ``auto``: ``copy`` where reflinks share
+            blocks, else ``git``. Each snapshot records its strategy.
+        snapshot_dir: Where ``copy`` and ``archive`` keep snapshots
+            (default: a new temporary directory).
     """
 
     def __init__(
@@ -76,11 +84,17 @@ class HostFilesystem:
         mount_point: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
         git_dir: str | os.PathLike[str] | None = None,
+        snapshot_strategy: StrategyName = "auto",
+        snapshot_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self._root = os.path.realpath(root)
         if not os.path.isdir(self._root):
             raise NotADirectoryFsError("workspace root is not a directory", self._root)
-        self._snapshots = GitSnapshots(self._root, os.fspath(git_dir) if git_dir else None)
+        self._git = GitSnapshots(self._root, os.fspath(git_dir) if git_dir else None)
+        self._strategy_name: str = snapshot_strategy
+        self._snapshot_dir = os.fspath(snapshot_dir) if snapshot_dir else None
+        self._strategies: dict[str, Strategy] = {"git": self._git}
+        self._current: uuid.UUID | None = None
         self._read_only = read_only
         self._mount_point = normalize_mount_point(mount_point)
         self._limits = limits
@@ -104,31 +118,61 @@ class HostFilesystem:
 
     @property
     def git_dir(self) -> str | None:
-        """The external git directory holding snapshots, once there is one."""
-        return self._snapshots.git_dir
+        """The external git directory holding ``git`` snapshots, once there is one."""
+        return self._git.git_dir
 
     @property
     def current_snapshot_id(self) -> uuid.UUID | None:
         """The snapshot last taken or restored here."""
-        return self._snapshots.current
+        return self._current
+
+    def _strategy(self, name: str | None) -> Strategy:
+        name = name or "git"
+        if name == "auto":
+            directory = self._snapshot_dir or tempfile.gettempdir()
+            name = "copy" if supports_reflink(self._root, directory) else "git"
+        if name not in self._strategies:
+            kinds: dict[str, type[CopySnapshots | ArchiveStrategy]] = {
+                "copy": CopySnapshots,
+                "archive": ArchiveStrategy,
+            }
+            if name not in kinds:
+                raise InvalidArgumentError(f"unknown snapshot strategy {name!r}", name)
+            self._strategies[name] = kinds[name](self._root, self._snapshot_dir)
+        return self._strategies[name]
 
     def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
-        """Commit the whole directory (untracked and ignored files too) to the git dir."""
-        return self._snapshots.snapshot(tag)
+        """Capture the whole directory (untracked and ignored files too) with the strategy."""
+        strategy = self._strategy(self._strategy_name)
+        self._strategy_name = strategy.name  # "auto" decides once
+        record = strategy.snapshot(tag, self._current)
+        self._current = record.snapshot_id
+        return record
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
         """Return the directory exactly to ``snapshot``, removing what came since.
 
-        Works in a new process too: the snapshot records its git dir.
+        Works in a new process too: the snapshot records its strategy and
+        where it is kept.
         """
         self._writable(self._root)
-        self._snapshots.restore(snapshot)
+        if snapshot.root_path != self._root:
+            raise SnapshotIncompatibleError("snapshot of another directory", snapshot.root_path)
+        self._strategy(snapshot.strategy).restore(snapshot)
+        self._current = snapshot.snapshot_id
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
     ) -> FilesystemDiff:
         """Files added, modified and deleted from ``base`` to ``target`` (or now)."""
-        return self._snapshots.diff(base, target)
+        if target is not None and target.strategy != base.strategy:
+            raise SnapshotIncompatibleError("snapshots kept by different strategies", None)
+        return self._strategy(base.strategy).diff(base, target)
+
+    def cleanup(self) -> None:
+        """Remove every snapshot store this filesystem made; safe to call twice."""
+        for strategy in self._strategies.values():
+            strategy.cleanup()
 
     def export_archive(self, path: str | os.PathLike[str]) -> int:
         """Write the directory as a workspace archive; the file count."""
@@ -141,10 +185,6 @@ class HostFilesystem:
         """
         self._writable(os.fspath(path))
         return import_directory(self._root, path)
-
-    def cleanup(self) -> None:
-        """Remove the snapshot git dir; safe to call twice."""
-        self._snapshots.cleanup()
 
     # -- resolution ------------------------------------------------------------
 

@@ -36,13 +36,14 @@ _IDENTITY = pygit2.Signature("workspacefs", "workspacefs@localhost")
 
 
 class GitSnapshots:
-    """The snapshot side of ``HostFilesystem``."""
+    """The ``git`` snapshot strategy of ``HostFilesystem``."""
+
+    name = "git"
 
     def __init__(self, root: str, git_dir: str | None) -> None:
         self._root = root
         self._git_dir = git_dir
         self._repo: pygit2.Repository | None = None
-        self.current: uuid.UUID | None = None
 
     @property
     def git_dir(self) -> str | None:
@@ -84,7 +85,7 @@ class GitSnapshots:
         index.write()
         return repo, index.write_tree(), len(index)
 
-    def snapshot(self, tag: str | None) -> FilesystemSnapshot:
+    def snapshot(self, tag: str | None, parent: uuid.UUID | None) -> FilesystemSnapshot:
         try:
             repo, tree, count = self._capture()
             parents = []
@@ -103,19 +104,18 @@ class GitSnapshots:
             repo.references.create(f"{_REF}/{(numbers[-1] if numbers else 0) + 1}", commit)
         except pygit2.GitError as exc:
             raise SnapshotCreationError(f"snapshot failed: {exc}", self._root) from exc
-        record = FilesystemSnapshot(
+        return FilesystemSnapshot(
             snapshot_id=uuid.uuid4(),
             created_at=now,
             commit_ref=str(commit),
             root_path=self._root,
             git_dir=self._git_dir,
             tag=tag,
-            parent_id=self.current,
+            parent_id=parent,
             file_count=count,
             total_bytes=sum(repo.odb.read_header(e.id)[1] for e in repo.index),
+            strategy=self.name,
         )
-        self.current = record.snapshot_id
-        return record
 
     def _commit(self, snapshot: FilesystemSnapshot) -> pygit2.Commit:
         if snapshot.root_path != self._root:
@@ -150,7 +150,6 @@ class GitSnapshots:
         except pygit2.GitError as exc:
             raise SnapshotRestoreError(f"restore failed: {exc}", self._root) from exc
         _remove_empty_directories(repo, self._root, commit.tree)
-        self.current = snapshot.snapshot_id
 
     def diff(self, base: FilesystemSnapshot, target: FilesystemSnapshot | None) -> FilesystemDiff:
         before = self._commit(base).tree
