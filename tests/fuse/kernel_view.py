@@ -26,8 +26,8 @@ from workspacefs import (
     WriteResult,
 )
 from workspacefs.fs import DEFAULT_LIMITS, normalize_path
+from workspacefs.fs._requests import split_lines
 from workspacefs.fs._search import glob_paths, grep_files, walk_files
-from workspacefs.fs._treefs import split_lines
 
 
 class KernelView:

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from .._errors import (
     AlreadyExistsError,
     InvalidArgumentError,
-    InvalidContentError,
     IsADirectoryFsError,
     NotADirectoryFsError,
     NotFoundError,
@@ -29,6 +28,15 @@ from .._errors import (
 from ..tree import ROOT_INO, Directory, File, Journal, Node, Symlink, Tree, TreeView
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point, strip_mount_point
+from ._requests import (
+    byte_window,
+    bytes_payload,
+    check_write_mode,
+    grep_cap,
+    line_window,
+    read_page,
+    text_payload,
+)
 from ._results import (
     FileEntry,
     FileStat,
@@ -49,20 +57,9 @@ ChangeListener = Callable[[Journal], None]
 MAX_SYMLINK_HOPS = 40
 """As Linux: following more links than this is ELOOP."""
 
-_WRITE_MODES = ("create", "overwrite", "append")
-
 
 def _timestamp(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, UTC)
-
-
-def split_lines(text: str) -> list[str]:
-    """Split on ``\\n`` only, keeping line ends, as editors and grep count lines."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 class TreeFilesystem:
@@ -257,44 +254,19 @@ class TreeFilesystem:
     ) -> ReadResult:
         """Read a page of lines of a text file (see ``Filesystem.read``)."""
         norm = self._normalize(path)
-        limit = self._limits.default_read_lines if limit is None else limit
-        if offset < 0 or limit < 1:
-            raise InvalidArgumentError("offset must be >= 0 and limit >= 1", display(norm))
+        limit = line_window(offset, limit, norm, self._limits)
         with self._lock:
             node = self._file(norm)
-            self._limits.check(
-                f"size of {display(norm)} (use read_bytes)", node.size, self._limits.max_read_bytes
-            )
-            data = node.read(0, node.size)
-        try:
-            text = data.decode(encoding)
-        except LookupError:
-            raise InvalidArgumentError(f"unknown encoding {encoding!r}", display(norm)) from None
-        except UnicodeDecodeError as exc:
-            raise InvalidContentError(
-                f"not valid {encoding} at byte {exc.start}; use read_bytes", display(norm)
-            ) from None
-        lines = split_lines(text)
-        page = lines[offset : offset + limit]
-        return ReadResult(
-            content="".join(page),
-            path=norm,
-            total_lines=len(lines),
-            offset=offset,
-            limit=limit,
-            truncated=offset + limit < len(lines),
-        )
+            size = node.size
+            data = node.read(0, min(size, self._limits.max_read_bytes))
+        return read_page(data, size, norm, offset, limit, encoding, self._limits)
 
     def read_bytes(
         self, path: str, *, offset: int = 0, limit: int | None = None
     ) -> ReadBytesResult:
         """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
         norm = self._normalize(path)
-        cap = self._limits.max_read_bytes
-        limit = cap if limit is None else limit
-        if offset < 0 or limit < 0:
-            raise InvalidArgumentError("offset and limit must be >= 0", display(norm))
-        self._limits.check("read_bytes limit", limit, cap)
+        limit = byte_window(offset, limit, norm, self._limits)
         with self._lock:
             node = self._file(norm)
             content = node.read(offset, limit)
@@ -368,11 +340,7 @@ class TreeFilesystem:
     ) -> Sequence[GrepMatch]:
         """Lines matching an RE2 regex (see ``Filesystem.grep``)."""
         limits = self._limits
-        limits.check("grep pattern length", len(pattern), limits.max_pattern_length)
-        if max_matches is not None and max_matches < 1:
-            raise InvalidArgumentError("max_matches must be >= 1", None)
-        wanted = limits.max_grep_matches if max_matches is None else max_matches
-        limits.check("max_matches", wanted, limits.max_grep_matches)
+        wanted = grep_cap(pattern, max_matches, limits)
         norm = self._normalize(path)
         with self._lock:
             node = self._existing(norm)[1]
@@ -407,14 +375,7 @@ class TreeFilesystem:
     ) -> WriteResult:
         """Write UTF-8 text (see ``Filesystem.write``)."""
         self._writable_tree(path)
-        if not isinstance(content, str):
-            raise InvalidArgumentError("content must be str; use write_bytes", path)
-        self._limits.check("content length", len(content), self._limits.max_write_chars)
-        try:
-            data = content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidContentError(f"content is not valid UTF-8: {exc.reason}", path) from None
-        return self._write(path, data, mode, create_parents)
+        return self._write(path, text_payload(content, path, self._limits), mode, create_parents)
 
     def write_bytes(
         self,
@@ -426,14 +387,10 @@ class TreeFilesystem:
     ) -> WriteResult:
         """Write bytes (see ``Filesystem.write_bytes``)."""
         self._writable_tree(path)
-        if not isinstance(content, bytes | bytearray | memoryview):
-            raise InvalidArgumentError("content must be bytes", path)
-        self._limits.check("content size", len(content), self._limits.max_write_bytes)
-        return self._write(path, bytes(content), mode, create_parents)
+        return self._write(path, bytes_payload(content, path, self._limits), mode, create_parents)
 
     def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
-        if mode not in _WRITE_MODES:
-            raise InvalidArgumentError(f"mode must be one of {_WRITE_MODES}", path)
+        check_write_mode(mode, path)
         norm = self._normalize(path)
         if not norm:
             raise IsADirectoryFsError("is a directory", display(norm))

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from .._errors import (
     AlreadyExistsError,
     InvalidArgumentError,
-    InvalidContentError,
     IsADirectoryFsError,
     NotADirectoryFsError,
     NotFoundError,
@@ -44,14 +43,20 @@ from ..fs import (
     normalize_path,
 )
 from ..fs._paths import display, join, normalize_mount_point, strip_mount_point
+from ..fs._requests import (
+    byte_window,
+    bytes_payload,
+    check_write_mode,
+    grep_cap,
+    line_window,
+    read_page,
+    text_payload,
+)
 from ..fs._search import glob_paths, grep_files, walk_files
-from ..fs._treefs import split_lines
 from ._archive import export_directory, import_directory
 from ._resolve import Located, locate, open_root, translate
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
-
-_WRITE_MODES = ("create", "overwrite", "append")
 
 
 def _time(seconds: float) -> datetime:
@@ -282,41 +287,16 @@ class HostFilesystem:
     ) -> ReadResult:
         """Read a page of lines of a text file (see ``Filesystem.read``)."""
         norm = self._normalize(path)
-        limit = self._limits.default_read_lines if limit is None else limit
-        if offset < 0 or limit < 1:
-            raise InvalidArgumentError("offset must be >= 0 and limit >= 1", display(norm))
-        data, size = self._read_all(norm, self._limits.max_read_bytes + 1)
-        self._limits.check(
-            f"size of {display(norm)} (use read_bytes)", size, self._limits.max_read_bytes
-        )
-        try:
-            text = data.decode(encoding)
-        except LookupError:
-            raise InvalidArgumentError(f"unknown encoding {encoding!r}", display(norm)) from None
-        except UnicodeDecodeError as exc:
-            raise InvalidContentError(
-                f"not valid {encoding} at byte {exc.start}; use read_bytes", display(norm)
-            ) from None
-        lines = split_lines(text)
-        return ReadResult(
-            "".join(lines[offset : offset + limit]),
-            norm,
-            len(lines),
-            offset,
-            limit,
-            offset + limit < len(lines),
-        )
+        limit = line_window(offset, limit, norm, self._limits)
+        data, size = self._read_all(norm, self._limits.max_read_bytes)
+        return read_page(data, size, norm, offset, limit, encoding, self._limits)
 
     def read_bytes(
         self, path: str, *, offset: int = 0, limit: int | None = None
     ) -> ReadBytesResult:
         """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
         norm = self._normalize(path)
-        cap = self._limits.max_read_bytes
-        limit = cap if limit is None else limit
-        if offset < 0 or limit < 0:
-            raise InvalidArgumentError("offset and limit must be >= 0", display(norm))
-        self._limits.check("read_bytes limit", limit, cap)
+        limit = byte_window(offset, limit, norm, self._limits)
         fd = self._open_file(norm, os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
@@ -388,11 +368,7 @@ class HostFilesystem:
     ) -> Sequence[GrepMatch]:
         """Lines matching an RE2 regex (see ``Filesystem.grep``)."""
         limits = self._limits
-        limits.check("grep pattern length", len(pattern), limits.max_pattern_length)
-        if max_matches is not None and max_matches < 1:
-            raise InvalidArgumentError("max_matches must be >= 1", None)
-        wanted = limits.max_grep_matches if max_matches is None else max_matches
-        limits.check("max_matches", wanted, limits.max_grep_matches)
+        wanted = grep_cap(pattern, max_matches, limits)
         norm = self._normalize(path)
         with self._at(norm) as at:
             info = self._existing(at, norm)
@@ -416,14 +392,7 @@ class HostFilesystem:
     ) -> WriteResult:
         """Write UTF-8 text (see ``Filesystem.write``)."""
         self._writable(path)
-        if not isinstance(content, str):
-            raise InvalidArgumentError("content must be str; use write_bytes", path)
-        self._limits.check("content length", len(content), self._limits.max_write_chars)
-        try:
-            data = content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidContentError(f"content is not valid UTF-8: {exc.reason}", path) from None
-        return self._write(path, data, mode, create_parents)
+        return self._write(path, text_payload(content, path, self._limits), mode, create_parents)
 
     def write_bytes(
         self,
@@ -435,14 +404,10 @@ class HostFilesystem:
     ) -> WriteResult:
         """Write bytes (see ``Filesystem.write_bytes``)."""
         self._writable(path)
-        if not isinstance(content, bytes | bytearray | memoryview):
-            raise InvalidArgumentError("content must be bytes", path)
-        self._limits.check("content size", len(content), self._limits.max_write_bytes)
-        return self._write(path, bytes(content), mode, create_parents)
+        return self._write(path, bytes_payload(content, path, self._limits), mode, create_parents)
 
     def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
-        if mode not in _WRITE_MODES:
-            raise InvalidArgumentError(f"mode must be one of {_WRITE_MODES}", path)
+        check_write_mode(mode, path)
         norm = self._normalize(path)
         if not norm:
             raise IsADirectoryFsError("is a directory", ".")

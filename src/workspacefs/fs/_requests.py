@@ -1,0 +1,99 @@
+"""Checks and shapes shared by every backend's protocol calls.
+
+Each backend resolves paths and moves bytes its own way; what a call may
+ask for, and how text is decoded and paged, is decided once, here.
+"""
+
+from __future__ import annotations
+
+from .._errors import InvalidArgumentError, InvalidContentError
+from ._limits import Limits
+from ._paths import display
+from ._results import ReadResult, WriteMode
+
+WRITE_MODES: tuple[WriteMode, ...] = ("create", "overwrite", "append")
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on ``\\n`` only, keeping line ends, as editors and grep count lines."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def text_payload(content: object, path: str, limits: Limits) -> bytes:
+    """The UTF-8 bytes of a ``write``; refuses non-str, oversize and unencodable text."""
+    if not isinstance(content, str):
+        raise InvalidArgumentError("content must be str; use write_bytes", path)
+    limits.check("content length", len(content), limits.max_write_chars)
+    try:
+        return content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidContentError(f"content is not valid UTF-8: {exc.reason}", path) from None
+
+
+def bytes_payload(content: object, path: str, limits: Limits) -> bytes:
+    """The bytes of a ``write_bytes``; refuses non-bytes and oversize content."""
+    if not isinstance(content, bytes | bytearray | memoryview):
+        raise InvalidArgumentError("content must be bytes", path)
+    limits.check("content size", len(content), limits.max_write_bytes)
+    return bytes(content)
+
+
+def check_write_mode(mode: str, path: str) -> None:
+    """Refuse a write mode the protocol does not define."""
+    if mode not in WRITE_MODES:
+        raise InvalidArgumentError(f"mode must be one of {WRITE_MODES}", path)
+
+
+def line_window(offset: int, limit: int | None, norm: str, limits: Limits) -> int:
+    """The effective line limit of a ``read``; refuses negative offsets and empty pages."""
+    limit = limits.default_read_lines if limit is None else limit
+    if offset < 0 or limit < 1:
+        raise InvalidArgumentError("offset must be >= 0 and limit >= 1", display(norm))
+    return limit
+
+
+def byte_window(offset: int, limit: int | None, norm: str, limits: Limits) -> int:
+    """The effective byte limit of a ``read_bytes``."""
+    limit = limits.max_read_bytes if limit is None else limit
+    if offset < 0 or limit < 0:
+        raise InvalidArgumentError("offset and limit must be >= 0", display(norm))
+    limits.check("read_bytes limit", limit, limits.max_read_bytes)
+    return limit
+
+
+def read_page(
+    data: bytes, size: int, norm: str, offset: int, limit: int, encoding: str, limits: Limits
+) -> ReadResult:
+    """Decode a whole file and cut one page of lines from it."""
+    limits.check(f"size of {display(norm)} (use read_bytes)", size, limits.max_read_bytes)
+    try:
+        text = data.decode(encoding)
+    except LookupError:
+        raise InvalidArgumentError(f"unknown encoding {encoding!r}", display(norm)) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidContentError(
+            f"not valid {encoding} at byte {exc.start}; use read_bytes", display(norm)
+        ) from None
+    lines = split_lines(text)
+    return ReadResult(
+        content="".join(lines[offset : offset + limit]),
+        path=norm,
+        total_lines=len(lines),
+        offset=offset,
+        limit=limit,
+        truncated=offset + limit < len(lines),
+    )
+
+
+def grep_cap(pattern: str, max_matches: int | None, limits: Limits) -> int:
+    """How many matches a ``grep`` may return; refuses long patterns and bad caps."""
+    limits.check("grep pattern length", len(pattern), limits.max_pattern_length)
+    if max_matches is not None and max_matches < 1:
+        raise InvalidArgumentError("max_matches must be >= 1", None)
+    wanted = limits.max_grep_matches if max_matches is None else max_matches
+    limits.check("max_matches", wanted, limits.max_grep_matches)
+    return wanted
