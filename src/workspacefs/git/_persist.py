@@ -192,6 +192,9 @@ class _Writer:
         elif node.lazy is not None:
             key = node.lazy.key
         else:
+            # The chunk dict's identity names the content: it is replaced on the
+            # first write after a snapshot, and the state keeps the last
+            # persisted version (so that dict) alive, so the id cannot be reused.
             key = id(node.chunks), node.size
         if ino in self.blobs:  # written ahead, in parallel
             return self.blobs[ino][1]
