@@ -116,8 +116,16 @@ class _Kept:
 
     def __init__(self, root: str, directory: str | None) -> None:
         self._root = root
-        self._directory = directory or tempfile.mkdtemp(prefix=f"workspacefs-{self.name}-")
-        os.makedirs(self._directory, exist_ok=True)
+        self._chosen = directory
+        self._made: str | None = None
+
+    @property
+    def _directory(self) -> str:
+        """Made on the first snapshot: restoring needs none (records hold full paths)."""
+        if self._made is None:
+            self._made = self._chosen or tempfile.mkdtemp(prefix=f"workspacefs-{self.name}-")
+            os.makedirs(self._made, exist_ok=True)
+        return self._made
 
     def _record(
         self, commit_ref: str, tag: str | None, parent: uuid.UUID | None, files: int, size: int
@@ -141,7 +149,8 @@ class _Kept:
         return snapshot.commit_ref
 
     def cleanup(self) -> None:
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._made is not None:
+            shutil.rmtree(self._made, ignore_errors=True)
 
 
 class CopySnapshots(_Kept):
