@@ -166,3 +166,40 @@ def test_gitattributes_filters_apply(repo: Path) -> None:
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         GitShadowProvider(tmp_path)
+
+
+def test_refuses_unmerged_entries(repo: Path) -> None:
+    git(repo, "stash", "-q")  # start clean
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "README.md").write_text("theirs\n")
+    git(repo, "commit", "-qam", "theirs")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("ours\n")
+    git(repo, "commit", "-qam", "ours")
+    subprocess.run(
+        ["git", "-C", str(repo), "merge", "-q", "other"], capture_output=True, env=GIT_ENV
+    )
+    (repo / ".git" / "MERGE_HEAD").unlink()  # only the unmerged index entries remain
+    with pytest.raises(OSError, match="unmerged"):
+        GitShadowProvider(repo, session_id="s8").snapshot()
+
+
+def test_index_version_4_is_read_too(repo: Path) -> None:
+    git(repo, "update-index", "--index-version", "4")
+    before = fingerprint(repo)
+    snapshot = GitShadowProvider(repo, session_id="s9").snapshot()
+    assert git(repo, "show", f"{snapshot.commit}:README.md") == "unstaged edit\n"
+    assert fingerprint(repo) == before
+
+
+def test_submodules_stay_gitlinks(repo: Path, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q", "-b", "main")
+    (sub / "x.txt").write_text("x")
+    git(sub, "add", "-A")
+    git(sub, "commit", "-qm", "sub")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendor/sub")
+    snapshot = GitShadowProvider(repo, session_id="s10").snapshot()
+    listing = git(repo, "ls-tree", snapshot.commit, "vendor/sub")
+    assert listing.startswith("160000 commit ")
