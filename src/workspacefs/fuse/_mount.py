@@ -30,11 +30,18 @@ from types import FrameType
 import pyfuse3
 import trio
 
-from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, NotFoundError
-from ..fs import TreeFilesystem
-from ..tree import Tree
+from .._errors import (
+    BackendUnavailableError,
+    BusyError,
+    NotADirectoryFsError,
+    NotFoundError,
+    SnapshotNotFoundError,
+)
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
+from ..tree import Tree, Version
 from ._invalidate import invalidate
 from ._operations import DEFAULT_CACHE, CachePolicy, WorkspaceOperations
+from ._space import SnapshotLister
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +195,7 @@ def mount(
     fsname: str = "workspacefs",
     cache: CachePolicy = DEFAULT_CACHE,
     capacity_bytes: int = 64 << 30,
+    show_snapshots: bool = True,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -203,6 +211,8 @@ def mount(
         fsname: Shown as the source in ``mount`` and ``df``.
         cache: Kernel cache timeouts; API changes are invalidated explicitly.
         capacity_bytes: Size reported by statfs (the tree lives in memory).
+        show_snapshots: Serve ``/.snapshots/<tag or id>/``, read-only views of
+            the filesystem's snapshots (hidden from listings, found by name).
 
     Raises:
         BusyError: Another mount is active in this process, or the path is mounted.
@@ -222,8 +232,9 @@ def mount(
     try:
         view = filesystem.view
         read_only = read_only or filesystem.read_only or not isinstance(view, Tree)
+        lister = _snapshot_lister(filesystem) if show_snapshots else None
         operations = WorkspaceOperations(
-            view, read_only=read_only, cache=cache, capacity_bytes=capacity_bytes
+            view, read_only=read_only, cache=cache, capacity_bytes=capacity_bytes, snapshots=lister
         )
         options = mount_options(
             allow_other=allow_other,
@@ -252,6 +263,21 @@ def mount(
             raise BackendUnavailableError(f"FUSE loop failed: {handle._error!r}", path)
     finally:
         _session.release()
+
+
+def _snapshot_lister(filesystem: TreeFilesystem) -> SnapshotLister | None:
+    if not isinstance(filesystem, InMemoryFilesystem):
+        return None  # a snapshot view has no snapshots of its own
+    live = filesystem
+
+    def listing() -> list[tuple[FilesystemSnapshot, Version]]:
+        found = []
+        for record in live.snapshots():
+            with contextlib.suppress(SnapshotNotFoundError):  # pruned meanwhile
+                found.append((record, live.version(record)))
+        return found
+
+    return listing
 
 
 @contextlib.contextmanager

@@ -27,7 +27,8 @@ from typing import Any, ParamSpec, TypeVar
 import pyfuse3
 from pyfuse3 import FUSEError
 
-from ..tree import NAME_MAX, Directory, Node, Special, Tree, TreeView
+from ..tree import NAME_MAX, ROOT_INO, Directory, Node, Special, Tree, TreeView
+from ._space import SNAPSHOT_BASE, SNAPSHOTS_INO, SNAPSHOTS_NAME, InodeSpace, SnapshotLister
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +104,11 @@ class WorkspaceOperations(pyfuse3.Operations):
         read_only: bool = False,
         cache: CachePolicy = DEFAULT_CACHE,
         capacity_bytes: int = 64 << 30,
+        snapshots: SnapshotLister | None = None,
     ) -> None:
         super().__init__()
         self._view = view
+        self._space = InodeSpace(view, snapshots)
         self._tree = view if isinstance(view, Tree) and not read_only else None
         self._lock: contextlib.AbstractContextManager[Any] = (
             view.lock if isinstance(view, Tree) else contextlib.nullcontext()
@@ -118,10 +121,23 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     # -- helpers ---------------------------------------------------------------
 
-    def _writable(self) -> Tree:
-        if self._tree is None:
+    def _writable(self, *inodes: int) -> Tree:
+        """The live tree, if it may be written here (snapshots never may)."""
+        if self._tree is None or any(ino >= SNAPSHOT_BASE for ino in inodes):
             raise FUSEError(errno.EROFS)
         return self._tree
+
+    def _node(self, ino: int) -> Node:
+        view, local, _ = self._space.resolve(ino)
+        return view.node(local)
+
+    def _snapshots_entry(self) -> pyfuse3.EntryAttributes:
+        """The hidden ``/.snapshots`` directory: read-only, its listing changes."""
+        entry = self._entry(SNAPSHOTS_INO, self._view.node(ROOT_INO))
+        entry.st_mode = _stat.S_IFDIR | 0o555
+        entry.st_nlink = 2
+        entry.entry_timeout = entry.attr_timeout = 1.0
+        return entry
 
     def _entry(self, ino: int, node: Node) -> pyfuse3.EntryAttributes:
         entry = pyfuse3.EntryAttributes()
@@ -145,8 +161,8 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     def _reply(self, ino: int) -> pyfuse3.EntryAttributes:
         """An entry reply: the kernel now holds one more reference to ``ino``."""
-        entry = self._entry(ino, self._view.node(ino))
-        if self._tree is not None:
+        entry = self._entry(ino, self._node(ino))
+        if self._tree is not None and ino < SNAPSHOT_BASE:  # snapshots have no orphans
             self._tree.pin(ino)
         return entry
 
@@ -169,9 +185,14 @@ class WorkspaceOperations(pyfuse3.Operations):
         if len(name) > NAME_MAX:
             raise FUSEError(errno.ENAMETOOLONG)
         with self._lock:
+            if parent_inode == SNAPSHOTS_INO:
+                return self._lookup_snapshot(decode(name))
+            view, local, slot = self._space.resolve(parent_inode)
             try:
-                ino = self._view.lookup(parent_inode, decode(name))
+                ino = InodeSpace.outer(slot, view.lookup(local, decode(name)))
             except OSError as exc:
+                if self._is_snapshots_dir(parent_inode, name, exc):
+                    return self._snapshots_entry()
                 if exc.errno != errno.ENOENT:
                     raise
                 # A negative entry the kernel may cache: tools probe for
@@ -183,20 +204,43 @@ class WorkspaceOperations(pyfuse3.Operations):
                 return missing
             return self._reply(ino)
 
+    def _is_snapshots_dir(self, parent: int, name: bytes, exc: OSError) -> bool:
+        """``/.snapshots`` exists when asked for by name, unless a real entry has the name."""
+        return (
+            self._space.enabled
+            and parent == ROOT_INO
+            and name == SNAPSHOTS_NAME.encode()
+            and exc.errno == errno.ENOENT
+        )
+
+    def _lookup_snapshot(self, name: str) -> pyfuse3.EntryAttributes:
+        ino = self._space.names().get(name)
+        if ino is None:
+            missing = pyfuse3.EntryAttributes()
+            missing.st_ino = 0
+            missing.entry_timeout = 0  # a snapshot taken later must show up at once
+            return missing
+        entry = self._reply(ino)
+        entry.entry_timeout = 1.0  # a deleted snapshot must not linger
+        return entry
+
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         if self._tree is None:
             return
         try:
             with self._lock:
                 for ino, count in inode_list:
-                    self._tree.forget(ino, count)
+                    if ino < SNAPSHOT_BASE:
+                        self._tree.forget(ino, count)
         except Exception:  # forget must never raise
             log.exception("forget failed")
 
     @fuse_errors
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         with self._lock:
-            return self._entry(inode, self._view.node(inode))
+            if inode == SNAPSHOTS_INO:
+                return self._snapshots_entry()
+            return self._entry(inode, self._node(inode))
 
     @fuse_errors
     async def setattr(
@@ -207,7 +251,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         fh: int | None,
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
-        tree = self._writable()
+        tree = self._writable(inode)
         with self._lock:
             tree.setattr(
                 inode,
@@ -224,7 +268,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         with self._lock:
-            return encode(self._view.readlink(inode))
+            view, local, _ = self._space.resolve(inode)
+            return encode(view.readlink(local))
 
     @fuse_errors
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
@@ -246,7 +291,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def access(self, inode: int, mode: int, ctx: pyfuse3.RequestContext) -> bool:
         # Only called without default_permissions: then every access is allowed.
         with self._lock:
-            self._view.node(inode)
+            if inode != SNAPSHOTS_INO:
+                self._node(inode)
         return True
 
     # -- creating and removing -------------------------------------------------
@@ -255,7 +301,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        tree = self._writable()
+        tree = self._writable(parent_inode)
         with self._lock:
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             return self._reply(tree.mknod(parent_inode, decode(name), mode, rdev, uid, gid))
@@ -264,7 +310,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        tree = self._writable()
+        tree = self._writable(parent_inode)
         with self._lock:
             mode, uid, gid = self._owner(parent_inode, ctx, mode | _stat.S_IFDIR)
             return self._reply(tree.mkdir(parent_inode, decode(name), mode, uid, gid))
@@ -273,7 +319,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        tree = self._writable()
+        tree = self._writable(parent_inode)
         with self._lock:
             _, uid, gid = self._owner(parent_inode, ctx, 0)
             return self._reply(tree.symlink(parent_inode, decode(name), decode(target), uid, gid))
@@ -282,20 +328,20 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        tree = self._writable()
+        tree = self._writable(inode, new_parent_inode)
         with self._lock:
             tree.link(inode, new_parent_inode, decode(new_name))
             return self._reply(inode)
 
     @fuse_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        tree = self._writable()
+        tree = self._writable(parent_inode)
         with self._lock:
             tree.unlink(parent_inode, decode(name))
 
     @fuse_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        tree = self._writable()
+        tree = self._writable(parent_inode)
         with self._lock:
             tree.rmdir(parent_inode, decode(name))
 
@@ -309,7 +355,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
-        tree = self._writable()
+        tree = self._writable(parent_inode_old, parent_inode_new)
         with self._lock:
             tree.rename(
                 parent_inode_old, decode(name_old), parent_inode_new, decode(name_new), flags
@@ -318,11 +364,11 @@ class WorkspaceOperations(pyfuse3.Operations):
     # -- files -----------------------------------------------------------------
 
     def _open(self, ino: int, flags: int) -> pyfuse3.FileInfo:
-        node = self._view.node(ino)
+        node = self._node(ino)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
-            tree = self._writable()
+            tree = self._writable(ino)
             if flags & os.O_TRUNC and node.size:  # libfuse asks for atomic O_TRUNC
                 tree.truncate(ino, 0)
         handle = next(self._handles)
@@ -338,7 +384,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
-        tree = self._writable()
+        tree = self._writable(parent_inode)
         with self._lock:
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             ino = tree.create(parent_inode, decode(name), mode, uid, gid)
@@ -347,7 +393,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def read(self, fh: int, off: int, size: int) -> bytes:
         with self._lock:
-            return self._view.read(self._files[fh].ino, off, size)
+            view, local, _ = self._space.resolve(self._files[fh].ino)
+            return view.read(local, off, size)
 
     @fuse_errors
     async def write(self, fh: int, off: int, buf: bytes) -> int:
@@ -379,8 +426,14 @@ class WorkspaceOperations(pyfuse3.Operations):
         with self._lock:
             # A frozen copy of the entries: offsets stay stable while the
             # directory changes, so no entry is skipped or repeated.
-            dots = [(".", inode), ("..", self._view.lookup(inode, ".."))]
-            entries = dots + self._view.readdir(inode)
+            if inode == SNAPSHOTS_INO:
+                listed = sorted(self._space.names().items())
+                entries = [(".", SNAPSHOTS_INO), ("..", ROOT_INO), *listed]
+            else:
+                view, local, slot = self._space.resolve(inode)
+                parent = InodeSpace.outer(slot, view.lookup(local, ".."))
+                children = [(n, InodeSpace.outer(slot, c)) for n, c in view.readdir(local)]
+                entries = [(".", inode), ("..", parent), *children]
         handle = next(self._handles)
         self._dirs[handle] = entries
         return handle
@@ -391,14 +444,21 @@ class WorkspaceOperations(pyfuse3.Operations):
         with self._lock:
             for index in range(start_id, len(entries)):
                 name, ino = entries[index]
-                node = self._view.get(ino)
-                if node is None:  # removed since opendir
-                    continue
-                entry = self._entry(ino, node)
+                if ino == SNAPSHOTS_INO:
+                    entry = self._snapshots_entry()
+                else:
+                    try:
+                        view, local, _ = self._space.resolve(ino)
+                    except FUSEError:  # a snapshot pruned since opendir
+                        continue
+                    node = view.get(local)
+                    if node is None:  # removed since opendir
+                        continue
+                    entry = self._entry(ino, node)
                 if not pyfuse3.readdir_reply(token, encode(name), entry, index + 1):
                     return
-                if self._tree is not None and index >= 2:  # "." and ".." are not lookups
-                    self._tree.pin(ino)
+                if self._tree is not None and index >= 2 and ino < SNAPSHOT_BASE:
+                    self._tree.pin(ino)  # "." and ".." are not lookups; snapshots need no pins
 
     @fuse_errors
     async def releasedir(self, fh: int) -> None:
@@ -413,7 +473,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
-        tree = self._writable()
+        tree = self._writable(inode)
         if name.startswith(b"system.posix_acl_"):
             # Without ACL support, refuse ACLs like tmpfs without CONFIG_TMPFS_POSIX_ACL:
             # stored as plain bytes they would not change the mode, and cp -a
@@ -425,8 +485,11 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         with self._lock:
+            if inode == SNAPSHOTS_INO:
+                raise FUSEError(pyfuse3.ENOATTR)
+            view, local, _ = self._space.resolve(inode)
             try:
-                return self._view.getxattr(inode, name)
+                return view.getxattr(local, name)
             except OSError as exc:
                 if exc.errno == errno.ENODATA:
                     raise FUSEError(pyfuse3.ENOATTR) from None
@@ -435,11 +498,14 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
         with self._lock:
-            return self._view.listxattr(inode)
+            if inode == SNAPSHOTS_INO:
+                return []
+            view, local, _ = self._space.resolve(inode)
+            return view.listxattr(local)
 
     @fuse_errors
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        tree = self._writable()
+        tree = self._writable(inode)
         with self._lock:
             try:
                 tree.removexattr(inode, name)
