@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def test_snapshots_are_read_only(mounted: Mounted) -> None:
     (root / "f.txt").write_text("x")
     mounted.fs.snapshot(tag="ro")
     base = root / ".snapshots" / "ro"
-    for action in [
+    attempts: list[Callable[[], object]] = [
         lambda: (base / "f.txt").write_text("y"),
         lambda: (base / "new.txt").write_text("y"),
         lambda: os.mkdir(base / "d"),
@@ -54,7 +55,8 @@ def test_snapshots_are_read_only(mounted: Mounted) -> None:
         lambda: os.rename(base / "f.txt", root / "moved.txt"),
         lambda: os.chmod(base / "f.txt", 0o600),
         lambda: os.mkdir(root / ".snapshots" / "new"),
-    ]:
+    ]
+    for action in attempts:
         with pytest.raises(OSError) as excinfo:
             action()
         assert excinfo.value.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
