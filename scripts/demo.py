@@ -89,8 +89,11 @@ def main() -> None:
             print(container(mountpoint, "ls /workspace; ls src/workspacefs | head -3"), end="")
             print("diff after restore is empty:", not fs.diff(base).changed)
 
-            step("browse the snapshot read-only, without restoring")
-            print(fs.at(base).read("src/workspacefs/tree/_tree.py", limit=3).content, end="")
+            step("browse the snapshot read-only, without restoring: API and /.snapshots")
+            print(fs.at(base).read("src/workspacefs/tree/_tree.py", limit=1).content, end="")
+            print(container(mountpoint, "ls /workspace/.snapshots; "
+                            "head -1 /workspace/.snapshots/hydrated/src/workspacefs/__init__.py"),
+                  end="")  # fmt: skip
 
             step("persist to git (pygit2): the snapshot, then the agent's work incrementally")
             repo = Path(scratch) / "snapshots.git"
