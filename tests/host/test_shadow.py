@@ -203,3 +203,14 @@ def test_submodules_stay_gitlinks(repo: Path, tmp_path: Path) -> None:
     snapshot = GitShadowProvider(repo, session_id="s10").snapshot()
     listing = git(repo, "ls-tree", snapshot.commit, "vendor/sub")
     assert listing.startswith("160000 commit ")
+
+
+def test_bad_names_refused(repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="session id"):
+        GitShadowProvider(repo, session_id="../escape")
+    provider = GitShadowProvider(repo, session_id="s11")
+    snapshot = provider.snapshot()
+    with pytest.raises(ValueError, match="branch name"):
+        provider.branch(snapshot, "../../heads/main", tmp_path / "w")
+    assert not (tmp_path / "w").exists()
+    assert "refs/heads/main" in git(repo, "for-each-ref", "--format=%(refname)")
