@@ -9,6 +9,9 @@ answered with EIO rather than aborting the mount.
 Lookup counts are the tree's pins: +1 for every entry reply (lookup, create,
 mkdir, mknod, symlink, link, and each accepted ``readdir_reply``), minus what
 ``forget`` says. An inode unlinked while pinned stays alive as an orphan.
+
+Inode numbers go through ``InodeSpace`` (``_space``): the live tree's own
+numbers, plus one range per snapshot served read-only under ``/.snapshots``.
 """
 
 from __future__ import annotations
