@@ -150,20 +150,23 @@ def bench_diff(files: int, repeat: int) -> Result:
     )
 
 
+def overhead_per_file(build: Callable[[], object], files: int, content_size: int) -> float:
+    """Bytes ``build`` allocates per file beyond the content itself."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        built = build()  # kept alive while measured
+        allocated = tracemalloc.get_traced_memory()[0]
+        del built
+        return allocated / files - content_size
+    finally:
+        tracemalloc.stop()
+
+
 def bench_memory(files: int) -> list[Result]:
     content_size = 100
-    gc.collect()
-    tracemalloc.start()
-    tree = build_tree(files, content_size)
-    ours = tracemalloc.get_traced_memory()[0] / files - content_size
-    tracemalloc.stop()
-    del tree
-    gc.collect()
-    tracemalloc.start()
-    naive = build_dict(files, content_size)
-    baseline = tracemalloc.get_traced_memory()[0] / files - content_size
-    tracemalloc.stop()
-    del naive
+    ours = overhead_per_file(lambda: build_tree(files, content_size), files, content_size)
+    baseline = overhead_per_file(lambda: build_dict(files, content_size), files, content_size)
     results = [
         Result(
             f"memory per small file beyond content, {files:,} files",

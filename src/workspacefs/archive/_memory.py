@@ -67,46 +67,35 @@ class TreeArchiveTarget:
         self._tree: Tree | None = None
         self._before: Version | None = None
         self._times: list[tuple[int, int]] = []
+        self._owner = (0, 0)
 
     def begin(self) -> None:
         tree = self._stack.enter_context(self._fs.tree_changes())
         self._tree = tree
         self._before = tree.snapshot()
+        root = tree.node(ROOT_INO)
+        self._owner = (root.uid, root.gid)  # imported entries belong to the workspace owner
         tree.empty(ROOT_INO)
-
-    def _directory(self, path: str) -> int:
-        tree = self._tree
-        assert tree is not None
-        ino = ROOT_INO
-        for name in path.split("/") if path else []:
-            child = tree.directory(ino).entries.get(name)
-            ino = child if child is not None else tree.mkdir(ino, name, 0o755, *self._owner())
-        return ino
-
-    def _owner(self) -> tuple[int, int]:
-        assert self._tree is not None
-        root = self._tree.node(ROOT_INO)
-        return root.uid, root.gid
 
     def add(self, entry: Entry, content: Reader | None) -> None:
         tree = self._tree
         assert tree is not None
         parent_path, _, name = entry.path.rpartition("/")
-        parent = self._directory(parent_path)
+        parent = tree.make_dirs(parent_path, 0o755, *self._owner)
         kind = _stat.S_IFMT(entry.mode)
         existing = tree.directory(parent).entries.get(name)
         if kind == _stat.S_IFDIR:
             ino = (
                 existing
                 if existing is not None
-                else tree.mkdir(parent, name, entry.mode, *self._owner())
+                else tree.mkdir(parent, name, entry.mode, *self._owner)
             )
         elif kind == _stat.S_IFLNK:
             assert entry.target is not None
-            ino = tree.symlink(parent, name, entry.target, *self._owner())
+            ino = tree.symlink(parent, name, entry.target, *self._owner)
         else:
             assert content is not None
-            ino = tree.create(parent, name, entry.mode, *self._owner())
+            ino = tree.create(parent, name, entry.mode, *self._owner)
             offset = 0
             while block := content.read(1 << 20):
                 tree.write(ino, offset, block)

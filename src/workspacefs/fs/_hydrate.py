@@ -9,11 +9,10 @@ from dataclasses import dataclass
 
 from .._errors import (
     LimitExceededError,
-    NotADirectoryFsError,
     NotFoundError,
     PathEscapeError,
 )
-from ..tree import ROOT_INO, Directory, Tree
+from ..tree import Tree
 from ._patterns import path_matcher
 
 
@@ -94,19 +93,6 @@ def _link_stays_inside(source: str, relative: str, target: str) -> bool:
     return resolved == source or resolved.startswith(source + os.sep)
 
 
-def _make_dirs(tree: Tree, path: str, owner: tuple[int, int]) -> int:
-    ino = ROOT_INO
-    for name in (part for part in path.split("/") if part):
-        entries = tree.directory(ino).entries
-        child = entries.get(name)
-        if child is None:
-            child = tree.mkdir(ino, name, 0o755, *owner)
-        elif not isinstance(tree.node(child), Directory):
-            raise NotADirectoryFsError("not a directory", path)
-        ino = child
-    return ino
-
-
 def hydrate(
     tree: Tree,
     mount: HostMount,
@@ -140,10 +126,10 @@ def hydrate(
             link = os.readlink(full)
             if not _link_stays_inside(source, relative, link):
                 continue
-            parent = _make_dirs(tree, parent_path, owner)
+            parent = tree.make_dirs(parent_path, 0o755, *owner)
             tree.symlink(parent, name, link, *owner)
         elif _stat.S_ISREG(st.st_mode):
-            parent = _make_dirs(tree, parent_path, owner)
+            parent = tree.make_dirs(parent_path, 0o755, *owner)
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
             with os.fdopen(fd, "rb") as handle:
                 data = handle.read()

@@ -113,7 +113,7 @@ class InMemoryFilesystem(TreeFilesystem):
         """Make the live tree equal to ``snapshot`` in O(1)."""
         if self.read_only:
             raise ReadOnlyError("read-only filesystem", "/")
-        version = self._version(snapshot)
+        version = self.version(snapshot)
         with self._live.lock:
             changes = self._live.restore(version)
             self._current = snapshot.snapshot_id
@@ -123,9 +123,9 @@ class InMemoryFilesystem(TreeFilesystem):
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
     ) -> FilesystemDiff:
         """Files added, modified and deleted from ``base`` to ``target`` (or live), O(changes)."""
-        before = self._version(base)
+        before = self.version(base)
         if target is not None:
-            after = self._version(target)
+            after = self.version(target)
             paths = diff_versions(before, after, Tree.changes_between(before, after))
             count = after.file_count
         else:
@@ -142,12 +142,8 @@ class InMemoryFilesystem(TreeFilesystem):
     def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
         """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""
         return TreeFilesystem(
-            self._version(snapshot), mount_point=self.mount_point, limits=self.limits
+            self.version(snapshot), mount_point=self.mount_point, limits=self.limits
         )
-
-    def version(self, snapshot: FilesystemSnapshot) -> Version:
-        """The frozen tree of a snapshot, for persistence and the FUSE layer."""
-        return self._version(snapshot)
 
     def snapshots(self) -> Sequence[FilesystemSnapshot]:
         """Every kept snapshot, in creation order."""
@@ -161,7 +157,8 @@ class InMemoryFilesystem(TreeFilesystem):
         """Delete the snapshots ``policy`` expires; return them."""
         return self._store.prune(policy)
 
-    def _version(self, snapshot: FilesystemSnapshot) -> Version:
+    def version(self, snapshot: FilesystemSnapshot) -> Version:
+        """The frozen tree of a snapshot, for persistence and the FUSE layer."""
         if snapshot.workspace_id != self._workspace_id:
             raise SnapshotIncompatibleError(
                 f"snapshot {snapshot.snapshot_id} belongs to another workspace", None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .._errors import InvalidArgumentError, InvalidContentError
 from ._limits import Limits
-from ._paths import display
+from ._paths import display, strip_mount_point
 from ._results import ReadResult, WriteMode
 
 WRITE_MODES: tuple[WriteMode, ...] = ("create", "overwrite", "append")
@@ -97,3 +97,9 @@ def grep_cap(pattern: str, max_matches: int | None, limits: Limits) -> int:
     wanted = limits.max_grep_matches if max_matches is None else max_matches
     limits.check("max_matches", wanted, limits.max_grep_matches)
     return wanted
+
+
+def glob_pattern(pattern: str, mount_point: str | None, limits: Limits) -> str:
+    """A ``glob`` pattern relative to the root; refuses long ones and outside absolute ones."""
+    limits.check("glob pattern length", len(pattern), limits.max_pattern_length)
+    return strip_mount_point(pattern, mount_point) if pattern.startswith("/") else pattern

@@ -92,6 +92,24 @@ def walk_files(scan: Scan, base: str) -> list[str]:
     return files
 
 
+def grep_below(
+    pattern: str,
+    path: str,
+    *,
+    is_directory: bool,
+    scan: Scan,
+    read: Callable[[str], bytes],
+    file_glob: str | None,
+    max_matches: int,
+) -> list[GrepMatch]:
+    """grep a file, or every file below a directory (globs match relative to it)."""
+    if is_directory:
+        files, base = walk_files(scan, path), path
+    else:
+        files, base = [path], path.rpartition("/")[0]
+    return grep_files(pattern, files, read, base=base, file_glob=file_glob, max_matches=max_matches)
+
+
 def grep_files(
     pattern: str,
     files: Iterable[str],

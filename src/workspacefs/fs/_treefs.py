@@ -32,6 +32,7 @@ from ._requests import (
     byte_window,
     bytes_payload,
     check_write_mode,
+    glob_pattern,
     grep_cap,
     line_window,
     read_page,
@@ -47,7 +48,7 @@ from ._results import (
     WriteMode,
     WriteResult,
 )
-from ._search import glob_paths, grep_files, walk_files
+from ._search import glob_paths, grep_below
 
 log = logging.getLogger(__name__)
 
@@ -323,9 +324,7 @@ class TreeFilesystem:
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
         """Paths matching ``pattern`` below ``path``, sorted (see ``_patterns``)."""
-        self._limits.check("glob pattern length", len(pattern), self._limits.max_pattern_length)
-        if pattern.startswith("/"):
-            pattern = strip_mount_point(pattern, self._mount_point)
+        pattern = glob_pattern(pattern, self._mount_point, self._limits)
         norm = self._normalize(path)
         with self._lock:
             return glob_paths(self._scan, norm, pattern)
@@ -343,11 +342,11 @@ class TreeFilesystem:
         wanted = grep_cap(pattern, max_matches, limits)
         norm = self._normalize(path)
         with self._lock:
-            node = self._existing(norm)[1]
-            if isinstance(node, Directory):
-                files, base = walk_files(self._scan, norm), norm
-            else:
-                files, base = [norm], norm.rpartition("/")[0]
+            is_directory = isinstance(self._existing(norm)[1], Directory)
+
+        def scan(directory: str) -> Iterable[tuple[str, bool, bool]]:
+            with self._lock:  # one directory at a time: a long grep never stalls the mount
+                return self._scan(directory)
 
         def read(file_path: str) -> bytes:
             with self._lock:
@@ -356,7 +355,8 @@ class TreeFilesystem:
                 except (OSError, ValueError):  # removed or replaced since listed
                     return b""
 
-        return grep_files(pattern, files, read, base=base, file_glob=glob, max_matches=wanted)
+        return grep_below(pattern, norm, is_directory=is_directory, scan=scan, read=read,
+                          file_glob=glob, max_matches=wanted)  # fmt: skip
 
     # -- writing ---------------------------------------------------------------
 

@@ -87,6 +87,14 @@ class CachePolicy:
 DEFAULT_CACHE = CachePolicy()
 
 
+def _missing(timeout: float) -> pyfuse3.EntryAttributes:
+    """A negative lookup reply the kernel may cache for ``timeout`` seconds."""
+    missing = pyfuse3.EntryAttributes()
+    missing.st_ino = 0
+    missing.entry_timeout = timeout
+    return missing
+
+
 @dataclass(slots=True)
 class _OpenFile:
     ino: int
@@ -191,38 +199,24 @@ class WorkspaceOperations(pyfuse3.Operations):
             if parent_inode == SNAPSHOTS_INO:
                 return self._lookup_snapshot(decode(name))
             view, local, slot = self._space.resolve(parent_inode)
-            try:
-                ino = InodeSpace.outer(slot, view.lookup(local, decode(name)))
-            except OSError as exc:
-                if self._is_snapshots_dir(parent_inode, name, exc):
+            found = view.find(local, decode(name))
+            if found is None:
+                if self._is_snapshots_dir(parent_inode, name):
                     return self._snapshots_entry()
-                if exc.errno != errno.ENOENT:
-                    raise
                 # A negative entry the kernel may cache: tools probe for
                 # missing files constantly (git, compilers, shells). API
                 # creates and restores invalidate it like any other entry.
-                missing = pyfuse3.EntryAttributes()
-                missing.st_ino = 0
-                missing.entry_timeout = self._cache.entry_timeout
-                return missing
-            return self._reply(ino)
+                return _missing(self._cache.entry_timeout)
+            return self._reply(InodeSpace.outer(slot, found))
 
-    def _is_snapshots_dir(self, parent: int, name: bytes, exc: OSError) -> bool:
+    def _is_snapshots_dir(self, parent: int, name: bytes) -> bool:
         """``/.snapshots`` exists when asked for by name, unless a real entry has the name."""
-        return (
-            self._space.enabled
-            and parent == ROOT_INO
-            and name == SNAPSHOTS_NAME.encode()
-            and exc.errno == errno.ENOENT
-        )
+        return self._space.enabled and parent == ROOT_INO and name == SNAPSHOTS_NAME.encode()
 
     def _lookup_snapshot(self, name: str) -> pyfuse3.EntryAttributes:
         ino = self._space.names().get(name)
         if ino is None:
-            missing = pyfuse3.EntryAttributes()
-            missing.st_ino = 0
-            missing.entry_timeout = 0  # a snapshot taken later must show up at once
-            return missing
+            return _missing(0)  # a snapshot taken later must show up at once
         entry = self._reply(ino)
         entry.entry_timeout = 1.0  # a deleted snapshot must not linger
         return entry

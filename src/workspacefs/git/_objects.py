@@ -7,6 +7,8 @@ to the object database.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pygit2
 from pygit2.enums import ObjectType
 
@@ -61,6 +63,19 @@ def read_tree(odb: pygit2.Odb, oid: pygit2.Oid) -> list[TreeEntry]:
         entries.append((data[space + 1 : nul], mode, pygit2.Oid(raw=data[nul + 1 : nul + 21])))
         pos = nul + 21
     return entries
+
+
+def walk_tree(repo: pygit2.Repository, tree: pygit2.Tree) -> Iterator[tuple[str, int, pygit2.Oid]]:
+    """(path, mode, id) of every entry below ``tree``, subtrees included."""
+    stack: list[tuple[str, pygit2.Object]] = [("", tree)]
+    while stack:
+        prefix, current = stack.pop()
+        assert isinstance(current, pygit2.Tree)
+        for entry in current:
+            path = prefix + (entry.name or "")
+            yield path, int(entry.filemode), entry.id
+            if entry.filemode == MODE_TREE:
+                stack.append((path + "/", repo[entry.id]))
 
 
 def write_blob(odb: pygit2.Odb, data: bytes) -> pygit2.Oid:

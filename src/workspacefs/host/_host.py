@@ -42,17 +42,18 @@ from ..fs import (
     WriteResult,
     normalize_path,
 )
-from ..fs._paths import display, join, normalize_mount_point, strip_mount_point
+from ..fs._paths import display, join, normalize_mount_point
 from ..fs._requests import (
     byte_window,
     bytes_payload,
     check_write_mode,
+    glob_pattern,
     grep_cap,
     line_window,
     read_page,
     text_payload,
 )
-from ..fs._search import glob_paths, grep_files, walk_files
+from ..fs._search import glob_paths, grep_below
 from ._archive import export_directory, import_directory
 from ._resolve import Located, locate, open_root, translate
 from ._snapshots import GitSnapshots
@@ -353,9 +354,7 @@ class HostFilesystem:
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
         """Paths matching ``pattern`` below ``path``, sorted."""
-        self._limits.check("glob pattern length", len(pattern), self._limits.max_pattern_length)
-        if pattern.startswith("/"):
-            pattern = strip_mount_point(pattern, self._mount_point)
+        pattern = glob_pattern(pattern, self._mount_point, self._limits)
         return glob_paths(self._scan, self._normalize(path), pattern)
 
     def grep(
@@ -371,11 +370,7 @@ class HostFilesystem:
         wanted = grep_cap(pattern, max_matches, limits)
         norm = self._normalize(path)
         with self._at(norm) as at:
-            info = self._existing(at, norm)
-        if _stat.S_ISDIR(info.st_mode):
-            files, base = walk_files(self._scan, norm), norm
-        else:
-            files, base = [norm], norm.rpartition("/")[0]
+            is_directory = _stat.S_ISDIR(self._existing(at, norm).st_mode)
 
         def read(file_path: str) -> bytes:
             try:
@@ -383,7 +378,8 @@ class HostFilesystem:
             except (OSError, ValueError):
                 return b""
 
-        return grep_files(pattern, files, read, base=base, file_glob=glob, max_matches=wanted)
+        return grep_below(pattern, norm, is_directory=is_directory, scan=self._scan, read=read,
+                          file_glob=glob, max_matches=wanted)  # fmt: skip
 
     # -- writing ---------------------------------------------------------------
 

@@ -35,7 +35,14 @@ from .._errors import (
     SnapshotCreationError,
     SnapshotNotFoundError,
 )
-from ..git._objects import MODE_EXECUTABLE, MODE_FILE, MODE_LINK, MODE_TREE, encode_tree
+from ..git._objects import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_LINK,
+    MODE_TREE,
+    encode_tree,
+    walk_tree,
+)
 from ..git._repo import Identity
 from ._index import IndexEntry, read_index
 
@@ -297,7 +304,11 @@ class GitShadowProvider:
         """Put the working copy's files back to ``snapshot``; the index and HEAD stay."""
         self._refuse_if_busy()
         commit = self._commit(snapshot)
-        target = dict(_flatten(self._store, commit.tree))
+        target = {
+            path: (mode, oid)
+            for path, mode, oid in walk_tree(self._store, commit.tree)
+            if mode != MODE_TREE
+        }
         current, _ = self._working_state()
         for path in current.keys() - target.keys():
             if current[path][0] != GITLINK:
@@ -425,24 +436,6 @@ def _mode_of(info: os.stat_result) -> int | None:
     if _stat.S_ISREG(info.st_mode):
         return MODE_EXECUTABLE if info.st_mode & 0o100 else MODE_FILE
     return None
-
-
-def _flatten(
-    repo: pygit2.Repository, tree: pygit2.Tree
-) -> list[tuple[str, tuple[int, pygit2.Oid]]]:
-    """Every non-tree entry of a tree as (path, (mode, id))."""
-    found = []
-    stack: list[tuple[str, pygit2.Object]] = [("", tree)]
-    while stack:
-        prefix, current = stack.pop()
-        assert isinstance(current, pygit2.Tree)
-        for entry in current:
-            path = prefix + (entry.name or "")
-            if entry.filemode == MODE_TREE:
-                stack.append((path + "/", repo[entry.id]))
-            else:
-                found.append((path, (int(entry.filemode), entry.id)))
-    return found
 
 
 def _force_rmtree(path: str) -> None:

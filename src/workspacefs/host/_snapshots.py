@@ -29,6 +29,7 @@ from .._errors import (
     SnapshotRestoreError,
 )
 from ..fs import FilesystemDiff, FilesystemSnapshot
+from ..git._objects import MODE_TREE, walk_tree
 
 _ADD_FORCE = 1  # GIT_INDEX_ADD_FORCE: ignored files are part of the workspace too
 _REF = "refs/workspacefs/host/snapshots"
@@ -169,7 +170,7 @@ class GitSnapshots:
                 deleted.append(delta.old_file.path)
             else:
                 modified.append(delta.new_file.path)
-        total = sum(1 for _ in _walk_blobs(repo, after))
+        total = sum(1 for _, mode, _ in walk_tree(repo, after) if mode != MODE_TREE)
         return FilesystemDiff(
             tuple(sorted(added)),
             tuple(sorted(modified)),
@@ -183,33 +184,9 @@ class GitSnapshots:
         self._repo = None
 
 
-def _walk_blobs(repo: pygit2.Repository, tree: pygit2.Object) -> list[str]:
-    paths: list[str] = []
-    stack = [("", tree)]
-    while stack:
-        prefix, current = stack.pop()
-        assert isinstance(current, pygit2.Tree)
-        for entry in current:
-            path = f"{prefix}{entry.name or ''}"
-            if entry.type_str == "tree":
-                stack.append((path + "/", repo[entry.id]))
-            else:
-                paths.append(path)
-    return paths
-
-
 def _remove_empty_directories(repo: pygit2.Repository, root: str, tree: pygit2.Tree) -> None:
     """Directories left empty by the checkout go too, as with ``git clean -d``."""
-    kept = {""}
-    stack: list[tuple[str, pygit2.Object]] = [("", tree)]
-    while stack:
-        prefix, current = stack.pop()
-        assert isinstance(current, pygit2.Tree)
-        for entry in current:
-            if entry.type_str == "tree":
-                name = prefix + (entry.name or "")
-                kept.add(name)
-                stack.append((name + "/", repo[entry.id]))
+    kept = {""} | {path for path, mode, _ in walk_tree(repo, tree) if mode == MODE_TREE}
     for top, _, _ in os.walk(root, topdown=False):
         relative = os.path.relpath(top, root)
         relative = "" if relative == "." else relative

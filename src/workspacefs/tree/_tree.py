@@ -290,6 +290,19 @@ class Tree(TreeView):
         """Create a directory; return its inode."""
         return self._add(parent, name, Directory(self._epoch, mode, uid, gid, time.time_ns()))
 
+    def make_dirs(self, path: str, mode: int = 0o755, uid: int = 0, gid: int = 0) -> int:
+        """mkdir -p of a ``/``-separated path below the root (no symlinks followed);
+        return the last directory's inode."""
+        ino = ROOT_INO
+        for name in (part for part in path.split("/") if part):
+            child = self.directory(ino).entries.get(name)
+            if child is None:
+                child = self.mkdir(ino, name, mode, uid, gid)
+            elif not isinstance(self.node(child), Directory):
+                raise NotADirectoryFsError("not a directory", path)
+            ino = child
+        return ino
+
     def mknod(
         self, parent: int, name: str, mode: int, rdev: int = 0, uid: int = 0, gid: int = 0
     ) -> int:

@@ -89,14 +89,21 @@ class TreeView:
 
     # -- inode operations ----------------------------------------------------
 
-    def lookup(self, parent: int, name: str) -> int:
-        """The inode named ``name`` in directory ``parent``."""
+    def find(self, parent: int, name: str) -> int | None:
+        """The inode named ``name`` in directory ``parent``, or None.
+
+        For hot paths (FUSE lookups of missing names): no exception, no message.
+        """
         directory = self.directory(parent)
         if name == ".":
             return parent
         if name == "..":
             return directory.links[0][0] if directory.links else ROOT_INO
-        ino = directory.entries.get(name)
+        return directory.entries.get(name)
+
+    def lookup(self, parent: int, name: str) -> int:
+        """The inode named ``name`` in directory ``parent``."""
+        ino = self.find(parent, name)
         if ino is None:
             raise NotFoundError("no such file or directory", self.describe(parent, name))
         return ino
