@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from workspacefs import HostFilesystem
-from workspacefs.host._resolve import locate, open_root
+from workspacefs.fs import locate
+from workspacefs.host._backend import DirectoryBackend
 
 
 @pytest.fixture
@@ -93,12 +94,7 @@ def test_directory_swapped_for_symlink_mid_call(world: tuple[Path, Path]) -> Non
     """The walk holds descriptors: swapping a directory afterwards cannot redirect it."""
     root, outside = world
     (root / "work").mkdir()
-    root_fd = open_root(str(root))
-    try:
-        located = locate(root_fd, "work/new.txt")
-    finally:
-        os.close(root_fd)
-    with located:
+    with locate(DirectoryBackend(str(root)), "work/new.txt") as located:
         os.rename(root / "work", root / "work-moved")
         os.symlink(outside, root / "work")  # the attacker's swap
         fd = os.open(located.name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644,

@@ -14,6 +14,7 @@ from workspacefs.tree import (
     ROOT_INO,
     XATTR_CREATE,
     XATTR_REPLACE,
+    Journal,
     Tree,
 )
 
@@ -354,11 +355,18 @@ def test_journal_records_touched_inodes_and_entries(tree: Tree) -> None:
     f = tree.create(d, "f")
     tree.snapshot()
     tree.write(f, 0, b"x")  # clones f
-    journal = tree.record()
-    tree.write(f, 1, b"y")  # in place: still recorded
-    tree.rename(d, "f", ROOT_INO, "g")
-    tree.stop_recording()
-    tree.create(ROOT_INO, "unrecorded")
+    published: list[Journal] = []
+    tree.lock.subscribe(published.append)
+    with tree.lock:
+        pass  # publishes, and so drops, what came before
+    published.clear()
+    with tree.lock:
+        tree.write(f, 1, b"y")  # in place: still recorded
+        tree.rename(d, "f", ROOT_INO, "g")
+    (journal,) = published
+    with tree.lock.unpublished:
+        tree.create(ROOT_INO, "unrecorded")
+    assert len(published) == 1
     assert journal.inodes == {f, d, ROOT_INO}
     assert journal.entries == {(d, "f"), (ROOT_INO, "g")}
 

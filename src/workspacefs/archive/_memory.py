@@ -70,7 +70,8 @@ class TreeArchiveTarget:
         self._owner = (0, 0)
 
     def begin(self) -> None:
-        tree = self._stack.enter_context(self._fs.tree_changes())
+        tree = self._fs.tree
+        self._stack.enter_context(tree.lock)
         self._tree = tree
         self._before = tree.snapshot()
         root = tree.node(ROOT_INO)

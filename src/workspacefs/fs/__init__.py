@@ -1,12 +1,20 @@
 """The ``Filesystem`` protocol, its value types, and the in-memory backend."""
 
+from ._backend import Backend as Backend
+from ._backend import Entry as Entry
+from ._backend import Handle as Handle
+from ._backend import Kind as Kind
+from ._frontend import BackendFilesystem as BackendFilesystem
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
 from ._limits import Limits as Limits
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
 from ._paths import normalize as normalize_path
+from ._paths import strip_mount_point as strip_mount_point
 from ._protocol import Filesystem as Filesystem
 from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
+from ._resolve import Location as Location
+from ._resolve import locate as locate
 from ._results import FileEntry as FileEntry
 from ._results import FileStat as FileStat
 from ._results import GlobMatch as GlobMatch
@@ -24,6 +32,9 @@ from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "Backend",
+    "BackendFilesystem",
+    "Entry",
     "FileEntry",
     "FileStat",
     "Filesystem",
@@ -31,10 +42,13 @@ __all__ = [
     "FilesystemSnapshot",
     "GlobMatch",
     "GrepMatch",
+    "Handle",
     "HostMount",
     "InMemoryFilesystem",
     "InMemorySnapshotStore",
+    "Kind",
     "Limits",
+    "Location",
     "ReadBytesResult",
     "ReadResult",
     "SnapshotRetentionPolicy",
@@ -43,5 +57,7 @@ __all__ = [
     "TreeFilesystem",
     "WriteMode",
     "WriteResult",
+    "locate",
     "normalize_path",
+    "strip_mount_point",
 ]

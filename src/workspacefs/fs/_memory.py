@@ -114,10 +114,9 @@ class InMemoryFilesystem(TreeFilesystem):
         if self.read_only:
             raise ReadOnlyError("read-only filesystem", "/")
         version = self.version(snapshot)
-        with self._live.lock:
-            changes = self._live.restore(version)
+        with self._live.lock:  # publishes what the restore changed
+            self._live.restore(version)
             self._current = snapshot.snapshot_id
-        self._publish(changes)
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
@@ -188,5 +187,6 @@ class InMemoryFilesystem(TreeFilesystem):
         ``mount.host_path`` must lie inside one of ``allowed_roots`` (a
         relative one is looked up in each); anything else is refused.
         """
-        with self._recording(self._live) as tree:
-            return hydrate(tree, mount, allowed_roots, self._normalize, self._owner)
+        with self._live.lock:
+            owner = (os.getuid(), os.getgid())
+            return hydrate(self._live, mount, allowed_roots, self._normalize, owner)

@@ -1,20 +1,38 @@
 """glob and grep over any backend that can list a directory and read a file.
 
-Backends provide a ``scan(path)`` callback listing ``(name, is_dir, is_file)``
-for a directory (symlinks followed, ``[]`` if ``path`` is not a directory);
-the walking, matching and sorting live here once.
+Backends provide a ``scan(path)`` callback listing a directory as ``Listing``s
+(symlinks followed, ``[]`` if ``path`` is not a directory); the walking,
+matching and sorting live here once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from .._errors import InvalidPathError
 from ._paths import join
 from ._patterns import compile_regex, has_magic, path_matcher, segment_matcher
 from ._results import GlobMatch, GrepMatch
 
-Scan = Callable[[str], Iterable[tuple[str, bool, bool]]]
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One name of a directory, as walkers see it.
+
+    ``is_dir``/``is_file`` describe what a symlink leads to inside the
+    workspace (both False when it dangles, loops or leaves); ``key`` is the
+    (device, inode) it resolves to, None when it resolves to nothing.
+    """
+
+    name: str
+    is_dir: bool
+    is_file: bool
+    is_link: bool
+    key: tuple[int, int] | None
+
+
+Scan = Callable[[str], Iterable[Listing]]
 
 BINARY_SNIFF_BYTES = 8192
 """A file with a NUL byte in this prefix is binary and skipped by grep."""
@@ -52,7 +70,8 @@ def _match(scan: Scan, directory: str, segments: list[str], found: dict[str, boo
         return
     matches = segment_matcher(segment) if has_magic(segment) else segment.__eq__
     hidden_ok = segment.startswith(".")
-    for name, is_dir, is_file in scan(directory):
+    for listed in scan(directory):
+        name, is_dir, is_file = listed.name, listed.is_dir, listed.is_file
         if (name.startswith(".") and not hidden_ok) or not matches(name):
             continue
         path = join(directory, name)
@@ -67,7 +86,8 @@ def _descendants(scan: Scan, directory: str) -> Iterable[tuple[str, bool, bool]]
     stack = [directory]
     while stack:
         current = stack.pop()
-        for name, is_dir, is_file in scan(current):
+        for listed in scan(current):
+            name, is_dir, is_file = listed.name, listed.is_dir, listed.is_file
             if name.startswith("."):
                 continue
             path = join(current, name)
@@ -82,7 +102,8 @@ def walk_files(scan: Scan, base: str) -> list[str]:
     stack = [base]
     while stack:
         current = stack.pop()
-        for name, is_dir, is_file in scan(current):
+        for listed in scan(current):
+            name, is_dir, is_file = listed.name, listed.is_dir, listed.is_file
             path = join(current, name)
             if is_dir:
                 stack.append(path)

@@ -122,7 +122,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._space = InodeSpace(view, snapshots)
         self._tree = view if isinstance(view, Tree) and not read_only else None
         self._lock: contextlib.AbstractContextManager[Any] = (
-            view.lock if isinstance(view, Tree) else contextlib.nullcontext()
+            view.lock.unpublished if isinstance(view, Tree) else contextlib.nullcontext()
         )
         self._cache = cache
         self._capacity = capacity_bytes

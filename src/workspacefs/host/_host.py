@@ -1,70 +1,37 @@
 """``HostFilesystem``: the Filesystem protocol over a real directory, sandboxed.
 
-Every path is normalised by the shared rules, then resolved descriptor by
-descriptor (``_resolve``): no ``..``, absolute path or symlink, existing or
-swapped in during the call, can reach outside the root. Snapshots are
+The protocol's verbs are the shared ones (``fs.BackendFilesystem``) over
+``DirectoryBackend``: paths resolve descriptor by descriptor, so no ``..``,
+absolute path or symlink, existing or swapped in during the call, can reach
+outside the root. Snapshots are
 commits in an external bare git repository (``_snapshots``).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import stat as _stat
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
 
 from .._errors import (
-    AlreadyExistsError,
     InvalidArgumentError,
-    IsADirectoryFsError,
     NotADirectoryFsError,
-    NotFoundError,
-    PathEscapeError,
-    ReadOnlyError,
     SnapshotIncompatibleError,
 )
 from ..fs import (
     DEFAULT_LIMITS,
-    FileEntry,
-    FileStat,
+    BackendFilesystem,
     FilesystemDiff,
     FilesystemSnapshot,
-    GlobMatch,
-    GrepMatch,
     Limits,
-    ReadBytesResult,
-    ReadResult,
-    WriteMode,
-    WriteResult,
-    normalize_path,
 )
-from ..fs._paths import display, join, normalize_mount_point
-from ..fs._requests import (
-    byte_window,
-    bytes_payload,
-    check_write_mode,
-    glob_pattern,
-    grep_cap,
-    line_window,
-    read_page,
-    text_payload,
-)
-from ..fs._search import glob_paths, grep_below
 from ._archive import export_directory, import_directory
-from ._resolve import Located, locate, open_root, translate
+from ._backend import DirectoryBackend
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
 
 
-def _time(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
-
-
-class HostFilesystem:
+class HostFilesystem(BackendFilesystem):
     """The ``Filesystem`` protocol over a host directory, confined to it.
 
     Args:
@@ -96,14 +63,17 @@ class HostFilesystem:
         self._root = os.path.realpath(root)
         if not os.path.isdir(self._root):
             raise NotADirectoryFsError("workspace root is not a directory", self._root)
+        super().__init__(
+            DirectoryBackend(self._root, mount_point=mount_point),
+            read_only=read_only,
+            mount_point=mount_point,
+            limits=limits,
+        )
         self._git = GitSnapshots(self._root, os.fspath(git_dir) if git_dir else None)
         self._strategy_name: str = snapshot_strategy
         self._snapshot_dir = os.fspath(snapshot_dir) if snapshot_dir else None
         self._strategies: dict[str, Strategy] = {"git": self._git}
         self._current: uuid.UUID | None = None
-        self._read_only = read_only
-        self._mount_point = normalize_mount_point(mount_point)
-        self._limits = limits
 
     @property
     def root(self) -> str:
@@ -112,13 +82,11 @@ class HostFilesystem:
 
     @property
     def read_only(self) -> bool:
-        """True if writes are refused."""
-        return self._read_only
+        """True if writes are refused: by this object, or by a read-only mount under it.
 
-    @property
-    def mount_point(self) -> str | None:
-        """The absolute prefix that maps to the root, or None."""
-        return self._mount_point
+        Only the first is checked before a call; the kernel refuses the rest (EROFS).
+        """
+        return self._read_only or bool(os.statvfs(self._root).f_flag & os.ST_RDONLY)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -191,267 +159,3 @@ class HostFilesystem:
         """
         self._writable(os.fspath(path))
         return import_directory(self._root, path)
-
-    # -- resolution ------------------------------------------------------------
-
-    def _normalize(self, path: str) -> str:
-        return normalize_path(path, self._mount_point, self._limits)
-
-    @contextmanager
-    def _at(self, norm: str, *, follow: bool = True, make_dirs: bool = False) -> Iterator[Located]:
-        root = open_root(self._root)
-        try:
-            located = locate(
-                root, norm, follow=follow, mount_point=self._mount_point, make_dirs=make_dirs
-            )
-        finally:
-            os.close(root)
-        with located:
-            yield located
-
-    def _existing(self, located: Located, norm: str) -> os.stat_result:
-        if located.info is None:
-            raise NotFoundError("no such file or directory", display(norm))
-        return located.info
-
-    def _writable(self, path: str) -> None:
-        if self._read_only:
-            raise ReadOnlyError("read-only filesystem", path)
-
-    def _open_file(
-        self, norm: str, flags: int, mode: int = 0o644, *, make_dirs: bool = False
-    ) -> int:
-        with self._at(norm, make_dirs=make_dirs) as at:
-            if at.info is not None and _stat.S_ISDIR(at.info.st_mode):
-                raise IsADirectoryFsError("is a directory", display(norm))
-            try:
-                fd = os.open(at.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=at.parent)
-            except OSError as exc:
-                raise translate(exc, display(norm)) from None
-        info = os.fstat(fd)
-        if not _stat.S_ISREG(info.st_mode):
-            os.close(fd)
-            if _stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryFsError("is a directory", display(norm))
-            raise InvalidArgumentError("not a regular file", display(norm))
-        return fd
-
-    def _read_all(self, norm: str, limit: int) -> tuple[bytes, int]:
-        fd = self._open_file(norm, os.O_RDONLY)
-        try:
-            size = os.fstat(fd).st_size
-            chunks = []
-            left = limit
-            while left > 0 and (block := os.read(fd, min(left, 1 << 20))):
-                chunks.append(block)
-                left -= len(block)
-            return b"".join(chunks), size
-        finally:
-            os.close(fd)
-
-    def _scan(self, path: str) -> Iterable[tuple[str, bool, bool]]:
-        try:
-            with self._at(path) as at:
-                if at.info is None or not _stat.S_ISDIR(at.info.st_mode):
-                    return []
-                fd = os.open(
-                    at.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at.parent
-                )
-        except (OSError, ValueError):
-            return []
-        found = []
-        try:
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    is_dir, is_file = self._kind(join(path, entry.name), entry)
-                    found.append((entry.name, is_dir, is_file))
-        finally:
-            os.close(fd)
-        return found
-
-    def _kind(self, path: str, entry: os.DirEntry[str]) -> tuple[bool, bool]:
-        if not entry.is_symlink():
-            return entry.is_dir(follow_symlinks=False), entry.is_file(follow_symlinks=False)
-        try:  # a symlink counts as what it points to, if that stays inside
-            with self._at(path) as at:
-                info = at.info
-        except (OSError, ValueError):
-            return False, False
-        if info is None:
-            return False, False
-        return _stat.S_ISDIR(info.st_mode), _stat.S_ISREG(info.st_mode)
-
-    # -- reading ---------------------------------------------------------------
-
-    def read(
-        self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
-    ) -> ReadResult:
-        """Read a page of lines of a text file (see ``Filesystem.read``)."""
-        norm = self._normalize(path)
-        limit = line_window(offset, limit, norm, self._limits)
-        data, size = self._read_all(norm, self._limits.max_read_bytes)
-        return read_page(data, size, norm, offset, limit, encoding, self._limits)
-
-    def read_bytes(
-        self, path: str, *, offset: int = 0, limit: int | None = None
-    ) -> ReadBytesResult:
-        """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
-        norm = self._normalize(path)
-        limit = byte_window(offset, limit, norm, self._limits)
-        fd = self._open_file(norm, os.O_RDONLY)
-        try:
-            size = os.fstat(fd).st_size
-            content = os.pread(fd, limit, offset) if limit else b""
-        finally:
-            os.close(fd)
-        return ReadBytesResult(content, norm, size, offset, limit, offset + len(content) < size)
-
-    def exists(self, path: str) -> bool:
-        """True if the path resolves inside the root (symlinks followed)."""
-        norm = self._normalize(path)
-        try:
-            with self._at(norm) as at:
-                return at.info is not None
-        except (NotFoundError, NotADirectoryFsError, PathEscapeError):
-            return False
-        except OSError:
-            return False
-
-    def stat(self, path: str) -> FileStat:
-        """Metadata of a path, following symlinks; ``is_symlink`` tells of the path itself."""
-        norm = self._normalize(path)
-        with self._at(norm, follow=False) as own:
-            own_info = self._existing(own, norm)
-        info = own_info
-        if _stat.S_ISLNK(own_info.st_mode):
-            with self._at(norm) as at:
-                info = self._existing(at, norm)
-        return FileStat(
-            path=display(norm),
-            is_file=_stat.S_ISREG(info.st_mode),
-            is_directory=_stat.S_ISDIR(info.st_mode),
-            size_bytes=info.st_size,
-            created_at=None,
-            modified_at=_time(info.st_mtime),
-            is_symlink=_stat.S_ISLNK(own_info.st_mode),
-            mode=info.st_mode,
-        )
-
-    def list(self, path: str = ".") -> Sequence[FileEntry]:
-        """The entries of a directory, sorted by name."""
-        norm = self._normalize(path)
-        with self._at(norm) as at:
-            info = self._existing(at, norm)
-            if not _stat.S_ISDIR(info.st_mode):
-                raise NotADirectoryFsError("not a directory", display(norm))
-        entries = []
-        for name, is_dir, is_file in sorted(self._scan(norm)):
-            child = join(norm, name)
-            with self._at(child, follow=False) as at:
-                link = at.info is not None and _stat.S_ISLNK(at.info.st_mode)
-            entries.append(FileEntry(name, child, is_file, is_dir, link))
-        return entries
-
-    def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
-        """Paths matching ``pattern`` below ``path``, sorted."""
-        pattern = glob_pattern(pattern, self._mount_point, self._limits)
-        return glob_paths(self._scan, self._normalize(path), pattern)
-
-    def grep(
-        self,
-        pattern: str,
-        *,
-        path: str = ".",
-        glob: str | None = None,
-        max_matches: int | None = None,
-    ) -> Sequence[GrepMatch]:
-        """Lines matching an RE2 regex (see ``Filesystem.grep``)."""
-        limits = self._limits
-        wanted = grep_cap(pattern, max_matches, limits)
-        norm = self._normalize(path)
-        with self._at(norm) as at:
-            is_directory = _stat.S_ISDIR(self._existing(at, norm).st_mode)
-
-        def read(file_path: str) -> bytes:
-            try:
-                return self._read_all(file_path, limits.max_read_bytes)[0]
-            except (OSError, ValueError):
-                return b""
-
-        return grep_below(pattern, norm, is_directory=is_directory, scan=self._scan, read=read,
-                          file_glob=glob, max_matches=wanted)  # fmt: skip
-
-    # -- writing ---------------------------------------------------------------
-
-    def write(
-        self, path: str, content: str, *, mode: WriteMode = "overwrite", create_parents: bool = True
-    ) -> WriteResult:
-        """Write UTF-8 text (see ``Filesystem.write``)."""
-        self._writable(path)
-        return self._write(path, text_payload(content, path, self._limits), mode, create_parents)
-
-    def write_bytes(
-        self,
-        path: str,
-        content: bytes,
-        *,
-        mode: WriteMode = "overwrite",
-        create_parents: bool = True,
-    ) -> WriteResult:
-        """Write bytes (see ``Filesystem.write_bytes``)."""
-        self._writable(path)
-        return self._write(path, bytes_payload(content, path, self._limits), mode, create_parents)
-
-    def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
-        check_write_mode(mode, path)
-        norm = self._normalize(path)
-        if not norm:
-            raise IsADirectoryFsError("is a directory", ".")
-        flags = os.O_WRONLY | os.O_CREAT
-        flags |= {"create": os.O_EXCL, "overwrite": os.O_TRUNC, "append": os.O_APPEND}[mode]
-        fd = self._open_file(norm, flags, make_dirs=create_parents)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        return WriteResult(norm, len(data), mode)
-
-    def delete(self, path: str, *, recursive: bool = False) -> None:
-        """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
-        self._writable(path)
-        norm = self._normalize(path)
-        if not norm:
-            raise PathEscapeError("cannot delete the workspace root", "/")
-        with self._at(norm, follow=False) as at:
-            info = self._existing(at, norm)
-            try:
-                if not _stat.S_ISDIR(info.st_mode):
-                    os.unlink(at.name, dir_fd=at.parent)
-                elif not recursive:
-                    raise IsADirectoryFsError("is a directory (use recursive=True)", display(norm))
-                else:
-                    parent = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=at.parent)
-                    try:  # fd-based: symlinks inside are removed, never followed
-                        shutil.rmtree(at.name, dir_fd=parent)
-                    finally:
-                        os.close(parent)
-            except OSError as exc:
-                if isinstance(exc, IsADirectoryFsError):
-                    raise
-                raise translate(exc, display(norm)) from None
-
-    def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
-        """Create a directory (see ``Filesystem.mkdir``)."""
-        self._writable(path)
-        norm = self._normalize(path)
-        with self._at(norm, make_dirs=parents) as at:
-            if at.info is not None:
-                if exist_ok and _stat.S_ISDIR(at.info.st_mode):
-                    return
-                raise AlreadyExistsError("file exists", display(norm))
-            try:
-                os.mkdir(at.name, 0o755, dir_fd=at.parent)
-            except OSError as exc:
-                raise translate(exc, display(norm)) from None

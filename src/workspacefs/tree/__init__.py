@@ -3,6 +3,9 @@
 from ._diff import PathDiff as PathDiff
 from ._diff import changed_entries as changed_entries
 from ._diff import diff_versions as diff_versions
+from ._journal import Journal as Journal
+from ._journal import Subscriber as Subscriber
+from ._journal import TreeLock as TreeLock
 from ._nodes import CHUNK_SIZE as CHUNK_SIZE
 from ._nodes import Content as Content
 from ._nodes import Directory as Directory
@@ -16,7 +19,6 @@ from ._tree import RENAME_EXCHANGE as RENAME_EXCHANGE
 from ._tree import RENAME_NOREPLACE as RENAME_NOREPLACE
 from ._tree import XATTR_CREATE as XATTR_CREATE
 from ._tree import XATTR_REPLACE as XATTR_REPLACE
-from ._tree import Journal as Journal
 from ._tree import Tree as Tree
 from ._tree import Version as Version
 from ._tree import validate_name as validate_name

@@ -9,13 +9,14 @@ epoch, also O(1). The set of inodes touched in each epoch is kept (see
 
 The tree does no locking of its own: ``lock`` is for callers (the Python API
 and the FUSE thread) to hold around each operation or group of operations.
+Every mutation records what it touched; releasing the lock publishes that
+to subscribers (see ``_journal``).
 """
 
 from __future__ import annotations
 
 import itertools
 import stat as _stat
-import threading
 import time
 from collections.abc import Set
 
@@ -33,6 +34,7 @@ from .._errors import (
     NotPermittedError,
 )
 from ._diff import changed_entries
+from ._journal import Journal, TreeLock
 from ._lineage import Lineage, changes_between
 from ._nodes import Content, Directory, File, Node, Special, Symlink
 from ._table import Table, put
@@ -49,24 +51,6 @@ XATTR_CREATE = 1
 XATTR_REPLACE = 2
 
 _tree_ids = itertools.count(1)
-
-
-class Journal:
-    """What a group of operations touched: inodes, and directory entries by name.
-
-    The Python API records one around each call so that the FUSE layer can
-    invalidate exactly those kernel caches; FUSE handlers record nothing,
-    since the kernel already knows what it asked for.
-    """
-
-    __slots__ = ("entries", "inodes")
-
-    def __init__(self) -> None:
-        self.inodes: set[int] = set()
-        self.entries: set[tuple[int, str]] = set()
-
-    def __bool__(self) -> bool:
-        return bool(self.inodes or self.entries)
 
 
 class Version(TreeView):
@@ -122,11 +106,11 @@ class Tree(TreeView):
         self._epoch = 1
         super().__init__(Table(self._epoch, []))
         self.id = next(_tree_ids)
-        self.lock = threading.RLock()
+        self._journal = Journal()
+        self.lock = TreeLock(self._take_journal)
         self._next_ino = ROOT_INO + 1
         self._orphans: dict[int, Node] = {}
         self._pins: dict[int, int] = {}
-        self._journal: Journal | None = None
         self._changes: set[int] = {ROOT_INO}
         self._head = Lineage(None, frozenset())
         self.file_count = 0
@@ -159,9 +143,9 @@ class Tree(TreeView):
     def restore(self, version: Version) -> Journal:
         """Make ``version`` the live state in O(1) plus O(changes).
 
-        Returns what changed: every inode that may differ and every directory
-        entry whose binding differs. Orphans (unlinked inodes still held
-        open) survive a restore.
+        Returns what changed (also recorded in the journal): every inode that
+        may differ and every directory entry whose binding differs. Orphans
+        (unlinked inodes still held open) survive a restore.
         """
         if version.tree_id != self.id:
             raise InvalidArgumentError("version belongs to another tree", None)
@@ -174,16 +158,13 @@ class Tree(TreeView):
         self._epoch += 1
         self.file_count = version.file_count
         self.total_bytes = version.total_bytes
+        self._journal.update(journal)
         return journal
 
-    def record(self) -> Journal:
-        """Start recording touched inodes and entries into a new journal."""
-        self._journal = Journal()
-        return self._journal
-
-    def stop_recording(self) -> None:
-        """Stop recording (the journal keeps what it holds)."""
-        self._journal = None
+    def _take_journal(self) -> Journal:
+        """What was touched since the last call (the lock publishes it)."""
+        journal, self._journal = self._journal, Journal()
+        return journal
 
     def changes_since(self, version: Version) -> set[int]:
         """Inodes that may differ between ``version`` and the live state."""
@@ -214,7 +195,7 @@ class Tree(TreeView):
         if node.epoch != self._epoch:
             node = node.clone(self._epoch)
             self._store(ino, node)
-        elif self._journal is not None:
+        else:
             self._journal.inodes.add(ino)
         return node
 
@@ -226,8 +207,7 @@ class Tree(TreeView):
 
     def _store(self, ino: int, node: Node | None) -> None:
         self._changes.add(ino)
-        if self._journal is not None:
-            self._journal.inodes.add(ino)
+        self._journal.inodes.add(ino)
         if ino in self._orphans:
             if node is None:
                 del self._orphans[ino]
@@ -237,8 +217,7 @@ class Tree(TreeView):
         self._table = put(self._table, ino, node, self._epoch)
 
     def _entry_changed(self, parent: int, name: str) -> None:
-        if self._journal is not None:
-            self._journal.entries.add((parent, name))
+        self._journal.entries.add((parent, name))
 
     def _touch(self, node: Node, *, data: bool = True) -> None:
         now = time.time_ns()

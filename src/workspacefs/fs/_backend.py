@@ -1,0 +1,123 @@
+"""The primitives a storage provides so that the protocol runs on it.
+
+The ``Filesystem`` verbs are implemented once (``_frontend``); a backend
+only answers small questions about one directory at a time, through
+*handles*: an inode number for the in-memory tree, an ``O_PATH`` descriptor
+for a host directory. Path walking, symlink rules, limits, result shapes and
+errors are the frontend's, so every backend means the same by every verb.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._results import WriteMode
+
+Handle = int
+"""An open directory of a backend: an inode number, or a host descriptor."""
+
+
+class Kind(enum.Enum):
+    """What a name is, without following it."""
+
+    FILE = "file"
+    DIRECTORY = "directory"
+    SYMLINK = "symlink"
+    OTHER = "other"  # fifos, sockets, devices: listed, never opened
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What ``lstat`` says of one name.
+
+    ``key`` is (device, inode): equal keys are the same object, which is how
+    walkers recognise a directory they are already inside.
+    """
+
+    kind: Kind
+    key: tuple[int, int]
+    size: int
+    mode: int
+    mtime_ns: int
+    crtime_ns: int | None
+
+
+class Backend(Protocol):
+    """Directory-at-a-time access to one storage (see the module docstring).
+
+    Handles returned by ``root`` and ``enter`` belong to the caller, who
+    gives each back with ``release``. Errors are ``OSError``s; the frontend
+    names the workspace path in them.
+    """
+
+    def root(self) -> Handle:
+        """A new handle on the root directory."""
+        ...
+
+    def release(self, handle: Handle) -> None:
+        """Give back a handle from ``root`` or ``enter``."""
+        ...
+
+    def lookup(self, directory: Handle, name: str) -> Entry | None:
+        """``lstat`` of ``name`` in ``directory`` ("." is the directory itself); None if absent."""
+        ...
+
+    def enter(self, directory: Handle, name: str, entry: Entry) -> Handle:
+        """A new handle on the subdirectory ``name`` that ``lookup`` described as ``entry``.
+
+        Raises if ``name`` is no longer that directory (swapped meanwhile).
+        """
+        ...
+
+    def scan(self, directory: Handle) -> Iterable[tuple[str, Kind]]:
+        """The names in ``directory`` with what each is (not following links)."""
+        ...
+
+    def readlink(self, directory: Handle, name: str) -> str:
+        """The target of the symlink ``name``."""
+        ...
+
+    def link_target(self, target: str) -> str:
+        """An absolute symlink target as a path relative to the root.
+
+        The symlink policy: raises PathEscapeError if it lies outside.
+        """
+        ...
+
+    def read(self, directory: Handle, name: str, entry: Entry, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``offset`` of the regular file ``name``."""
+        ...
+
+    def read_blocks(self, directory: Handle, name: str, entry: Entry) -> Iterator[bytes]:
+        """The whole content of the regular file ``name``, in blocks."""
+        ...
+
+    def write(
+        self, directory: Handle, name: str, entry: Entry | None, data: bytes, mode: WriteMode
+    ) -> None:
+        """Write a regular file (created if ``entry`` is None) as ``mode`` says."""
+        ...
+
+    def mkdir(self, directory: Handle, name: str) -> None:
+        """Create the directory ``name`` (mode 0755, the caller's owner)."""
+        ...
+
+    def unlink(self, directory: Handle, name: str) -> None:
+        """Remove the non-directory ``name``."""
+        ...
+
+    def remove_tree(self, directory: Handle, name: str) -> None:
+        """Remove the directory ``name`` and everything below it, following no link."""
+        ...
+
+    def reading(self) -> AbstractContextManager[object]:
+        """Held around every read: the in-memory tree's lock, nothing for a host."""
+        ...
+
+    def mutating(self) -> AbstractContextManager[object]:
+        """Held around every write (it publishes kernel invalidations on exit)."""
+        ...

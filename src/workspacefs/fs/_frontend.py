@@ -1,0 +1,364 @@
+"""The ``Filesystem`` protocol, implemented once over any ``Backend``.
+
+Every verb normalises its path (``_paths``), checks its arguments
+(``_requests``), resolves the path with ``_resolve.locate`` and asks the
+backend for one primitive; so the in-memory tree and a host directory mean
+the same by every verb, symlinks included:
+
+* A symlink is followed when its target stays inside the workspace.
+  ``list``, ``stat``, ``glob`` and ``grep`` report one that dangles, loops
+  or leaves as what it is, a link to nothing (neither file nor directory);
+  ``exists`` is True for it, since ``list`` shows it. Reading or writing
+  through it raises (FileNotFoundError, ELOOP, or PermissionError for an
+  escape).
+* Errors are the hierarchy's, naming the workspace path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+
+from .._errors import (
+    AlreadyExistsError,
+    FsError,
+    InvalidArgumentError,
+    IsADirectoryFsError,
+    NotADirectoryFsError,
+    NotFoundError,
+    PathEscapeError,
+    ReadOnlyError,
+    error_for,
+)
+from ._backend import Backend, Entry, Handle, Kind
+from ._limits import DEFAULT_LIMITS, Limits
+from ._paths import display, join, normalize, normalize_mount_point
+from ._requests import (
+    byte_window,
+    bytes_payload,
+    check_write_mode,
+    glob_pattern,
+    grep_cap,
+    line_window,
+    read_page,
+    text_payload,
+)
+from ._resolve import Location, locate
+from ._results import (
+    FileEntry,
+    FileStat,
+    GlobMatch,
+    GrepMatch,
+    ReadBytesResult,
+    ReadResult,
+    WriteMode,
+    WriteResult,
+)
+from ._search import Listing, glob_paths, grep_below
+
+
+def translate(exc: OSError, path: str) -> FsError:
+    """An ``OSError`` from a backend as the hierarchy's class, naming ``path``."""
+    if isinstance(exc, FsError):
+        return exc
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link that was not there a moment ago
+        return PathEscapeError("a symlink was swapped in during the call", path)
+    code = exc.errno or errno.EIO
+    return error_for(code, exc.strerror or os.strerror(code), path)
+
+
+@contextlib.contextmanager
+def _errors_for(path: str) -> Iterator[None]:
+    try:
+        yield
+    except FsError:
+        raise
+    except OSError as exc:
+        raise translate(exc, display(path)) from None
+
+
+def _timestamp(ns: int | None) -> datetime | None:
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9, UTC)
+
+
+def _is_file(entry: Entry | None) -> bool:
+    return entry is not None and entry.kind is Kind.FILE
+
+
+def _is_dir(entry: Entry | None) -> bool:
+    return entry is not None and entry.kind is Kind.DIRECTORY
+
+
+class BackendFilesystem:
+    """The protocol's verbs over one backend; subclasses add snapshots and the like."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        read_only: bool = False,
+        mount_point: str | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self._backend = backend
+        self._read_only = read_only
+        self._mount_point = normalize_mount_point(mount_point)
+        self._limits = limits
+
+    @property
+    def read_only(self) -> bool:
+        """True if writes are refused."""
+        return self._read_only
+
+    @property
+    def mount_point(self) -> str | None:
+        """The absolute prefix that maps to the root, or None."""
+        return self._mount_point
+
+    @property
+    def limits(self) -> Limits:
+        """The per-call limits in force."""
+        return self._limits
+
+    # -- resolution --------------------------------------------------------------
+
+    def _normalize(self, path: str) -> str:
+        return normalize(path, self._mount_point, self._limits)
+
+    def _resolved(self, norm: str) -> Entry | None:
+        """What ``norm`` leads to (links followed), None if nothing inside does."""
+        try:
+            with locate(self._backend, norm) as at:
+                return at.entry
+        except (OSError, ValueError):
+            return None
+
+    def _scan(self, path: str) -> list[Listing]:
+        """The names in the directory ``path`` (``[]`` if it is not one), links followed.
+
+        Holds the backend's lock for this one directory only, so that a long
+        walk never stalls the mount.
+        """
+        backend = self._backend
+        with backend.reading():
+            try:
+                with locate(backend, path) as at:
+                    if not _is_dir(at.entry):
+                        return []
+                    assert at.entry is not None
+                    directory = backend.enter(at.parent, at.name, at.entry)
+                try:
+                    return [
+                        self._listing(directory, join(path, name), name, kind)
+                        for name, kind in backend.scan(directory)
+                    ]
+                finally:
+                    backend.release(directory)
+            except (OSError, ValueError):
+                return []
+
+    def _listing(self, directory: Handle, path: str, name: str, kind: Kind) -> Listing:
+        if kind is Kind.SYMLINK:
+            target = self._resolved(path)
+            key = target.key if target is not None else None
+            return Listing(name, _is_dir(target), _is_file(target), True, key)
+        if kind is Kind.DIRECTORY:  # its key lets walkers notice a loop through a link
+            entry = self._backend.lookup(directory, name)
+            return Listing(name, True, False, False, entry.key if entry else None)
+        return Listing(name, False, kind is Kind.FILE, False, None)
+
+    def _existing(self, at: Location, norm: str) -> Entry:
+        if at.entry is None:
+            raise NotFoundError("no such file or directory", display(norm))
+        return at.entry
+
+    def _regular(self, at: Location, norm: str) -> Entry:
+        entry = self._existing(at, norm)
+        if entry.kind is Kind.DIRECTORY:
+            raise IsADirectoryFsError("is a directory", display(norm))
+        if entry.kind is not Kind.FILE:
+            raise InvalidArgumentError("not a regular file", display(norm))
+        return entry
+
+    # -- reading -----------------------------------------------------------------
+
+    def read(
+        self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
+    ) -> ReadResult:
+        """Read a page of lines of a text file (see ``Filesystem.read``)."""
+        norm = self._normalize(path)
+        limit = line_window(offset, limit, norm, self._limits)
+        cap = self._limits.max_read_bytes
+        with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
+            entry = self._regular(at, norm)
+            size = entry.size
+            data = self._backend.read(at.parent, at.name, entry, 0, min(size, cap))
+        return read_page(data, size, norm, offset, limit, encoding, self._limits)
+
+    def read_bytes(
+        self, path: str, *, offset: int = 0, limit: int | None = None
+    ) -> ReadBytesResult:
+        """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
+        norm = self._normalize(path)
+        limit = byte_window(offset, limit, norm, self._limits)
+        with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
+            entry = self._regular(at, norm)
+            content = self._backend.read(at.parent, at.name, entry, offset, limit) if limit else b""
+        size = entry.size
+        return ReadBytesResult(content, norm, size, offset, limit, offset + len(content) < size)
+
+    def exists(self, path: str) -> bool:
+        """True if the path names anything, as ``list`` would show it (a dangling link too)."""
+        norm = self._normalize(path)
+        with self._backend.reading():
+            try:
+                with locate(self._backend, norm, follow=False) as at:
+                    return at.entry is not None
+            except (OSError, ValueError):
+                return False
+
+    def stat(self, path: str) -> FileStat:
+        """Metadata of a path: of what a symlink leads to inside the workspace, else of the
+        link itself; ``is_symlink`` tells of the path itself."""
+        norm = self._normalize(path)
+        with _errors_for(norm), self._backend.reading():
+            with locate(self._backend, norm, follow=False) as at:
+                own = self._existing(at, norm)
+            entry = (self._resolved(norm) or own) if own.kind is Kind.SYMLINK else own
+        return FileStat(
+            path=display(norm),
+            is_file=entry.kind is Kind.FILE,
+            is_directory=entry.kind is Kind.DIRECTORY,
+            size_bytes=entry.size,
+            created_at=_timestamp(entry.crtime_ns),
+            modified_at=_timestamp(entry.mtime_ns),
+            is_symlink=own.kind is Kind.SYMLINK,
+            mode=entry.mode,
+        )
+
+    def list(self, path: str = ".") -> Sequence[FileEntry]:
+        """The entries of a directory, sorted by name."""
+        norm = self._normalize(path)
+        with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
+            if not _is_dir(self._existing(at, norm)):
+                raise NotADirectoryFsError("not a directory", display(norm))
+        return [
+            FileEntry(item.name, join(norm, item.name), item.is_file, item.is_dir, item.is_link)
+            for item in sorted(self._scan(norm), key=lambda item: item.name)
+        ]
+
+    def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
+        """Paths matching ``pattern`` below ``path``, sorted (see ``_patterns``)."""
+        pattern = glob_pattern(pattern, self._mount_point, self._limits)
+        return glob_paths(self._scan, self._normalize(path), pattern)
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str = ".",
+        glob: str | None = None,
+        max_matches: int | None = None,
+    ) -> Sequence[GrepMatch]:
+        """Lines matching an RE2 regex (see ``Filesystem.grep``)."""
+        wanted = grep_cap(pattern, max_matches, self._limits)
+        norm = self._normalize(path)
+        with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
+            is_directory = _is_dir(self._existing(at, norm))
+        return grep_below(
+            pattern,
+            norm,
+            is_directory=is_directory,
+            scan=self._scan,
+            read=self._read_for_search,
+            file_glob=glob,
+            max_matches=wanted,
+        )
+
+    def _read_for_search(self, norm: str) -> bytes:
+        """A file's content for grep; b"" if it vanished or changed kind since listed."""
+        cap = self._limits.max_read_bytes
+        try:
+            with self._backend.reading(), locate(self._backend, norm) as at:
+                entry = self._regular(at, norm)
+                return self._backend.read(at.parent, at.name, entry, 0, min(entry.size, cap))
+        except (OSError, ValueError):
+            return b""
+
+    # -- writing -----------------------------------------------------------------
+
+    def _writable(self, path: str) -> None:
+        if self._read_only:
+            raise ReadOnlyError("read-only filesystem", path)
+
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write UTF-8 text (see ``Filesystem.write``)."""
+        self._writable(path)
+        return self._write(path, text_payload(content, path, self._limits), mode, create_parents)
+
+    def write_bytes(
+        self,
+        path: str,
+        content: bytes,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+    ) -> WriteResult:
+        """Write bytes (see ``Filesystem.write_bytes``)."""
+        self._writable(path)
+        return self._write(path, bytes_payload(content, path, self._limits), mode, create_parents)
+
+    def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
+        check_write_mode(mode, path)
+        norm = self._normalize(path)
+        if not norm:
+            raise IsADirectoryFsError("is a directory", display(norm))
+        backend = self._backend
+        with (
+            _errors_for(norm),
+            backend.mutating(),
+            locate(backend, norm, make_dirs=create_parents) as at,
+        ):
+            if at.entry is not None:
+                self._regular(at, norm)
+                if mode == "create":
+                    raise AlreadyExistsError("file exists", display(norm))
+            backend.write(at.parent, at.name, at.entry, data, mode)
+        return WriteResult(path=norm, bytes_written=len(data), mode=mode)
+
+    def delete(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
+        self._writable(path)
+        norm = self._normalize(path)
+        if not norm:
+            raise PathEscapeError("cannot delete the workspace root", "/")
+        backend = self._backend
+        with _errors_for(norm), backend.mutating(), locate(backend, norm, follow=False) as at:
+            entry = self._existing(at, norm)
+            if entry.kind is not Kind.DIRECTORY:
+                backend.unlink(at.parent, at.name)
+            elif not recursive:
+                raise IsADirectoryFsError("is a directory (use recursive=True)", display(norm))
+            else:
+                backend.remove_tree(at.parent, at.name)
+
+    def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
+        """Create a directory (see ``Filesystem.mkdir``)."""
+        self._writable(path)
+        norm = self._normalize(path)
+        backend = self._backend
+        with _errors_for(norm), backend.mutating(), locate(backend, norm, make_dirs=parents) as at:
+            if at.entry is None:
+                backend.mkdir(at.parent, at.name)
+            elif not (exist_ok and _is_dir(at.entry)):
+                raise AlreadyExistsError("file exists", display(norm))

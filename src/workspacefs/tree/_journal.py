@@ -1,0 +1,102 @@
+"""What changed under the tree lock, and who is told when it is released.
+
+Every mutation of the live tree records the inodes and directory entries it
+touched; there is no mode to switch on, so a new write path cannot forget.
+The lock hands what was recorded to the tree's subscribers (the FUSE layer's
+kernel cache invalidation) when its outermost holder releases it, outside
+the lock: a subscriber may need another thread to take the lock before it
+returns (the kernel may ask the FUSE loop to flush), so it never runs under it.
+
+FUSE handlers hold it as ``lock.unpublished``: the kernel made those
+changes itself, already knows them, and must not be asked to invalidate
+from inside its own request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+
+class Journal:
+    """What a group of operations touched: inodes, and directory entries by name."""
+
+    __slots__ = ("entries", "inodes")
+
+    def __init__(self) -> None:
+        self.inodes: set[int] = set()
+        self.entries: set[tuple[int, str]] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.inodes or self.entries)
+
+    def update(self, other: Journal) -> None:
+        """Add what ``other`` touched."""
+        self.inodes |= other.inodes
+        self.entries |= other.entries
+
+
+Subscriber = Callable[[Journal], None]
+"""Told what changed, in the releasing thread, after the lock is released."""
+
+
+class TreeLock:
+    """The tree's reentrant lock; its outermost release publishes the journal."""
+
+    __slots__ = ("_depth", "_lock", "_publish", "_subscribers", "_take", "unpublished")
+
+    def __init__(self, take: Callable[[], Journal]) -> None:
+        self._lock = threading.RLock()
+        self._take = take
+        self._depth = 0
+        self._publish = True
+        self._subscribers: list[Subscriber] = []
+        self.unpublished = _UnpublishedHold(self)
+        """The same lock; what changes under it is dropped, not published.
+
+        For the FUSE handlers only (see the module docstring). Nested inside a
+        publishing hold, the outer hold decides.
+        """
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Tell ``subscriber`` what changed after each publishing release; returns the
+        unsubscribe function."""
+        self._subscribers.append(subscriber)
+        return lambda: self._subscribers.remove(subscriber)
+
+    def __enter__(self) -> TreeLock:
+        self._lock.acquire()
+        if self._depth == 0:
+            self._publish = True
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth:
+            self._lock.release()
+            return
+        journal = self._take()
+        publish = self._publish and bool(journal) and self._subscribers
+        subscribers = list(self._subscribers) if publish else []
+        self._lock.release()
+        for subscriber in subscribers:
+            subscriber(journal)
+
+
+class _UnpublishedHold:
+    """``TreeLock.unpublished``: reusable, as handlers take it on every request."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: TreeLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> TreeLock:
+        lock = self._lock.__enter__()
+        if lock._depth == 1:
+            lock._publish = False
+        return lock
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
