@@ -9,4 +9,5 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff check";         ruff check .
 echo "== ruff format --check"; ruff format --check .
 echo "== mypy --strict";      mypy
+echo "== lint-imports";       lint-imports
 echo "== pytest";             pytest "$@"
