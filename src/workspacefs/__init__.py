@@ -4,6 +4,9 @@ One in-memory tree with O(1) snapshots, reachable through the Python
 ``Filesystem`` protocol (and, with ``workspacefs.fuse``, a real mount).
 """
 
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
 from ._errors import AlreadyExistsError as AlreadyExistsError
 from ._errors import BackendUnavailableError as BackendUnavailableError
 from ._errors import BusyError as BusyError
@@ -54,9 +57,40 @@ from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from .fs import SnapshotStore as SnapshotStore
 from .fs import WriteMode as WriteMode
 from .fs import WriteResult as WriteResult
-from .fuse import CachePolicy as CachePolicy
-from .fuse import Mount as Mount
-from .fuse import mount as mount
-from .host import HostFilesystem as HostFilesystem
+
+if TYPE_CHECKING:
+    from . import fuse as fuse
+    from . import git as git
+    from . import host as host
+    from .fuse import CachePolicy as CachePolicy
+    from .fuse import Mount as Mount
+    from .fuse import mount as mount
+    from .host import HostFilesystem as HostFilesystem
 
 __version__ = "0.1.0"
+
+# The layers that load pyfuse3, trio or pygit2 are imported on first use (PEP 562), so a
+# program that only needs the in-memory protocol does not pay for them. The block above
+# gives type checkers the same names.
+_LAZY_SUBPACKAGES = frozenset({"fuse", "git", "host"})
+_LAZY_NAMES = {
+    "CachePolicy": "fuse",
+    "Mount": "fuse",
+    "mount": "fuse",
+    "HostFilesystem": "host",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBPACKAGES:
+        value: object = _import_module(f"{__name__}.{name}")
+    elif name in _LAZY_NAMES:
+        value = getattr(_import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_SUBPACKAGES, *_LAZY_NAMES})

@@ -89,10 +89,12 @@ class WorkspaceMachine(RuleBasedStateMachine):
             self.model.dirs.update(prefixes(path))
             self.model.files[path] = data
 
-    @rule(path=PATHS, offset=st.integers(0, 3 * CHUNK_SIZE), size=st.integers(1, 2 * CHUNK_SIZE))
+    @rule(
+        pick=st.data(), offset=st.integers(0, 3 * CHUNK_SIZE), size=st.integers(1, 2 * CHUNK_SIZE)
+    )
     @precondition(lambda self: bool(self.model.files))
-    def write_at_offset(self, path: str, offset: int, size: int) -> None:
-        path = sorted(self.model.files)[hash(path) % len(self.model.files)]
+    def write_at_offset(self, pick: st.DataObject, offset: int, size: int) -> None:
+        path = pick.draw(st.sampled_from(sorted(self.model.files)), label="path")
         tree = self.fs.tree
         data = bytes([len(path) + offset % 251]) * size
         with tree.lock:
@@ -103,10 +105,10 @@ class WorkspaceMachine(RuleBasedStateMachine):
         grown = old + bytes(max(0, offset - len(old)))
         self.model.files[path] = grown[:offset] + data + grown[offset + size :]
 
-    @rule(path=PATHS, size=st.integers(0, 2 * CHUNK_SIZE))
+    @rule(pick=st.data(), size=st.integers(0, 2 * CHUNK_SIZE))
     @precondition(lambda self: bool(self.model.files))
-    def truncate(self, path: str, size: int) -> None:
-        path = sorted(self.model.files)[hash(path) % len(self.model.files)]
+    def truncate(self, pick: st.DataObject, size: int) -> None:
+        path = pick.draw(st.sampled_from(sorted(self.model.files)), label="path")
         with self.fs.tree.lock:
             ino = self.fs.tree.resolve_path(path)
             assert ino is not None

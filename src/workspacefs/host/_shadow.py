@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import stat as _stat
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -447,4 +448,8 @@ def _force_rmtree(path: str) -> None:
             os.chmod(target, 0o644)
         function(target)
 
-    shutil.rmtree(path, onerror=make_writable)
+    # `onerror` is deprecated from 3.12 on, and `onexc` does not exist before it.
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=make_writable)
+    else:
+        shutil.rmtree(path, onerror=make_writable)

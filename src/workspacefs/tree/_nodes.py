@@ -331,8 +331,3 @@ def _padded(chunk: Chunk | None, index: int, size: int) -> bytes:
     length = max(0, min(CHUNK_SIZE, size - index * CHUNK_SIZE))
     data = bytes(chunk or b"")[:length]
     return data + bytes(length - len(data))
-
-
-def file_type(mode: int) -> int:
-    """The ``S_IFMT`` bits of a mode."""
-    return _stat.S_IFMT(mode)

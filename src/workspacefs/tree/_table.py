@@ -42,12 +42,6 @@ class Table:
         page = self.pages[index]
         return None if page is None else page.slots[ino & _PAGE_MASK]
 
-    def inodes(self) -> int:
-        """Count the occupied slots (O(table size); for tests and statistics)."""
-        return sum(
-            sum(node is not None for node in page.slots) for page in self.pages if page is not None
-        )
-
 
 def put(table: Table, ino: int, node: Node | None, epoch: int) -> Table:
     """Store ``node`` at ``ino`` on behalf of ``epoch``; return the (maybe new) root.

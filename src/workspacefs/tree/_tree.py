@@ -119,11 +119,6 @@ class Tree(TreeView):
 
     # -- versions ------------------------------------------------------------
 
-    @property
-    def epoch(self) -> int:
-        """The live epoch; it grows with every snapshot and restore."""
-        return self._epoch
-
     def snapshot(self) -> Version:
         """Freeze the current state in O(1) and return it."""
         lineage = Lineage(self._head, self._changes)

@@ -1,0 +1,69 @@
+"""``import workspacefs`` stays light: the FUSE, git and host layers load on first use.
+
+Each check runs in a fresh interpreter, since this process has imported every layer already.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import workspacefs
+
+HEAVY = ("pyfuse3", "trio", "pygit2")
+# What the top level exports without importing it: the layers that load HEAVY.
+LAZY = ["CachePolicy", "HostFilesystem", "Mount", "fuse", "git", "host", "mount"]
+
+
+def python(code: str) -> str:
+    """Run ``code`` in a new interpreter that imports the workspacefs this test imported."""
+    source_root = str(Path(workspacefs.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH")) if p)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_import_loads_no_heavy_dependency() -> None:
+    out = python(f"import sys, workspacefs; print(sorted(m for m in {HEAVY} if m in sys.modules))")
+    assert out == "[]"
+
+
+def test_every_lazy_name_resolves_to_its_home() -> None:
+    out = python(
+        "import sys, workspacefs\n"
+        "lazy = sorted(set(dir(workspacefs)) - set(vars(workspacefs)))\n"
+        "print(' '.join(lazy))\n"
+        "for name in lazy:\n"
+        "    getattr(workspacefs, name)\n"
+        "from workspacefs import CachePolicy, HostFilesystem, Mount, git, mount\n"
+        "import workspacefs.fuse, workspacefs.host\n"
+        "print(mount is workspacefs.fuse.mount, Mount is workspacefs.fuse.Mount,\n"
+        "      CachePolicy is workspacefs.fuse.CachePolicy,\n"
+        "      HostFilesystem is workspacefs.host.HostFilesystem,\n"
+        "      git is sys.modules['workspacefs.git'])\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    lazy, identities, loaded = out.splitlines()
+    assert lazy.split() == LAZY
+    assert identities == "True True True True True"
+    assert loaded == str(sorted(HEAVY))
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    assert not hasattr(workspacefs, "no_such_name")
+    out = python(
+        "try:\n"
+        "    from workspacefs import no_such_name\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc.name)\n"
+    )
+    assert out == "ImportError workspacefs"
