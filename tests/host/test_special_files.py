@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from workspacefs import HostFilesystem
+from workspacefs import HostFilesystem, InvalidArgumentError
 
 VERBS: dict[str, Callable[[HostFilesystem, str], object]] = {
     "read": lambda fs, path: fs.read(path),
@@ -39,7 +39,7 @@ def special(tmp_path: Path) -> HostFilesystem:
 @pytest.mark.parametrize("verb", sorted(VERBS))
 def test_special_files_refused_at_once(special: HostFilesystem, verb: str, path: str) -> None:
     started = time.monotonic()
-    with pytest.raises(ValueError, match="not a regular file") as refused:
+    with pytest.raises(InvalidArgumentError, match="not a regular file") as refused:
         VERBS[verb](special, path)
     assert time.monotonic() - started < 1
     assert refused.value.filename == path
