@@ -25,6 +25,7 @@ from workspacefs import (
     load_session,
 )
 from workspacefs import git as wgit
+from workspacefs.archive import export_archive, import_archive
 from workspacefs.fs import TreeFilesystem
 from workspacefs.tree import ROOT_INO, Directory, File, Symlink
 
@@ -60,15 +61,15 @@ def sample() -> InMemoryFilesystem:
 
 def test_round_trip_is_exact(tmp_path: Path) -> None:
     fs = sample()
-    assert fs.export_archive(tmp_path / "ws.zip") == 5
+    assert export_archive(fs, tmp_path / "ws.zip") == 5
     other = InMemoryFilesystem()
     other.write("stale.txt", "removed by the import")
-    assert other.import_archive(tmp_path / "ws.zip") == 5
+    assert import_archive(other, tmp_path / "ws.zip") == 5
     assert picture(other) == picture(fs)
 
 
 def test_unzip_restores_modes_and_symlinks(tmp_path: Path) -> None:
-    sample().export_archive(tmp_path / "ws.zip")
+    export_archive(sample(), tmp_path / "ws.zip")
     subprocess.run(
         ["unzip", "-q", str(tmp_path / "ws.zip"), "-d", str(tmp_path / "out")], check=True
     )
@@ -85,9 +86,9 @@ def test_snapshot_view_exports_the_snapshot(tmp_path: Path) -> None:
     fs = sample()
     snapshot = fs.snapshot()
     fs.write("README.md", "changed later")
-    fs.at(snapshot).export_archive(tmp_path / "snap.zip")
+    export_archive(fs.at(snapshot), tmp_path / "snap.zip")
     restored = InMemoryFilesystem()
-    restored.import_archive(tmp_path / "snap.zip")
+    import_archive(restored, tmp_path / "snap.zip")
     assert restored.read("README.md").content == "# hello\n"
 
 
@@ -95,16 +96,16 @@ def test_cross_backend_git_loaded_workspace(tmp_path: Path) -> None:
     fs = sample()
     wgit.persist(fs, fs.snapshot(), tmp_path / "repo.git")
     lazy = wgit.load(tmp_path / "repo.git", "1", workspace=fs.workspace_id)
-    lazy.export_archive(tmp_path / "from-git.zip")
+    export_archive(lazy, tmp_path / "from-git.zip")
     fresh = InMemoryFilesystem()
-    fresh.import_archive(tmp_path / "from-git.zip")
+    import_archive(fresh, tmp_path / "from-git.zip")
     assert picture(fresh) == picture(fs)
 
 
 def test_read_only_workspace_refuses_import(tmp_path: Path) -> None:
-    sample().export_archive(tmp_path / "ws.zip")
+    export_archive(sample(), tmp_path / "ws.zip")
     with pytest.raises(PermissionError):
-        InMemoryFilesystem(read_only=True).import_archive(tmp_path / "ws.zip")
+        import_archive(InMemoryFilesystem(read_only=True), tmp_path / "ws.zip")
 
 
 def make_archive(
@@ -203,7 +204,7 @@ def test_hostile_archive_refused_and_nothing_changes(case: str, tmp_path: Path) 
     fs = sample()
     before = picture(fs)
     with pytest.raises((ValueError, PermissionError)):
-        fs.import_archive(archive)
+        import_archive(fs, archive)
     assert picture(fs) == before
     assert not (tmp_path / "evil.txt").exists()
 
@@ -271,6 +272,7 @@ def test_one_gigabyte_round_trip_keeps_memory_bounded(tmp_path: Path) -> None:
         f"""
         import os
         from workspacefs import InMemoryFilesystem
+        from workspacefs.archive import export_archive, import_archive
         def peak_mb():
             line = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
             return int(line.split()[1]) // 1024
@@ -282,12 +284,12 @@ def test_one_gigabyte_round_trip_keeps_memory_bounded(tmp_path: Path) -> None:
         for i in range(1024):  # 1 GiB of content, sharing one buffer in memory
             fs.write_bytes(f"d{{i % 16}}/f{{i}}.bin", block)
         before = peak_mb()
-        fs.export_archive({str(tmp_path / "big.zip")!r})
+        export_archive(fs, {str(tmp_path / "big.zip")!r})
         export_growth = peak_mb() - before
         del fs
         start = rss_mb()
         other = InMemoryFilesystem()
-        other.import_archive({str(tmp_path / "big.zip")!r})
+        import_archive(other, {str(tmp_path / "big.zip")!r})
         print(export_growth, start, peak_mb(), other.tree.total_bytes)
         """
     )

@@ -129,23 +129,6 @@ class TreeFilesystem:
         for listener in list(self._listeners):
             listener(journal)
 
-    def export_archive(self, path: str | os.PathLike[str]) -> int:
-        """Write this workspace (or snapshot view) as a workspace archive; the file count.
-
-        See ``workspacefs.archive`` for the format.
-        """
-        from ..archive import export_tree  # the archive layer builds on this one
-
-        return export_tree(self, path)
-
-    def tree_changes(self) -> contextlib.AbstractContextManager[Tree]:
-        """Hold the lock for a group of tree operations; publish what they touched.
-
-        For layers that work on the tree directly (archives, git loads) and
-        must keep a mount coherent, exactly as the protocol's own writes do.
-        """
-        return self._mutation("")
-
     def _mutation(self, path: str) -> contextlib.AbstractContextManager[Tree]:
         """Hold the lock for one write and publish what it touched afterwards."""
         return self._recording(self._writable_tree(path))
