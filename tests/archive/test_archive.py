@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -10,7 +12,7 @@ import sys
 import textwrap
 import warnings
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,13 +21,14 @@ from workspacefs import (
     ArchiveSnapshots,
     InMemoryFilesystem,
     JsonSession,
+    ReadOnlyError,
     SessionCheckpoints,
     SnapshotNotFoundError,
     dump_session,
     load_session,
 )
 from workspacefs import git as wgit
-from workspacefs.archive import export_archive, import_archive
+from workspacefs.archive import ArchiveError, Entry, export_archive, import_archive, write_archive
 from workspacefs.fs import TreeFilesystem
 from workspacefs.tree import ROOT_INO, Directory, File, Symlink
 
@@ -106,6 +109,35 @@ def test_read_only_workspace_refuses_import(tmp_path: Path) -> None:
     export_archive(sample(), tmp_path / "ws.zip")
     with pytest.raises(PermissionError):
         import_archive(InMemoryFilesystem(read_only=True), tmp_path / "ws.zip")
+
+
+def test_snapshot_view_refuses_import(tmp_path: Path) -> None:
+    fs = sample()
+    export_archive(fs, tmp_path / "ws.zip")
+    with pytest.raises(ReadOnlyError):
+        import_archive(fs.at(fs.snapshot()), tmp_path / "ws.zip")
+
+
+def test_backend_without_archive_support_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no archive support"):
+        export_archive(object(), tmp_path / "ws.zip")  # type: ignore[arg-type]
+    assert not (tmp_path / "ws.zip").exists()
+
+
+class LinkWithoutTarget:
+    """A backend adapter with a bug: a symlink entry that names no target."""
+
+    def entries(self) -> Iterator[Entry]:
+        yield Entry("link", stat.S_IFLNK | 0o777, 0)
+
+    def open(self, path: str) -> contextlib.AbstractContextManager[io.BytesIO]:
+        return contextlib.nullcontext(io.BytesIO())
+
+
+def test_symlink_entry_without_target_is_refused_on_export(tmp_path: Path) -> None:
+    with pytest.raises(ArchiveError, match="without a target"):
+        write_archive(LinkWithoutTarget(), tmp_path / "ws.zip")
+    assert list(tmp_path.iterdir()) == []
 
 
 def make_archive(
