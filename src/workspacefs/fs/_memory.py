@@ -187,7 +187,7 @@ class InMemoryFilesystem(TreeFilesystem):
 
     def frozen_view(self) -> TreeFilesystem:
         """An O(1), consistent, read-only view of the live tree, for long readers
-        (export, persistence) that must not hold the lock or see later writes.
+        (an archive export) that must neither hold the lock nor see later writes.
 
         Like any copy-on-write freeze it advances the epoch: the live tree's
         next write to each page, node or chunk copies it. The view is not a

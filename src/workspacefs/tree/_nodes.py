@@ -176,7 +176,7 @@ class File(Node):
     @property
     def content_key(self) -> Hashable:
         """Names this file's bytes, for caches such as git persistence: equal keys
-        mean equal bytes; a write gives a new key.
+        mean equal bytes, and a write after a snapshot gives a new key.
 
         A key taken from a frozen version stays true for as long as it is kept;
         one taken from the live tree, until that file's next write. Why: a file
