@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import stat as _stat
 import time
-from collections.abc import Set
+from collections.abc import Hashable, Iterator, Set
 
 from .._errors import (
     AlreadyExistsError,
@@ -75,6 +75,20 @@ class Version(TreeView):
         self.file_count = file_count
         self.total_bytes = total_bytes
 
+    @property
+    def history_key(self) -> Hashable:
+        """Names this version's place in its tree's history (opaque, hashable):
+        for layers that remember what they did with a version, e.g. the git
+        commit it was persisted as."""
+        return self.lineage
+
+    def ancestor_keys(self) -> Iterator[Hashable]:
+        """The history keys of the versions this one descends from, nearest first."""
+        current = self.lineage.parent
+        while current is not None:
+            yield current
+            current = current.parent
+
 
 def validate_name(name: str) -> None:
     """Refuse names no POSIX directory can hold."""
@@ -88,7 +102,6 @@ class Tree(TreeView):
     """The live, writable tree. Hold ``lock`` around every call."""
 
     __slots__ = (
-        "__weakref__",
         "_changes",
         "_epoch",
         "_head",
