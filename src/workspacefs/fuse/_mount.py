@@ -32,19 +32,13 @@ from types import FrameType
 import pyfuse3
 import trio
 
-from .._errors import (
-    BackendUnavailableError,
-    BusyError,
-    NotADirectoryFsError,
-    NotFoundError,
-    SnapshotNotFoundError,
-)
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
-from ..tree import Tree, Version
+from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, NotFoundError
+from ..fs import TreeFilesystem
+from ..tree import Tree
 from ._attributes import DEFAULT_CACHE, CachePolicy
 from ._invalidate import invalidate
 from ._operations import WorkspaceOperations
-from ._snapshots_dir import SnapshotLister
+from ._snapshots_dir import snapshot_lister
 
 log = logging.getLogger(__name__)
 
@@ -239,14 +233,14 @@ def mount(
         BusyError: Another mount is active in this process, or the path is mounted.
         BackendUnavailableError: The kernel refused the mount, or its loop failed.
     """
-    path = _free_mountpoint(mountpoint)
+    path = _usable_mountpoint(mountpoint)
     read_only = read_only or filesystem.read_only or not isinstance(filesystem.view, Tree)
     operations = WorkspaceOperations(
         filesystem.view,
         read_only=read_only,
         cache=cache,
         capacity_bytes=capacity_bytes,
-        snapshots=_snapshot_lister(filesystem) if show_snapshots else None,
+        snapshots=snapshot_lister(filesystem) if show_snapshots else None,
     )
     options = mount_options(
         allow_other=allow_other,
@@ -254,9 +248,10 @@ def mount(
         default_permissions=default_permissions,
         fsname=fsname,
     )
-    # Each step undoes itself on the way out, in reverse order: the loop stops
-    # and the kernel mount goes before SIGTERM's default action returns, and
-    # the session lock is released last.
+    # Each step undoes itself on the way out, in reverse order: the API stops
+    # invalidating, the loop stops and the kernel mount goes (with SIGTERM
+    # still turned into SystemExit), then the old SIGTERM handler returns,
+    # and the session is released last.
     with contextlib.ExitStack() as stack:
         stack.enter_context(_one_session(path))
         _tune_allocator()
@@ -270,7 +265,7 @@ def mount(
         raise BackendUnavailableError(f"FUSE loop failed: {handle._error!r}", path)
 
 
-def _free_mountpoint(mountpoint: str | os.PathLike[str]) -> str:
+def _usable_mountpoint(mountpoint: str | os.PathLike[str]) -> str:
     """The absolute path of an existing directory with nothing mounted on it.
 
     A stale mount left there by a killed process is detached first.
@@ -307,9 +302,9 @@ def _serving(handle: Mount, operations: WorkspaceOperations, options: set[str]) 
         name=f"fuse:{handle.mountpoint}",
         daemon=True,
     )
+    thread.start()
     handle._thread = thread
     try:
-        thread.start()
         if not handle._ready.wait(START_TIMEOUT) or handle._error is not None:
             raise BackendUnavailableError(f"mount failed: {handle._error!r}", handle.mountpoint)
         yield handle
@@ -327,21 +322,6 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
     if not isinstance(tree, Tree):
         return  # a frozen version never changes
     handle._cleanups.append(handle.filesystem.subscribe(lambda journal: invalidate(tree, journal)))
-
-
-def _snapshot_lister(filesystem: TreeFilesystem) -> SnapshotLister | None:
-    if not isinstance(filesystem, InMemoryFilesystem):
-        return None  # a snapshot view has no snapshots of its own
-    live = filesystem
-
-    def listing() -> list[tuple[FilesystemSnapshot, Version]]:
-        found = []
-        for record in live.snapshots():
-            with contextlib.suppress(SnapshotNotFoundError):  # pruned meanwhile
-                found.append((record, live.version(record)))
-        return found
-
-    return listing
 
 
 @contextlib.contextmanager

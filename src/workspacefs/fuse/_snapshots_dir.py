@@ -14,6 +14,7 @@ wander into it. A real entry of that name wins.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import stat as _stat
 import threading
@@ -23,7 +24,8 @@ from typing import Final
 import pyfuse3
 from pyfuse3 import FUSEError
 
-from ..fs import FilesystemSnapshot
+from .._errors import SnapshotNotFoundError
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
 
@@ -36,6 +38,22 @@ _TIMEOUT = 1.0  # snapshots come and go with API calls that invalidate nothing h
 
 SnapshotLister = Callable[[], Sequence[tuple[FilesystemSnapshot, Version]]]
 """Lists the snapshots to show, each with its frozen version."""
+
+
+def snapshot_lister(filesystem: TreeFilesystem) -> SnapshotLister | None:
+    """What ``/.snapshots`` shows for ``filesystem``: its snapshots, if it has any."""
+    if not isinstance(filesystem, InMemoryFilesystem):
+        return None  # a snapshot view has no snapshots of its own
+    live = filesystem
+
+    def listing() -> list[tuple[FilesystemSnapshot, Version]]:
+        found = []
+        for record in live.snapshots():
+            with contextlib.suppress(SnapshotNotFoundError):  # pruned meanwhile
+                found.append((record, live.version(record)))
+        return found
+
+    return listing
 
 
 class SnapshotsDir:
