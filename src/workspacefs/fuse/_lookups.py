@@ -46,10 +46,3 @@ class LookupCounts:
         for ino in self._counts:
             self._tree.release(ino)
         self._counts.clear()
-
-    def count(self, ino: pyfuse3.InodeT) -> int:
-        """How many references the kernel holds to ``ino``."""
-        return self._counts.get(ino, 0)
-
-    def __len__(self) -> int:
-        return len(self._counts)

@@ -1,9 +1,9 @@
 """``/.snapshots``: every snapshot as a read-only directory next to the live tree.
 
 Every snapshot is a frozen tree with its own inode numbers, so the mount
-gives each one a slot and numbers its inodes ``SNAPSHOT_BASE | slot << 36 |
-ino``; the live tree keeps its own numbers (far below the base), and the
-directory itself has one number above them all. Everything in that range is
+gives each one a slot and numbers its inodes ``2**60 | slot << 36 | ino``;
+the live tree keeps its own numbers (far below), and the directory itself
+has one number above them all (``2**62``). Everything in that range is
 read-only and needs no lookup counts: a version never changes and is never
 freed while listed.
 
@@ -29,9 +29,8 @@ from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
 
-SNAPSHOTS_NAME = ".snapshots"
-_NAME = SNAPSHOTS_NAME.encode()
-SNAPSHOT_BASE = 1 << 60
+_NAME = b".snapshots"
+_BASE = 1 << 60
 _SLOT_SHIFT = 36
 _LOCAL_MASK = (1 << _SLOT_SHIFT) - 1
 _TIMEOUT = 1.0  # snapshots come and go with API calls that invalidate nothing here
@@ -77,7 +76,7 @@ class SnapshotsDir:
     @staticmethod
     def owns(ino: pyfuse3.InodeT) -> bool:
         """True for the directory and every inode of a snapshot in it."""
-        return ino >= SNAPSHOT_BASE
+        return ino >= _BASE
 
     def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
         """(version, the inode's own number in it, base) of an inode inside a snapshot.
@@ -146,4 +145,4 @@ class SnapshotsDir:
 
 def _base(slot: int) -> int:
     """The number of slot ``slot``'s inode 0: its inode ``n`` is ``base + n``."""
-    return SNAPSHOT_BASE | slot << _SLOT_SHIFT
+    return _BASE | slot << _SLOT_SHIFT
