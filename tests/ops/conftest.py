@@ -91,7 +91,7 @@ class Kernel:
 
     def held(self) -> set[int]:
         """The live tree's inodes the kernel holds (snapshots' are never held)."""
-        return {ino for ino, n in self.counts.items() if n > 0 and not SnapshotsDir.owns(ino)}
+        return {ino for ino, n in self.counts.items() if n > 0 and ino < SnapshotsDir.FIRST_INO}
 
     def readdir_reply(
         self, token: object, name: bytes, attributes: pyfuse3.EntryAttributes, next_id: int

@@ -31,7 +31,7 @@ import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
-from ..tree import NAME_MAX, ROOT_INO, Directory, Node, Tree, TreeView
+from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
 from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
 from ._lookups import LookupCounts
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
@@ -127,29 +127,26 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     def _writable(self, *inodes: InodeT) -> Tree:
         """The live tree, if it may be written here (snapshots never may)."""
-        if self._tree is None or any(SnapshotsDir.owns(ino) for ino in inodes):
+        if self._tree is None or any(ino >= SnapshotsDir.FIRST_INO for ino in inodes):
             raise FUSEError(errno.EROFS)
         return self._tree
 
     def _resolve(self, ino: InodeT) -> tuple[TreeView, InodeT, int]:
         """(view, the inode's number in it, base): ``base + n`` is the mount's
         number for the view's inode ``n``."""
-        if SnapshotsDir.owns(ino):
+        if ino >= SnapshotsDir.FIRST_INO:
             return self._snapshots.resolve(ino)
         return self._view, ino, 0
-
-    def _node(self, ino: InodeT) -> Node:
-        view, local, _ = self._resolve(ino)
-        return view.node(local)
 
     def _attributes(self, ino: InodeT) -> pyfuse3.EntryAttributes:
         if ino == SnapshotsDir.INO:
             return self._snapshots.attributes(self._view.node(ROOT_INO), self._cache)
-        return entry_attributes(ino, self._node(ino), self._cache)
+        view, local, _ = self._resolve(ino)
+        return entry_attributes(ino, view.node(local), self._cache)
 
     def _hold(self, ino: InodeT) -> None:
         """The kernel was given an entry for ``ino``: one more reference."""
-        if self._lookups is not None and not SnapshotsDir.owns(ino):
+        if self._lookups is not None and ino < SnapshotsDir.FIRST_INO:
             self._lookups.add(ino)
 
     def _reply(self, ino: InodeT) -> pyfuse3.EntryAttributes:
@@ -198,7 +195,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         try:
             with self._locked():
                 for ino, count in inode_list:
-                    if not SnapshotsDir.owns(ino):
+                    if ino < SnapshotsDir.FIRST_INO:  # snapshots hold nothing
                         self._lookups.forget(ino, count)
         except Exception:  # forget must never raise
             log.exception("forget failed")
@@ -344,7 +341,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     # -- files -----------------------------------------------------------------
 
     def _open(self, ino: InodeT, flags: int) -> pyfuse3.FileInfo:
-        node = self._node(ino)
+        view, local, _ = self._resolve(ino)
+        node = view.node(local)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:

@@ -62,6 +62,11 @@ class SnapshotsDir:
         lister: Lists the snapshots to show; None hides the directory.
     """
 
+    # -- which inode is whose ----------------------------------------------------
+
+    FIRST_INO: Final[pyfuse3.InodeT] = _BASE
+    """Inode numbers from here up are this directory's (itself and every inode
+    of its snapshots: read-only, never held); below are the live tree's."""
     INO: Final[pyfuse3.InodeT] = 1 << 62
     """The directory's own inode number."""
 
@@ -70,13 +75,6 @@ class SnapshotsDir:
         self._lock = threading.Lock()
         self._slots: dict[str, int] = {}  # snapshot id -> slot (stable for the mount)
         self._versions: dict[int, Version] = {}
-
-    # -- which inode is whose ----------------------------------------------------
-
-    @staticmethod
-    def owns(ino: pyfuse3.InodeT) -> bool:
-        """True for the directory and every inode of a snapshot in it."""
-        return ino >= _BASE
 
     def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
         """(version, the inode's own number in it, base) of an inode inside a snapshot.
