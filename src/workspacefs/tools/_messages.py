@@ -37,7 +37,7 @@ def cause(exc: BaseException) -> str:
     if isinstance(exc, SnapshotNotFoundError):
         return "no such snapshot"
     if isinstance(exc, OSError):
-        if exc.errno == errno.EACCES:
+        if exc.errno == errno.EACCES and any(w in detail for w in ("outside", "escape", "link")):
             return f"it is outside the workspace ({detail})"
         if exc.errno in (errno.EFBIG, errno.ENAMETOOLONG):
             return f"over a limit: {detail}"

@@ -44,7 +44,8 @@ def snapshot(params: SnapshotParams, *, context: ToolContext) -> ToolResult[File
     try:
         record = snaps.snapshot(params.tag)
     except (OSError, ValueError) as exc:
-        return ToolResult.fail(f"Cannot take a snapshot tagged `{params.tag}`: {cause(exc)}.")
+        why = exc.strerror if isinstance(exc, FileExistsError) else cause(exc)
+        return ToolResult.fail(f"Cannot take a snapshot tagged `{params.tag}`: {why}.")
     name = json.dumps(record.tag or str(record.snapshot_id)[:8])
     return ToolResult.ok(
         f"Took {describe(record)}: {count(record.file_count, 'file')}, "
