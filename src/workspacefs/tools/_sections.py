@@ -107,7 +107,8 @@ class HostWorkspace(_Workspace):
     """
 
     def __init__(self, filesystem: SnapshotableFilesystem) -> None:
-        if not os.path.isdir(filesystem.root):
+        # Virtual filesystems report the root "/"; a host workspace is never the whole host.
+        if filesystem.root == "/" or not os.path.isdir(filesystem.root):
             raise NotADirectoryFsError("workspace root is not a host directory", filesystem.root)
         super().__init__(filesystem)
 

@@ -79,12 +79,14 @@ class Tool(Generic[P, T]):
         """The validated parameters, or a message naming every bad field."""
         if isinstance(arguments, self.params):
             return arguments
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return f"{self.name}: arguments must be a JSON object of named parameters."
         try:
-            return self.params.model_validate(dict(arguments or {}))
+            return self.params.model_validate(dict(arguments))
         except ValidationError as exc:
             return invalid_arguments(self.name, exc)
-        except TypeError:
-            return f"{self.name}: arguments must be a JSON object of named parameters."
 
     def invoke(
         self, arguments: Mapping[str, Any] | P | None, *, context: ToolContext
