@@ -67,7 +67,9 @@ MakeWorkspace = Callable[..., Workspace]
 
 
 @pytest.fixture(scope="module")
-def fuse_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InMemoryFilesystem, Path]]:
+def fuse_root(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[InMemoryFilesystem, Path]]:
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
@@ -115,9 +117,8 @@ def make(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
                 data = content.encode() if isinstance(content, str) else content
                 api.write_bytes(f"{name}/{path}", data)
             root = mounted / name
-        host = HostFilesystem(
-            root, read_only=read_only, snapshot_strategy="git", git_dir=tmp_path / f"git{next(_fresh)}"
-        )
+        git_dir = tmp_path / f"git{next(_fresh)}"
+        host = HostFilesystem(root, read_only=read_only, snapshot_strategy="git", git_dir=git_dir)
         made.append(host)
         return Workspace(host)
 

@@ -60,7 +60,8 @@ def test_edit_not_found_points_at_a_whitespace_match(make: MakeWorkspace) -> Non
     assert "differs only in whitespace is at line 4-5" in message
     assert 'read_file(path="m.py", offset=1' in message
     plain = ws.fail("edit_file", path="m.py", old_string="nowhere", new_string="x")
-    assert "not found" in plain and "read_file" in plain
+    assert "not found" in plain
+    assert "read_file" in plain
     assert ws.text("m.py") == SOURCE
 
 

@@ -57,7 +57,7 @@ def test_read_file_window(make: MakeWorkspace) -> None:
     message = ws.ok("read_file", path="big.txt", offset=10, limit=3)
     assert message.splitlines()[:3] == ["    10\tline 10", "    11\tline 11", "    12\tline 12"]
     assert "2,488 more lines" in message
-    assert 'offset=13, limit=3' in message
+    assert "offset=13, limit=3" in message
 
 
 def test_read_file_refuses_binary_with_size(make: MakeWorkspace) -> None:
@@ -77,13 +77,12 @@ def test_read_file_refuses_binary_with_size(make: MakeWorkspace) -> None:
         ("README.md/x", "not a directory"),
     ],
 )
-def test_read_file_failures_name_path_and_cause(
-    make: MakeWorkspace, path: str, cause: str
-) -> None:
+def test_read_file_failures_name_path_and_cause(make: MakeWorkspace, path: str, cause: str) -> None:
     message = make(FILES).fail("read_file", path=path)
     assert message.startswith(f"Cannot read `{path}`: ")
     assert cause in message
-    assert message.count(".") >= 1 and "\n" not in message
+    assert message.count(".") >= 1
+    assert "\n" not in message
 
 
 def test_read_file_past_the_end_and_empty(make: MakeWorkspace) -> None:
@@ -175,8 +174,15 @@ def test_ls_failures(make: MakeWorkspace) -> None:
 
 def test_glob(make: MakeWorkspace) -> None:
     ws = make(FILES)
-    assert ws.ok("glob", pattern="**/*.py") == "2 paths match `**/*.py` under `.`:\nsrc/app.py\nsrc/util.py"
-    assert ws.ok("glob", pattern="*", path="docs") == "1 path match `*` under `docs`:\ndocs/guide.md"
+    assert ws.ok("glob", pattern="**/*.py").splitlines() == [
+        "2 paths match `**/*.py` under `.`:",
+        "src/app.py",
+        "src/util.py",
+    ]
+    assert ws.ok("glob", pattern="*", path="docs").splitlines() == [
+        "1 path match `*` under `docs`:",
+        "docs/guide.md",
+    ]
     assert "src/" in ws.ok("glob", pattern="*/").splitlines()
     none = ws.ok("glob", pattern="**/*.rs")
     assert none.startswith("No paths match `**/*.rs` under `.`.")
@@ -236,7 +242,8 @@ def test_grep_caps_with_counts_and_a_hint(make: MakeWorkspace) -> None:
     assert lines[1] == "big.txt:100: line 100"
     assert len(lines) == 7
     assert "[... 95 more matching lines not shown" in lines[-1]
-    assert "glob=" in lines[-1] and "path=" in lines[-1]
+    assert "glob=" in lines[-1]
+    assert "path=" in lines[-1]
     capped = ws.ok("grep", pattern="line", path="big.txt", max_results=10)
     assert capped.startswith("at least 1,000 matching lines")
     assert "at least 990 more" in capped

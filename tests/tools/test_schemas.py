@@ -68,7 +68,8 @@ def test_schema_accepts_what_the_model_accepts() -> None:
 BAD_INPUTS = [
     ("read_file", {}, "`path`: Field required"),
     ("read_file", {"path": 3}, "`path`: Input should be a valid string (got 3)"),
-    ("read_file", {"path": "a", "offset": 0}, "`offset`: Input should be greater than or equal to 1"),
+    ("read_file", {"path": "a", "offset": 0},
+     "`offset`: Input should be greater than or equal to 1"),
     ("read_file", {"path": "a", "limit": "many"}, "`limit`: Input should be a valid integer"),
     ("read_file", {"file_path": "a"}, "`file_path`: Extra inputs are not permitted"),
     ("write_file", {"path": "a"}, "`content`: Field required"),
@@ -105,7 +106,7 @@ def test_bad_inputs_fail_naming_the_field(
 def test_arguments_that_are_not_an_object() -> None:
     fs = InMemoryFilesystem()
     tool = filesystem_tools()["ls"]
-    result = tool.invoke(["."], context=ToolContext(filesystem=fs))  # type: ignore[arg-type]
+    result = tool.invoke(["."], context=ToolContext(filesystem=fs))
     assert not result.success
     assert "JSON object" in result.message
 

@@ -10,11 +10,11 @@ import pytest
 from workspacefs import HostFilesystem, HostMount, InMemoryFilesystem, JsonSession
 from workspacefs.tools import (
     HostWorkspace,
+    Tool,
     ToolAnnotations,
     ToolContext,
     ToolParams,
     ToolResult,
-    Tool,
     VfsWorkspace,
     WorkspaceSection,
     WorkspaceSnapshots,
@@ -117,7 +117,7 @@ def test_find_filesystem_is_depth_first() -> None:
 
 
 class FailingRestore(InMemoryFilesystem):
-    def restore(self, snapshot: object) -> None:  # type: ignore[override]
+    def restore(self, snapshot: object) -> None:
         raise PermissionError(13, "denied", "/")
 
 

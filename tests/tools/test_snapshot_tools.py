@@ -35,7 +35,8 @@ def test_snapshot_restore_by_tag_and_id(make: MakeWorkspace) -> None:
     ws.ok("write_file", path="a.txt", content="again\n")
     assert "Undid" in ws.ok("restore", id_or_tag=short)
     assert ws.text("a.txt") == "alpha\n"
-    assert ws.ok("restore", id_or_tag=str(record.snapshot_id)).endswith("nothing had changed since.")
+    again = ws.ok("restore", id_or_tag=str(record.snapshot_id))
+    assert again.endswith("nothing had changed since.")
 
 
 def test_snapshot_and_restore_failures(make: MakeWorkspace) -> None:
@@ -79,7 +80,8 @@ def test_diff_between_two_snapshots_not_just_since_start(make: MakeWorkspace) ->
     assert "to the live workspace: 1 file: 1 modified." in live
     assert "keep.txt" in live
     if isinstance(ws.fs, InMemoryFilesystem):
-        assert "\n".join(["--- a/a.txt", "+++ b/a.txt", "@@ -1 +1,2 @@", " alpha", "+beta"]) in first
+        patch = ["--- a/a.txt", "+++ b/a.txt", "@@ -1 +1,2 @@", " alpha", "+beta"]
+        assert "\n".join(patch) in first
         assert "-same\n+live" in live
     else:
         assert "no line diff" in first

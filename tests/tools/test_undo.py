@@ -109,9 +109,11 @@ def test_undo_skips_calls_that_changed_nothing() -> None:
     toolset.call("read_file", {"path": "b.txt"})
     toolset.call("rm", {"path": "missing"})
     undone = toolset.undo()
-    assert undone is not None and undone.call_id == "call-2"
+    assert undone is not None
+    assert undone.call_id == "call-2"
     assert [c.call_id for c in toolset.history] == ["call-1"]
-    assert not fs.exists("b.txt") and fs.exists("a.txt")
+    assert not fs.exists("b.txt")
+    assert fs.exists("a.txt")
     assert toolset.undo() is not None
     assert not fs.exists("a.txt")
     assert toolset.undo() is None

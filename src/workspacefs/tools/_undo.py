@@ -118,13 +118,21 @@ class UndoableToolset:
                 raise AlreadyExistsError("call id already in the undo history", call_id)
             tool = self._tools.get(name)
             before = self._checkpoint(name, call_id) if tool and tool.mutating else None
-            result = self._tools.call(name, arguments, context=context)
-            self._history.append(ToolCall(call_id, name, dict(arguments or {}), result, before))
-            if self._max is not None and len(self._history) > self._max:
-                forgotten = self._history[: -self._max]
-                del self._history[: -self._max]
-                self._forget(forgotten)
+            try:
+                result = self._tools.call(name, arguments, context=context)
+            except BaseException as exc:  # a buggy handler may have changed things
+                failed: ToolResult[Any] = ToolResult.fail(f"{name} raised {exc!r}")
+                self._record(ToolCall(call_id, name, dict(arguments or {}), failed, before))
+                raise
+            self._record(ToolCall(call_id, name, dict(arguments or {}), result, before))
             return result
+
+    def _record(self, call: ToolCall) -> None:
+        self._history.append(call)
+        if self._max is not None and len(self._history) > self._max:
+            forgotten = self._history[: -self._max]
+            del self._history[: -self._max]
+            self._forget(forgotten)
 
     def _checkpoint(self, tool: str, call_id: str) -> FilesystemSnapshot:
         if self._last is not None and not self._fs.diff(self._last).changed:
