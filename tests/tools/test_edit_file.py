@@ -104,3 +104,47 @@ def test_edit_on_read_only_workspace(make: MakeWorkspace) -> None:
     message = ws.fail("edit_file", path="m.py", old_string="def f", new_string="def h")
     assert message == "Cannot edit `m.py`: the workspace is read-only."
     assert ws.text("m.py") == SOURCE
+
+
+TEN = "".join(f"l{i}\n" for i in range(1, 11))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "first", "last"),
+    [
+        ("l1\n", "L1\n", 1, 4),  # first line; a replacement ending in a newline
+        ("l2", "L2\nL2b", 1, 6),  # grows by a line
+        ("l5\nl6\n", "", 2, 8),  # lines deleted: context closes up
+        ("l10\n", "end", 7, 10),  # last line, no newline after the replacement
+        ("l9\nl10\n", "x\ny\nz\n", 6, 11),
+    ],
+)
+def test_edit_snippet_bounds(old: str, new: str, first: int, last: int) -> None:
+    from workspacefs import InMemoryFilesystem
+    from workspacefs.tools import ToolContext, filesystem_tools
+
+    fs = InMemoryFilesystem()
+    fs.write("t.txt", TEN)
+    result = filesystem_tools(fs).call(
+        "edit_file", {"path": "t.txt", "old_string": old, "new_string": new},
+        context=ToolContext(filesystem=fs),
+    )  # fmt: skip
+    assert result.success, result.message
+    updated = TEN.replace(old, new, 1).split("\n")
+    expected = [f"{n:>6}\t{updated[n - 1]}" for n in range(first, last + 1)]
+    assert result.message.splitlines()[0].endswith(f"Lines {first}-{last} now read:")
+    assert result.message.splitlines()[1:] == expected
+
+
+def test_edit_that_empties_the_file() -> None:
+    from workspacefs import InMemoryFilesystem
+    from workspacefs.tools import ToolContext, filesystem_tools
+
+    fs = InMemoryFilesystem()
+    fs.write("t.txt", "only\n")
+    message = filesystem_tools(fs).call(
+        "edit_file", {"path": "t.txt", "old_string": "only\n", "new_string": ""},
+        context=ToolContext(filesystem=fs),
+    ).message  # fmt: skip
+    assert message == "Edited `t.txt`: replaced 1 occurrence at line 1. The file is now empty."
+    assert fs.read_bytes("t.txt").content == b""

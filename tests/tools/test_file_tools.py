@@ -107,7 +107,7 @@ def test_write_file_modes(make: MakeWorkspace) -> None:
     assert isinstance(result.value, WriteResult)
     assert ws.text("new/dir/file.txt") == "a\nb\n"
     assert ws.ok("write_file", path="new/dir/file.txt", content="c") == (
-        "Overwrote `new/dir/file.txt` (1 line, 1 byte)."
+        "Wrote `new/dir/file.txt` (1 line, 1 byte)."
     )
     assert ws.ok("write_file", path="new/dir/file.txt", content="\nd\n", mode="append") == (
         "Appended 2 lines, 3 bytes to `new/dir/file.txt`."

@@ -101,7 +101,7 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
     texts = [text for _, text in seen["steps"]]
     assert "file            12  main.py" in texts[0]
     assert texts[1] == "     1\tprint('hi')"
-    assert texts[2] == "Created `notes/todo.md` (1 line, 7 bytes)."
+    assert texts[2] == "Wrote `notes/todo.md` (1 line, 7 bytes)."
     assert "(tag `before-edit`)" in texts[3]
     assert "     1\tprint('hello')" in texts[4]
     assert texts[5].endswith("notes/todo.md")

@@ -141,7 +141,7 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
             f"Cannot edit {quote(path)}: it is a binary file ({count(len(data.content), 'byte')});"
             " edit_file changes text only."
         )
-    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+    if "\r" in text and text.count("\r\n") == text.count("\n"):
         old, new = _crlf(old), _crlf(new)
     positions = list(_positions(text, old))
     if not positions:
@@ -163,13 +163,27 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
     shift = len(new) - len(old)
     starts = _line_numbers(updated, [p + i * shift for i, p in enumerate(positions)])
     edit = Edit(data.path, len(positions), tuple(starts))
-    return ToolResult.ok(_edited(data.path, updated, edit, new), edit)
+    return ToolResult.ok(_edited(data.path, updated, edit, positions[0], new), edit)
 
 
-def _edited(path: str, updated: str, edit: Edit, new: str) -> str:
-    lines = text_lines(updated)
-    first = max(1, edit.lines[0] - SNIPPET_CONTEXT)
-    last = min(len(lines), edit.lines[0] + new.count("\n") + SNIPPET_CONTEXT)
+def _edited(path: str, updated: str, edit: Edit, start: int, new: str) -> str:
+    """The head line and the numbered lines around the first replacement, cut out of
+    ``updated`` without splitting the whole file."""
+    begin = start
+    for _ in range(SNIPPET_CONTEXT + 1):
+        begin = updated.rfind("\n", 0, begin)
+        if begin == -1:
+            break
+    end = start + len(new)
+    for _ in range(SNIPPET_CONTEXT + (0 if new.endswith("\n") else 1)):
+        found = updated.find("\n", end)
+        if found == -1:
+            end = len(updated)
+            break
+        end = found + 1
+    lines = text_lines(updated[begin + 1 : end])
+    first = edit.lines[0] - updated.count("\n", begin + 1, start)
+    last = first + len(lines) - 1
     where = ", ".join(map(str, edit.lines))
     head = (
         f"Edited {quote(path)}: replaced 1 occurrence at line {where}."
@@ -179,7 +193,7 @@ def _edited(path: str, updated: str, edit: Edit, new: str) -> str:
     )
     if last < first:  # the edit emptied the file
         return f"{head} The file is now empty."
-    return f"{head} Lines {first}-{last} now read:\n{numbered(lines[first - 1 : last], first)}"
+    return f"{head} Lines {first}-{last} now read:\n{numbered(lines, first)}"
 
 
 EDIT_FILE = Tool(

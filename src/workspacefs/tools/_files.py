@@ -91,7 +91,6 @@ def write_file(params: WriteFileParams, *, context: ToolContext) -> ToolResult[W
     """Create, overwrite or append to a text file."""
     fs, path, mode = context.filesystem, params.path, params.mode
     try:
-        existed = mode == "overwrite" and fs.exists(path)
         result = fs.write(path, params.content, mode=mode)
     except FileExistsError:
         return ToolResult.fail(
@@ -106,10 +105,10 @@ def write_file(params: WriteFileParams, *, context: ToolContext) -> ToolResult[W
     size = f"{count(_lines(params.content), 'line')}, {count(result.bytes_written, 'byte')}"
     if mode == "append":
         message = f"Appended {size} to {quote(result.path)}."
-    elif existed:
-        message = f"Overwrote {quote(result.path)} ({size})."
-    else:
+    elif mode == "create":
         message = f"Created {quote(result.path)} ({size})."
+    else:
+        message = f"Wrote {quote(result.path)} ({size})."
     return ToolResult.ok(message, result)
 
 
