@@ -85,9 +85,10 @@ def test_diff_between_two_snapshots_not_just_since_start(make: MakeWorkspace) ->
         assert "-same\n+live" in live
     else:
         assert "no line diff" in first
-    scoped = ws.ok("diff", **{"from": "s1", "path": "b.txt"})
+    scoped = ws.ok("diff", **{"from": "s1", "path": "./b.txt"})
     assert "under `b.txt`: 1 file: 1 added." in scoped
     assert "a.txt" not in scoped
+    assert "outside the workspace" in ws.fail("diff", **{"from": "s1", "path": "../x"})
 
 
 def test_diff_patch_is_capped() -> None:

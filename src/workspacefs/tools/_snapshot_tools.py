@@ -6,7 +6,13 @@ import json
 
 from pydantic import ConfigDict, Field
 
-from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem
+from ..fs import (
+    DEFAULT_LIMITS,
+    FilesystemDiff,
+    FilesystemSnapshot,
+    SnapshotableFilesystem,
+    normalize_path,
+)
 from ._context import ToolContext
 from ._messages import cause, count
 from ._patch import unified_diff
@@ -119,6 +125,11 @@ def diff(params: DiffParams, *, context: ToolContext) -> ToolResult[FilesystemDi
     snaps = _snapshots(context)
     if isinstance(snaps, str):
         return ToolResult.fail(snaps)
+    fs = context.filesystem
+    try:
+        prefix = normalize_path(params.path, fs.mount_point, getattr(fs, "limits", DEFAULT_LIMITS))
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(f"Cannot diff under `{params.path}`: {cause(exc)}.")
     try:
         base = snaps.find(params.from_)
         target = None if params.to is None else snaps.find(params.to)
@@ -127,7 +138,6 @@ def diff(params: DiffParams, *, context: ToolContext) -> ToolResult[FilesystemDi
         names = params.from_ if params.to is None else f"{params.from_}` or `{params.to}"
         return ToolResult.fail(f"Cannot diff snapshot `{names}`: {cause(exc)}.")
     to = "the live workspace" if target is None else describe(target)
-    prefix = params.path.strip("/") if params.path not in (".", "./") else ""
 
     def under(paths: tuple[str, ...]) -> list[str]:
         return [p for p in paths if not prefix or p == prefix or p.startswith(prefix + "/")]
