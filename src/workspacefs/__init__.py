@@ -53,6 +53,7 @@ from .fs import Limits as Limits
 from .fs import ReadBytesResult as ReadBytesResult
 from .fs import ReadResult as ReadResult
 from .fs import SnapshotableFilesystem as SnapshotableFilesystem
+from .fs import SnapshotRef as SnapshotRef
 from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from .fs import SnapshotStore as SnapshotStore
 from .fs import WriteMode as WriteMode

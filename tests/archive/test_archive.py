@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -10,7 +12,7 @@ import sys
 import textwrap
 import warnings
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +21,14 @@ from workspacefs import (
     ArchiveSnapshots,
     InMemoryFilesystem,
     JsonSession,
+    ReadOnlyError,
     SessionCheckpoints,
     SnapshotNotFoundError,
     dump_session,
     load_session,
 )
 from workspacefs import git as wgit
+from workspacefs.archive import ArchiveError, Entry, export_archive, import_archive, write_archive
 from workspacefs.fs import TreeFilesystem
 from workspacefs.tree import ROOT_INO, Directory, File, Symlink
 
@@ -60,15 +64,15 @@ def sample() -> InMemoryFilesystem:
 
 def test_round_trip_is_exact(tmp_path: Path) -> None:
     fs = sample()
-    assert fs.export_archive(tmp_path / "ws.zip") == 5
+    assert export_archive(fs, tmp_path / "ws.zip") == 5
     other = InMemoryFilesystem()
     other.write("stale.txt", "removed by the import")
-    assert other.import_archive(tmp_path / "ws.zip") == 5
+    assert import_archive(other, tmp_path / "ws.zip") == 5
     assert picture(other) == picture(fs)
 
 
 def test_unzip_restores_modes_and_symlinks(tmp_path: Path) -> None:
-    sample().export_archive(tmp_path / "ws.zip")
+    export_archive(sample(), tmp_path / "ws.zip")
     subprocess.run(
         ["unzip", "-q", str(tmp_path / "ws.zip"), "-d", str(tmp_path / "out")], check=True
     )
@@ -85,9 +89,9 @@ def test_snapshot_view_exports_the_snapshot(tmp_path: Path) -> None:
     fs = sample()
     snapshot = fs.snapshot()
     fs.write("README.md", "changed later")
-    fs.at(snapshot).export_archive(tmp_path / "snap.zip")
+    export_archive(fs.at(snapshot), tmp_path / "snap.zip")
     restored = InMemoryFilesystem()
-    restored.import_archive(tmp_path / "snap.zip")
+    import_archive(restored, tmp_path / "snap.zip")
     assert restored.read("README.md").content == "# hello\n"
 
 
@@ -95,16 +99,45 @@ def test_cross_backend_git_loaded_workspace(tmp_path: Path) -> None:
     fs = sample()
     wgit.persist(fs, fs.snapshot(), tmp_path / "repo.git")
     lazy = wgit.load(tmp_path / "repo.git", "1", workspace=fs.workspace_id)
-    lazy.export_archive(tmp_path / "from-git.zip")
+    export_archive(lazy, tmp_path / "from-git.zip")
     fresh = InMemoryFilesystem()
-    fresh.import_archive(tmp_path / "from-git.zip")
+    import_archive(fresh, tmp_path / "from-git.zip")
     assert picture(fresh) == picture(fs)
 
 
 def test_read_only_workspace_refuses_import(tmp_path: Path) -> None:
-    sample().export_archive(tmp_path / "ws.zip")
+    export_archive(sample(), tmp_path / "ws.zip")
     with pytest.raises(PermissionError):
-        InMemoryFilesystem(read_only=True).import_archive(tmp_path / "ws.zip")
+        import_archive(InMemoryFilesystem(read_only=True), tmp_path / "ws.zip")
+
+
+def test_snapshot_view_refuses_import(tmp_path: Path) -> None:
+    fs = sample()
+    export_archive(fs, tmp_path / "ws.zip")
+    with pytest.raises(ReadOnlyError):
+        import_archive(fs.at(fs.snapshot()), tmp_path / "ws.zip")
+
+
+def test_backend_without_archive_support_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no archive support"):
+        export_archive(object(), tmp_path / "ws.zip")  # type: ignore[arg-type]
+    assert not (tmp_path / "ws.zip").exists()
+
+
+class LinkWithoutTarget:
+    """A backend adapter with a bug: a symlink entry that names no target."""
+
+    def entries(self) -> Iterator[Entry]:
+        yield Entry("link", stat.S_IFLNK | 0o777, 0)
+
+    def open(self, path: str) -> contextlib.AbstractContextManager[io.BytesIO]:
+        return contextlib.nullcontext(io.BytesIO())
+
+
+def test_symlink_entry_without_target_is_refused_on_export(tmp_path: Path) -> None:
+    with pytest.raises(ArchiveError, match="without a target"):
+        write_archive(LinkWithoutTarget(), tmp_path / "ws.zip")
+    assert list(tmp_path.iterdir()) == []
 
 
 def make_archive(
@@ -203,7 +236,7 @@ def test_hostile_archive_refused_and_nothing_changes(case: str, tmp_path: Path) 
     fs = sample()
     before = picture(fs)
     with pytest.raises((ValueError, PermissionError)):
-        fs.import_archive(archive)
+        import_archive(fs, archive)
     assert picture(fs) == before
     assert not (tmp_path / "evil.txt").exists()
 
@@ -271,6 +304,7 @@ def test_one_gigabyte_round_trip_keeps_memory_bounded(tmp_path: Path) -> None:
         f"""
         import os
         from workspacefs import InMemoryFilesystem
+        from workspacefs.archive import export_archive, import_archive
         def peak_mb():
             line = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
             return int(line.split()[1]) // 1024
@@ -282,12 +316,12 @@ def test_one_gigabyte_round_trip_keeps_memory_bounded(tmp_path: Path) -> None:
         for i in range(1024):  # 1 GiB of content, sharing one buffer in memory
             fs.write_bytes(f"d{{i % 16}}/f{{i}}.bin", block)
         before = peak_mb()
-        fs.export_archive({str(tmp_path / "big.zip")!r})
+        export_archive(fs, {str(tmp_path / "big.zip")!r})
         export_growth = peak_mb() - before
         del fs
         start = rss_mb()
         other = InMemoryFilesystem()
-        other.import_archive({str(tmp_path / "big.zip")!r})
+        import_archive(other, {str(tmp_path / "big.zip")!r})
         print(export_growth, start, peak_mb(), other.tree.total_bytes)
         """
     )

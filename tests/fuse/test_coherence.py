@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from workspacefs import InMemoryFilesystem, mount
+
 from .conftest import Mounted
 
 
@@ -47,6 +49,20 @@ def test_api_creates_deletes_and_renames_visible(mounted: Mounted) -> None:
     mounted.fs.write("dir", "now a file")
     assert (root / "dir").is_file()
     assert (root / "dir").read_text() == "now a file"
+
+
+def test_read_only_mount_sees_api_writes(tmp_path: Path) -> None:
+    """A read-only mount of the live tree is still kept coherent with the API's writes."""
+    fs = InMemoryFilesystem()
+    fs.write("d/f.txt", "one")
+    with mount(fs, tmp_path, read_only=True):
+        path = tmp_path / "d" / "f.txt"
+        assert path.read_text() == "one"
+        fs.write("d/f.txt", "two!")
+        assert path.read_text() == "two!"
+        assert path.stat().st_size == 4
+        fs.delete("d/f.txt")
+        assert not path.exists()
 
 
 def test_restore_visible_through_mount(mounted: Mounted) -> None:

@@ -51,7 +51,7 @@ def test_snapshot_restore_is_exact(project: Path, tmp_path: Path) -> None:
     assert isinstance(fs, SnapshotableFilesystem)
     before = state(project)
     snapshot = fs.snapshot(tag="start")
-    assert snapshot.git_dir == str(tmp_path / "snapshots.git")
+    assert snapshot.ref.repository == str(tmp_path / "snapshots.git")
     assert snapshot.file_count == 6
     fs.write("src/app.py", "print('v2')\n")
     fs.write("new/deep/file.txt", "created later")
@@ -121,7 +121,7 @@ def test_restore_errors(project: Path, tmp_path: Path) -> None:
     from dataclasses import replace
 
     with pytest.raises(SnapshotNotFoundError):
-        fs.restore(replace(snapshot, commit_ref="0" * 40))
+        fs.restore(replace(snapshot, ref=replace(snapshot.ref, location="0" * 40)))
     with pytest.raises(PermissionError):
         HostFilesystem(project, read_only=True, git_dir=tmp_path / "g.git").restore(snapshot)
 
@@ -147,7 +147,7 @@ def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path:
                         snapshot_strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
     before = state(project)
     snapshot = fs.snapshot(tag=strategy)
-    assert snapshot.strategy == strategy
+    assert snapshot.ref.kind == strategy
     fs.write("src/app.py", "changed")
     fs.write("new.txt", "new")
     fs.delete("run.sh")
@@ -162,7 +162,7 @@ def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path:
 def test_auto_strategy_is_recorded(project: Path, tmp_path: Path) -> None:
     fs = HostFilesystem(project, snapshot_dir=tmp_path / "kept")
     snapshot = fs.snapshot()
-    assert snapshot.strategy in ("git", "copy")  # copy only where reflinks share blocks
+    assert snapshot.ref.kind in ("git", "copy")  # copy only where reflinks share blocks
     fs.cleanup()
 
 

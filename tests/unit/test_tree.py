@@ -31,7 +31,7 @@ def tree() -> Tree:
 def test_create_lookup_getattr(tree: Tree) -> None:
     ino = tree.create(ROOT_INO, "a.txt", 0o640, uid=7, gid=8)
     assert tree.lookup(ROOT_INO, "a.txt") == ino
-    attrs = tree.getattr(ino)
+    attrs = tree.node(ino)
     assert stat.S_ISREG(attrs.mode)
     assert stat.S_IMODE(attrs.mode) == 0o640
     assert (attrs.uid, attrs.gid, attrs.nlink, attrs.size) == (7, 8, 1, 0)
@@ -82,15 +82,15 @@ def test_errors(tree: Tree) -> None:
 
 
 def test_directory_nlink(tree: Tree) -> None:
-    assert tree.getattr(ROOT_INO).nlink == 2
+    assert tree.node(ROOT_INO).nlink == 2
     a = tree.mkdir(ROOT_INO, "a")
     tree.mkdir(a, "b")
-    assert tree.getattr(ROOT_INO).nlink == 3
-    assert tree.getattr(a).nlink == 3
+    assert tree.node(ROOT_INO).nlink == 3
+    assert tree.node(a).nlink == 3
     tree.rename(a, "b", ROOT_INO, "b")
-    assert (tree.getattr(ROOT_INO).nlink, tree.getattr(a).nlink) == (4, 2)
+    assert (tree.node(ROOT_INO).nlink, tree.node(a).nlink) == (4, 2)
     tree.rmdir(ROOT_INO, "b")
-    assert tree.getattr(ROOT_INO).nlink == 3
+    assert tree.node(ROOT_INO).nlink == 3
 
 
 def test_rmdir_not_empty(tree: Tree) -> None:
@@ -107,9 +107,9 @@ def test_read_write_sparse_and_truncate(tree: Tree) -> None:
     assert tree.read(ino, 0, 100) == b"\0" * 10 + b"hello"
     far = 3 * CHUNK_SIZE + 5
     tree.write(ino, far, b"X")
-    assert tree.getattr(ino).size == far + 1
+    assert tree.node(ino).size == far + 1
     assert tree.read(ino, far - 2, 10) == b"\0\0X"
-    assert tree.getattr(ino).blocks * 512 < 2 * CHUNK_SIZE  # holes hold nothing
+    assert tree.node(ino).allocated < 2 * CHUNK_SIZE  # holes hold nothing
     tree.truncate(ino, 12)
     assert tree.read(ino, 0, 100) == b"\0" * 10 + b"he"
     tree.truncate(ino, 20)
@@ -121,7 +121,7 @@ def test_huge_sparse_file_costs_nothing(tree: Tree) -> None:
     ino = tree.create(ROOT_INO, "huge")
     tree.truncate(ino, 8 << 30)
     tree.write(ino, (8 << 30) - 3, b"end")
-    assert tree.getattr(ino).size == 8 << 30
+    assert tree.node(ino).size == 8 << 30
     assert tree.read(ino, (8 << 30) - 4, 10) == b"\0end"
     assert len(tree.node(ino).chunks) == 1  # type: ignore[attr-defined]
 
@@ -141,12 +141,12 @@ def test_hard_links(tree: Tree) -> None:
     tree.write(ino, 0, b"data")
     d = tree.mkdir(ROOT_INO, "d")
     tree.link(ino, d, "b")
-    assert tree.getattr(ino).nlink == 2
+    assert tree.node(ino).nlink == 2
     assert sorted(tree.paths(ino)) == ["a", "d/b"]
     assert (tree.file_count, tree.total_bytes) == (2, 8)
     tree.unlink(ROOT_INO, "a")
     assert tree.read(tree.lookup(d, "b"), 0, 10) == b"data"
-    assert tree.getattr(ino).nlink == 1
+    assert tree.node(ino).nlink == 1
     with pytest.raises(PermissionError):
         tree.link(d, ROOT_INO, "dirlink")
 
@@ -154,8 +154,8 @@ def test_hard_links(tree: Tree) -> None:
 def test_symlink(tree: Tree) -> None:
     ino = tree.symlink(ROOT_INO, "l", "some/target")
     assert tree.readlink(ino) == "some/target"
-    assert stat.S_ISLNK(tree.getattr(ino).mode)
-    assert tree.getattr(ino).size == len("some/target")
+    assert stat.S_ISLNK(tree.node(ino).mode)
+    assert tree.node(ino).size == len("some/target")
     with pytest.raises(OSError) as excinfo:
         tree.symlink(ROOT_INO, "long", "x" * 4096)
     assert errno_of(excinfo) == errno.ENAMETOOLONG
@@ -163,7 +163,7 @@ def test_symlink(tree: Tree) -> None:
 
 def test_mknod_fifo(tree: Tree) -> None:
     ino = tree.mknod(ROOT_INO, "pipe", stat.S_IFIFO | 0o600)
-    assert stat.S_ISFIFO(tree.getattr(ino).mode)
+    assert stat.S_ISFIFO(tree.node(ino).mode)
     with pytest.raises(OSError) as excinfo:
         tree.read(ino, 0, 1)
     assert errno_of(excinfo) == errno.EINVAL
@@ -188,7 +188,7 @@ def test_rename_exchange(tree: Tree) -> None:
     assert tree.lookup(ROOT_INO, "f") == sub
     assert tree.lookup(d, "sub") == f
     assert tree.paths(sub) == ["f"]
-    assert (tree.getattr(ROOT_INO).nlink, tree.getattr(d).nlink) == (4, 2)
+    assert (tree.node(ROOT_INO).nlink, tree.node(d).nlink) == (4, 2)
     with pytest.raises(FileNotFoundError):
         tree.rename(ROOT_INO, "f", ROOT_INO, "missing", RENAME_EXCHANGE)
 
@@ -223,11 +223,11 @@ def test_rename_onto_own_hard_link_is_a_no_op(tree: Tree) -> None:
 def test_setattr(tree: Tree) -> None:
     ino = tree.create(ROOT_INO, "f")
     tree.setattr(ino, mode=0o4755, uid=5, gid=6, atime_ns=1, mtime_ns=2)
-    attrs = tree.getattr(ino)
+    attrs = tree.node(ino)
     assert attrs.mode == stat.S_IFREG | 0o4755
     assert (attrs.uid, attrs.gid, attrs.atime_ns, attrs.mtime_ns) == (5, 6, 1, 2)
     tree.setattr(ino, size=100)
-    assert tree.getattr(ino).size == 100
+    assert tree.node(ino).size == 100
 
 
 def test_xattrs(tree: Tree) -> None:
@@ -249,7 +249,7 @@ def test_xattrs(tree: Tree) -> None:
 def test_orphan_lives_until_forgotten(tree: Tree) -> None:
     ino = tree.create(ROOT_INO, "open-file")
     tree.write(ino, 0, b"still here")
-    tree.pin(ino)
+    tree.hold(ino)
     tree.unlink(ROOT_INO, "open-file")
     assert ino in tree.orphans
     assert tree.read(ino, 0, 100) == b"still here"
@@ -258,7 +258,7 @@ def test_orphan_lives_until_forgotten(tree: Tree) -> None:
     assert version.get(ino) is None  # snapshots never contain orphans
     assert version.resolve_path("open-file") is None
     assert tree.read(ino, 0, 100) == b"STILL here"
-    tree.forget(ino, 1)
+    tree.release(ino)
     assert tree.get(ino) is None
     assert not tree.orphans
 
@@ -289,7 +289,7 @@ def test_snapshot_is_frozen(tree: Tree) -> None:
     tree.create(ROOT_INO, "g")
     tree.rename(ROOT_INO, "f", ROOT_INO, "h")
     assert version.read(ino, 0, 10) == b"v1"
-    assert stat.S_IMODE(version.getattr(ino).mode) == 0o644
+    assert stat.S_IMODE(version.node(ino).mode) == 0o644
     assert sorted(name for name, _ in version.readdir(ROOT_INO)) == ["f"]
     assert tree.read(ino, 0, 10) == b"v2"
 

@@ -1,8 +1,13 @@
-"""Workspace archives (ZIP), named archive snapshots, and session checkpoints."""
+"""Workspace archives (ZIP), named archive snapshots, and session checkpoints.
+
+``export_archive``/``import_archive`` work on every backend; ``write_archive``/
+``read_archive`` are the format itself, for backends writing their own adapters.
+"""
 
 from ._backends import Archivable as Archivable
-from ._backends import export_tree as export_tree
-from ._backends import import_tree as import_tree
+from ._backends import ArchiveBackend as ArchiveBackend
+from ._backends import export_archive as export_archive
+from ._backends import import_archive as import_archive
 from ._format import DEFAULT_ARCHIVE_LIMITS as DEFAULT_ARCHIVE_LIMITS
 from ._format import ArchiveError as ArchiveError
 from ._format import ArchiveLimits as ArchiveLimits
@@ -10,8 +15,10 @@ from ._format import ArchiveSource as ArchiveSource
 from ._format import ArchiveTarget as ArchiveTarget
 from ._format import Entry as Entry
 from ._format import Reader as Reader
-from ._format import export_archive as export_archive
-from ._format import import_archive as import_archive
+from ._format import file_content as file_content
+from ._format import read_archive as read_archive
+from ._format import symlink_target as symlink_target
+from ._format import write_archive as write_archive
 from ._session import FilesystemSnapshotRef as FilesystemSnapshotRef
 from ._session import JsonSession as JsonSession
 from ._session import Session as Session

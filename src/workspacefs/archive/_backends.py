@@ -1,37 +1,76 @@
-"""Archive export and import for each backend."""
+"""The archive verbs, for every backend.
+
+An in-memory workspace and its snapshot views go through the tree adapter
+here. Every other backend brings its own ``export_archive``/``import_archive``
+methods (the ``Archivable`` protocol): a host directory, whose package sits
+above this one, or a remote workspace, which forwards the call.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
-from .._errors import ReadOnlyError
+from .._errors import InvalidArgumentError, ReadOnlyError
 from ..fs import InMemoryFilesystem, TreeFilesystem
-from ._format import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, export_archive, import_archive
+from ._format import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, read_archive, write_archive
 from ._memory import TreeArchiveSource, TreeArchiveTarget
 
 
 @runtime_checkable
 class Archivable(Protocol):
-    """A backend that exports and imports workspace archives."""
+    """A backend that exports and imports workspace archives itself."""
 
-    def export_archive(self, path: str | os.PathLike[str]) -> int: ...
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write the workspace as an archive at ``path``; the file count."""
+        ...
 
-    def import_archive(self, path: str | os.PathLike[str]) -> int: ...
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
+        """Replace the workspace with the archive at ``path``; the file count."""
+        ...
 
 
-def export_tree(filesystem: TreeFilesystem, path: str | os.PathLike[str]) -> int:
-    """Export an in-memory workspace or snapshot view; return the file count."""
-    return export_archive(TreeArchiveSource(filesystem), path)
+ArchiveBackend: TypeAlias = TreeFilesystem | Archivable
+"""What ``export_archive`` and ``import_archive`` take: an in-memory workspace,
+a snapshot view of one, or an ``Archivable`` backend."""
 
 
-def import_tree(
-    filesystem: InMemoryFilesystem,
+def _archivable(filesystem: object) -> Archivable:
+    if not isinstance(filesystem, Archivable):
+        raise InvalidArgumentError(f"{type(filesystem).__name__} has no archive support", None)
+    return filesystem
+
+
+def export_archive(filesystem: ArchiveBackend, path: str | os.PathLike[str]) -> int:
+    """Write ``filesystem`` as a workspace archive at ``path``; return the file count.
+
+    A live in-memory workspace is exported as one consistent state, frozen
+    when the call starts; writers are not held up meanwhile.
+    """
+    if isinstance(filesystem, TreeFilesystem):
+        return write_archive(TreeArchiveSource(filesystem), path)
+    return _archivable(filesystem).export_archive(path)
+
+
+def import_archive(
+    filesystem: ArchiveBackend,
     path: str | os.PathLike[str],
     *,
     limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
 ) -> int:
-    """Replace an in-memory workspace with an archive; return the file count."""
-    if filesystem.read_only:
-        raise ReadOnlyError("read-only filesystem", os.fspath(path))
-    return import_archive(TreeArchiveTarget(filesystem), path, limits=limits)
+    """Replace the content of ``filesystem`` with the archive at ``path``; the file count.
+
+    Every entry is checked before anything changes; a hostile or damaged
+    archive raises (``ArchiveError``, ``PathEscapeError``, ``LimitExceededError``)
+    and leaves the workspace exactly as it was.
+
+    Raises:
+        ReadOnlyError: ``filesystem`` is read-only (or a snapshot view).
+    """
+    if isinstance(filesystem, TreeFilesystem):
+        if filesystem.read_only or not isinstance(filesystem, InMemoryFilesystem):
+            raise ReadOnlyError("read-only filesystem", os.fspath(path))
+        return read_archive(TreeArchiveTarget(filesystem), path, limits=limits)
+    return _archivable(filesystem).import_archive(path, limits=limits)

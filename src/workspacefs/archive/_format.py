@@ -80,6 +80,20 @@ class Reader(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+def symlink_target(entry: Entry) -> str:
+    """The target of a symlink entry; ArchiveError if it has none."""
+    if entry.target is None:
+        raise ArchiveError("symlink entry without a target", entry.path)
+    return entry.target
+
+
+def file_content(entry: Entry, content: Reader | None) -> Reader:
+    """The content stream of a file entry; ArchiveError if it has none."""
+    if content is None:
+        raise ArchiveError("file entry without content", entry.path)
+    return content
+
+
 class ArchiveSource(Protocol):
     """What a backend offers to export: entries (parents first) and their bytes."""
 
@@ -108,8 +122,11 @@ def _unix_attributes(mode: int) -> int:
     return (mode & 0xFFFF) << 16
 
 
-def export_archive(source: ArchiveSource, path: str | os.PathLike[str]) -> int:
-    """Write ``source`` as an archive at ``path``; return the number of files."""
+def write_archive(source: ArchiveSource, path: str | os.PathLike[str]) -> int:
+    """Write ``source`` as an archive at ``path``; return the number of files.
+
+    The archive appears at ``path`` complete or not at all.
+    """
     mtimes: dict[str, int] = {}
     files = total = 0
     temp = f"{os.fspath(path)}.partial"
@@ -127,8 +144,7 @@ def export_archive(source: ArchiveSource, path: str | os.PathLike[str]) -> int:
                 if kind == _stat.S_IFDIR:
                     archive.writestr(info, b"")
                 elif kind == _stat.S_IFLNK:
-                    assert entry.target is not None
-                    archive.writestr(info, entry.target.encode("utf-8", "surrogateescape"))
+                    archive.writestr(info, symlink_target(entry).encode("utf-8", "surrogateescape"))
                     files += 1
                 elif kind == _stat.S_IFREG:
                     with (
@@ -280,7 +296,7 @@ class _Counted:
         self._stream.close()
 
 
-def import_archive(
+def read_archive(
     target: ArchiveTarget,
     path: str | os.PathLike[str],
     *,

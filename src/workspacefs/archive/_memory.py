@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import stat as _stat
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
+from .._errors import NotFoundError
 from ..fs import InMemoryFilesystem, TreeFilesystem
-from ..tree import ROOT_INO, Directory, File, Symlink, Tree, TreeView, Version
-from ._format import Entry, Reader
+from ..tree import ROOT_INO, Directory, File, Symlink, Tree, TreeView
+from ._format import Entry, Reader, file_content, symlink_target
 
 
 class _FileReader(io.RawIOBase):
@@ -30,14 +31,16 @@ class _FileReader(io.RawIOBase):
 
 
 class TreeArchiveSource:
-    """Export side: a frozen view, so the archive is one consistent state."""
+    """Export side: a frozen view, so the archive is one consistent state.
+
+    A live workspace is frozen in O(1) (writers carry on meanwhile); a
+    snapshot view already is.
+    """
 
     def __init__(self, filesystem: TreeFilesystem) -> None:
-        view = filesystem.view
-        if isinstance(view, Tree):
-            with view.lock:
-                view = view.snapshot()  # O(1); writers carry on meanwhile
-        self._view: TreeView = view
+        if isinstance(filesystem, InMemoryFilesystem):
+            filesystem = filesystem.frozen_view()
+        self._view: TreeView = filesystem.view
 
     def entries(self) -> Iterator[Entry]:
         for path, _, node in self._view.walk():
@@ -52,35 +55,40 @@ class TreeArchiveSource:
 
     def open(self, path: str) -> io.BufferedReader:
         ino = self._view.resolve_path(path)
-        assert ino is not None
-        node = self._view.node(ino)
-        assert isinstance(node, File)
+        node = None if ino is None else self._view.get(ino)
+        if not isinstance(node, File):
+            raise NotFoundError("no such file in the exported view", path)
         return io.BufferedReader(_FileReader(node), 1 << 20)
 
 
+class _AbortedError(Exception):
+    """Thrown into the import's transaction to undo it."""
+
+
 class TreeArchiveTarget:
-    """Import side: empties the live tree, fills it, and can undo in O(1)."""
+    """Import side: empties the live tree and fills it in one transaction of
+    the workspace, which undoes everything in O(1) on abort."""
 
     def __init__(self, filesystem: InMemoryFilesystem) -> None:
         self._fs = filesystem
-        self._stack = contextlib.ExitStack()
+        self._transaction: AbstractContextManager[Tree] | None = None
         self._tree: Tree | None = None
-        self._before: Version | None = None
         self._times: list[tuple[int, int]] = []
         self._owner = (0, 0)
 
+    def _live(self) -> Tree:
+        assert self._tree is not None, "begin() comes first"
+        return self._tree
+
     def begin(self) -> None:
-        tree = self._fs.tree
-        self._stack.enter_context(tree.lock)
-        self._tree = tree
-        self._before = tree.snapshot()
+        self._transaction = self._fs.transaction()
+        tree = self._tree = self._transaction.__enter__()
         root = tree.node(ROOT_INO)
         self._owner = (root.uid, root.gid)  # imported entries belong to the workspace owner
         tree.empty(ROOT_INO)
 
     def add(self, entry: Entry, content: Reader | None) -> None:
-        tree = self._tree
-        assert tree is not None
+        tree = self._live()
         parent_path, _, name = entry.path.rpartition("/")
         parent = tree.make_dirs(parent_path, 0o755, *self._owner)
         kind = _stat.S_IFMT(entry.mode)
@@ -92,13 +100,12 @@ class TreeArchiveTarget:
                 else tree.mkdir(parent, name, entry.mode, *self._owner)
             )
         elif kind == _stat.S_IFLNK:
-            assert entry.target is not None
-            ino = tree.symlink(parent, name, entry.target, *self._owner)
+            ino = tree.symlink(parent, name, symlink_target(entry), *self._owner)
         else:
-            assert content is not None
+            data = file_content(entry, content)
             ino = tree.create(parent, name, entry.mode, *self._owner)
             offset = 0
-            while block := content.read(1 << 20):
+            while block := data.read(1 << 20):
                 tree.write(ino, offset, block)
                 offset += len(block)
         if kind != _stat.S_IFLNK:
@@ -106,13 +113,22 @@ class TreeArchiveTarget:
         self._times.append((ino, entry.mtime_ns))
 
     def commit(self) -> None:
-        tree = self._tree
-        assert tree is not None
-        for ino, mtime in self._times:  # last: adding entries touched their directories
-            tree.setattr(ino, mtime_ns=mtime)
-        self._stack.close()
+        tree = self._live()
+        try:
+            for ino, mtime in self._times:  # last: adding entries touched their directories
+                tree.setattr(ino, mtime_ns=mtime)
+        except BaseException:
+            self.abort()
+            raise
+        self._finish(None)
 
     def abort(self) -> None:
-        if self._tree is not None and self._before is not None:
-            self._tree.restore(self._before)
-        self._stack.close()
+        self._finish(_AbortedError())
+
+    def _finish(self, error: _AbortedError | None) -> None:
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None:
+            if error is None:
+                transaction.__exit__(None, None, None)
+            else:
+                transaction.__exit__(_AbortedError, error, None)  # undoes, then lets it go

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._errors import InvalidArgumentError, InvalidContentError, SnapshotNotFoundError
-from ._backends import Archivable
+from ._backends import ArchiveBackend, export_archive, import_archive
 from ._snapshots import ArchiveSnapshots
 
 JsonState = dict[str, Any]
@@ -71,7 +71,7 @@ class SessionCheckpoints:
     def __init__(
         self,
         session: Session,
-        filesystems: Mapping[str, Archivable],
+        filesystems: Mapping[str, ArchiveBackend],
         directory: str | os.PathLike[str],
     ) -> None:
         self._session = session
@@ -108,7 +108,7 @@ class SessionCheckpoints:
 
 def dump_session(
     session: Session,
-    filesystem: Archivable,
+    filesystem: ArchiveBackend,
     directory: str | os.PathLike[str],
     session_id: str,
     *,
@@ -120,7 +120,7 @@ def dump_session(
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     ref = FilesystemSnapshotRef(filesystem_key, session_id, type(filesystem).__name__)
-    filesystem.export_archive(folder / f"{session_id}.fs.zip")
+    export_archive(filesystem, folder / f"{session_id}.fs.zip")
     lines = [{"kind": "header", "id": session_id, "created_at": datetime.now(UTC).isoformat(),
               "filesystem": asdict(ref)}]  # fmt: skip
     lines += [{"kind": "state", "key": key, "value": value} for key, value in state.items()]
@@ -132,7 +132,7 @@ def load_session(
     directory: str | os.PathLike[str],
     session_id: str,
     session: Session,
-    filesystem: Archivable,
+    filesystem: ArchiveBackend,
 ) -> FilesystemSnapshotRef:
     """Resume a dumped session into ``session`` and ``filesystem`` (any backend)."""
     folder = Path(directory)
@@ -146,6 +146,6 @@ def load_session(
         state = {item["key"]: item["value"] for item in items if item["kind"] == "state"}
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise InvalidContentError(f"malformed session dump: {exc}", str(journal)) from None
-    filesystem.import_archive(folder / f"{session_id}.fs.zip")
+    import_archive(filesystem, folder / f"{session_id}.fs.zip")
     session.rollback_state(state)
     return ref

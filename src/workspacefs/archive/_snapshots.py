@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
-from ._backends import Archivable
+from ._backends import ArchiveBackend, export_archive, import_archive
 from ._format import MANIFEST
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -55,7 +55,7 @@ class ArchiveSnapshots:
     """
 
     def __init__(
-        self, filesystem: Archivable, snapshot_dir: str | os.PathLike[str] | None = None
+        self, filesystem: ArchiveBackend, snapshot_dir: str | os.PathLike[str] | None = None
     ) -> None:
         self._fs = filesystem
         default = Path(tempfile.gettempdir()) / "workspacefs-snapshots"
@@ -77,16 +77,16 @@ class ArchiveSnapshots:
         path = self._path(snapshot_id)
         if path.exists():
             raise AlreadyExistsError("snapshot id already used", snapshot_id)
-        self._fs.export_archive(path)
+        export_archive(self._fs, path)
         return read_info(snapshot_id, path)
 
     def rollback(self, snapshot_id: str) -> int:
         """Return the filesystem to snapshot ``snapshot_id``; the file count."""
-        return self._fs.import_archive(self.get(snapshot_id).archive_path)
+        return import_archive(self._fs, self.get(snapshot_id).archive_path)
 
     def restore(self, archive_path: str | os.PathLike[str]) -> int:
         """Return the filesystem to any archive; the file count."""
-        return self._fs.import_archive(archive_path)
+        return import_archive(self._fs, archive_path)
 
     def get(self, snapshot_id: str) -> SnapshotInfo:
         """The info of one snapshot; SnapshotNotFoundError if unknown."""

@@ -26,6 +26,8 @@ from ._results import WriteResult as WriteResult
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
+from ._snapshots import SnapshotKind as SnapshotKind
+from ._snapshots import SnapshotRef as SnapshotRef
 from ._snapshots import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from ._snapshots import SnapshotStore as SnapshotStore
 from ._treefs import TreeFilesystem as TreeFilesystem
@@ -51,6 +53,8 @@ __all__ = [
     "Location",
     "ReadBytesResult",
     "ReadResult",
+    "SnapshotKind",
+    "SnapshotRef",
     "SnapshotRetentionPolicy",
     "SnapshotStore",
     "SnapshotableFilesystem",

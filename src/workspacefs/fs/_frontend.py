@@ -268,6 +268,8 @@ class BackendFilesystem:
         norm = self._normalize(path)
         with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
             is_directory = _is_dir(self._existing(at, norm))
+            if not is_directory:
+                self._regular(at, norm)  # a fifo or device is refused, never opened
         return grep_below(
             pattern,
             norm,

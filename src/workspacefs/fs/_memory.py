@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
@@ -18,6 +19,7 @@ from ._snapshots import (
     FilesystemDiff,
     FilesystemSnapshot,
     InMemorySnapshotStore,
+    SnapshotRef,
     SnapshotRetentionPolicy,
     SnapshotStore,
 )
@@ -82,7 +84,7 @@ class InMemoryFilesystem(TreeFilesystem):
             record = FilesystemSnapshot(
                 snapshot_id=uuid.uuid4(),
                 created_at=datetime.now(UTC),
-                commit_ref=f"version-{version.number}",
+                ref=SnapshotRef("memory", str(version.number)),
                 root_path=self.root,
                 tag=tag,
                 parent_id=parent,
@@ -165,16 +167,6 @@ class InMemoryFilesystem(TreeFilesystem):
         _, version = self._store.load(snapshot.snapshot_id)
         return version
 
-    def import_archive(self, path: str | os.PathLike[str]) -> int:
-        """Replace the workspace with a workspace archive; the file count.
-
-        A hostile or damaged archive raises (``ArchiveError`` and friends)
-        and leaves the workspace exactly as it was.
-        """
-        from ..archive import import_tree  # the archive layer builds on this one
-
-        return import_tree(self, path)
-
     # -- hydration -------------------------------------------------------------
 
     def hydrate_from_host(
@@ -187,6 +179,41 @@ class InMemoryFilesystem(TreeFilesystem):
         ``mount.host_path`` must lie inside one of ``allowed_roots`` (a
         relative one is looked up in each); anything else is refused.
         """
-        with self._live.lock:
+        with self.transaction() as tree:
             owner = (os.getuid(), os.getgid())
-            return hydrate(self._live, mount, allowed_roots, self._normalize, owner)
+            return hydrate(tree, mount, allowed_roots, self._normalize, owner)
+
+    # -- for the layers above: consistent reads and bulk writes ----------------
+
+    def frozen_view(self) -> TreeFilesystem:
+        """An O(1), consistent, read-only view of the live tree, for long readers
+        (an archive export) that must neither hold the lock nor see later writes.
+
+        Like any copy-on-write freeze it advances the epoch: the live tree's
+        next write to each page, node or chunk copies it. The view is not a
+        snapshot: the store does not list it, and it is freed with its last user.
+        """
+        with self._live.lock:
+            version = self._live.snapshot()
+        return TreeFilesystem(version, mount_point=self.mount_point, limits=self.limits)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Tree]:
+        """Hold the tree lock and yield the live tree for a bulk write (an import,
+        a load, a hydration); all or nothing.
+
+        An exception puts the live tree back exactly as it was, in O(1) (the
+        tree is frozen on entry, which advances the epoch as any freeze does).
+        Afterwards, with the lock released, what was touched is published to
+        subscribers (a mount invalidates its kernel caches), as after the
+        protocol's own writes. Works on a read-only filesystem too: setting a
+        workspace up is its owner's business; callers refuse what they must.
+        """
+        tree = self._live
+        with tree.lock:  # its release publishes what the transaction touched
+            before = tree.snapshot()
+            try:
+                yield tree
+            except BaseException:
+                tree.restore(before)
+                raise

@@ -6,35 +6,65 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
+
+SnapshotKind = Literal["memory", "git", "copy", "archive"]
+"""How a snapshot's state is kept; says how to read ``SnapshotRef.location``."""
+
+
+def snapshot_kind(value: object) -> SnapshotKind:
+    """``value`` as a ``SnapshotKind``; InvalidArgumentError if it is none."""
+    for kind in get_args(SnapshotKind):
+        if value == kind:
+            return kind  # type: ignore[no-any-return]
+    raise InvalidArgumentError(f"unknown snapshot kind {value!r}", None)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRef:
+    """Where the state a snapshot captured is kept.
+
+    ``kind`` says how to read ``location``:
+
+    * ``memory``: a version of an in-memory tree, held by its snapshot store;
+      ``location`` is the version number (for people: nothing reads it back);
+    * ``git``: a commit; ``location`` is its id and ``repository`` the git
+      directory holding it (a host directory's git snapshots, or a persisted
+      workspace snapshot loaded from git);
+    * ``copy``: ``location`` is a directory holding a full copy (host);
+    * ``archive``: ``location`` is a workspace archive file (host).
+    """
+
+    kind: SnapshotKind
+    location: str
+    repository: str | None = None
+
+    def __post_init__(self) -> None:
+        snapshot_kind(self.kind)
 
 
 @dataclass(frozen=True, slots=True)
 class FilesystemSnapshot:
     """An immutable record of a snapshot, storable in session state.
 
-    ``commit_ref`` names the captured state in the backend: a version id for
-    the in-memory tree, a commit id for git-backed ones (``git_dir`` then
-    says where). ``to_dict``/``from_dict`` give a JSON-ready form.
+    ``ref`` says where and how the backend keeps the captured state.
+    ``to_dict``/``from_dict`` give a JSON-ready form.
     """
 
     snapshot_id: uuid.UUID
     created_at: datetime
-    commit_ref: str
+    ref: SnapshotRef
     root_path: str
-    git_dir: str | None = None
     tag: str | None = None
     parent_id: uuid.UUID | None = None
     file_count: int = 0
     total_bytes: int = 0
     workspace_id: str | None = None
-    strategy: str | None = None
-    """How a host directory's snapshot is kept: "git", "copy" or "archive"."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
+        """A JSON-serialisable dict (``ref`` as a nested dict)."""
         data = asdict(self)
         data["snapshot_id"] = str(self.snapshot_id)
         data["parent_id"] = None if self.parent_id is None else str(self.parent_id)
@@ -43,12 +73,20 @@ class FilesystemSnapshot:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FilesystemSnapshot:
-        """Rebuild a record written by ``to_dict``."""
+        """Rebuild a record written by ``to_dict``, also by releases whose records
+        had ``commit_ref``/``git_dir``/``strategy`` instead of ``ref``."""
         fields = dict(data)
         fields["snapshot_id"] = uuid.UUID(fields["snapshot_id"])
         parent = fields.get("parent_id")
         fields["parent_id"] = None if parent is None else uuid.UUID(parent)
         fields["created_at"] = datetime.fromisoformat(fields["created_at"])
+        if "ref" in fields:
+            fields["ref"] = SnapshotRef(**fields["ref"])
+        else:
+            location = fields.pop("commit_ref")
+            repository = fields.pop("git_dir", None)
+            kind = fields.pop("strategy", None) or ("git" if repository else "memory")
+            fields["ref"] = SnapshotRef(snapshot_kind(kind), location, repository)
         return cls(**fields)
 
 

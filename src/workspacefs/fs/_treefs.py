@@ -167,12 +167,3 @@ class TreeFilesystem(BackendFilesystem):
         if isinstance(self._view, Tree):
             return self._view.lock.subscribe(subscriber)
         return lambda: None
-
-    def export_archive(self, path: str | os.PathLike[str]) -> int:
-        """Write this workspace (or snapshot view) as a workspace archive; the file count.
-
-        See ``workspacefs.archive`` for the format.
-        """
-        from ..archive import export_tree  # the archive layer builds on this one
-
-        return export_tree(self, path)

@@ -1,5 +1,6 @@
 """The FUSE front door: the live tree at a real mount point (pyfuse3 + trio)."""
 
+from ._attributes import CachePolicy as CachePolicy
 from ._invalidate import invalidate as invalidate
 from ._mount import Mount as Mount
 from ._mount import fuse_mounts as fuse_mounts
@@ -8,5 +9,4 @@ from ._mount import mount as mount
 from ._mount import mount_options as mount_options
 from ._mount import recover as recover
 from ._mount import unavailable_reason as unavailable_reason
-from ._operations import CachePolicy as CachePolicy
 from ._operations import WorkspaceOperations as WorkspaceOperations

@@ -3,7 +3,7 @@
 Called in the writer's thread once the tree lock is released: never from a
 FUSE handler and never under the lock, since the kernel may need the FUSE
 loop (and so the lock) to finish a request before it can invalidate.
-Only what the kernel knows (pinned inodes, entries of pinned directories)
+Only what the kernel knows (held inodes, entries of held directories)
 is invalidated; with change journals that is O(changes).
 """
 
@@ -25,11 +25,11 @@ _HARMLESS = (errno.ENOENT, errno.ENOTDIR)  # the kernel had already forgotten it
 def invalidate(tree: Tree, journal: Journal) -> None:
     """Drop the kernel's cached attributes, data and entries that ``journal`` touched."""
     with tree.lock:
-        inodes = [ino for ino in journal.inodes if tree.pinned(ino) or ino == ROOT_INO]
+        inodes = [ino for ino in journal.inodes if tree.held(ino) or ino == ROOT_INO]
         entries = [
             (parent, name)
             for parent, name in journal.entries
-            if tree.pinned(parent) or parent == ROOT_INO
+            if tree.held(parent) or parent == ROOT_INO
         ]
     for parent, name in entries:
         try:

@@ -32,18 +32,13 @@ from types import FrameType
 import pyfuse3
 import trio
 
-from .._errors import (
-    BackendUnavailableError,
-    BusyError,
-    NotADirectoryFsError,
-    NotFoundError,
-    SnapshotNotFoundError,
-)
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
-from ..tree import Tree, Version
+from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, NotFoundError
+from ..fs import TreeFilesystem
+from ..tree import Tree
+from ._attributes import DEFAULT_CACHE, CachePolicy
 from ._invalidate import invalidate
-from ._operations import DEFAULT_CACHE, CachePolicy, WorkspaceOperations
-from ._space import SnapshotLister
+from ._operations import WorkspaceOperations
+from ._snapshots_dir import snapshot_lister
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +176,7 @@ class Mount:
         finally:
             self._token = None
             pyfuse3.close(unmount=True)
+            operations.forget_all()  # the kernel holds nothing any more
             self._ready.set()
 
     async def _main(self) -> None:
@@ -235,7 +231,44 @@ def mount(
 
     Raises:
         BusyError: Another mount is active in this process, or the path is mounted.
-        BackendUnavailableError: The kernel refused the mount.
+        BackendUnavailableError: The kernel refused the mount, or its loop failed.
+    """
+    path = _usable_mountpoint(mountpoint)
+    read_only = read_only or filesystem.read_only or not isinstance(filesystem.view, Tree)
+    operations = WorkspaceOperations(
+        filesystem.view,
+        read_only=read_only,
+        cache=cache,
+        capacity_bytes=capacity_bytes,
+        snapshots=snapshot_lister(filesystem) if show_snapshots else None,
+    )
+    options = mount_options(
+        allow_other=allow_other,
+        read_only=read_only,
+        default_permissions=default_permissions,
+        fsname=fsname,
+    )
+    # Each step undoes itself on the way out, in reverse order: the API stops
+    # invalidating, the loop stops and the kernel mount goes (with SIGTERM
+    # still turned into SystemExit), then the old SIGTERM handler returns,
+    # and the session is released last.
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_one_session(path))
+        _tune_allocator()
+        stack.enter_context(_terminate_on_sigterm())
+        handle = stack.enter_context(
+            _serving(Mount(filesystem, path, read_only), operations, options)
+        )
+        _invalidate_after_api_writes(handle)
+        yield handle
+    if handle._error is not None:
+        raise BackendUnavailableError(f"FUSE loop failed: {handle._error!r}", path)
+
+
+def _usable_mountpoint(mountpoint: str | os.PathLike[str]) -> str:
+    """The absolute path of an existing directory with nothing mounted on it.
+
+    A stale mount left there by a killed process is detached first.
     """
     path = os.path.abspath(os.fspath(mountpoint))
     if recover(path):
@@ -246,58 +279,49 @@ def mount(
         raise NotADirectoryFsError("mount point is not a directory", path)
     if os.path.ismount(path):
         raise BusyError("something is already mounted here", path)
+    return path
+
+
+@contextlib.contextmanager
+def _one_session(path: str) -> Iterator[None]:
+    """Hold this process's one FUSE session (pyfuse3 keeps a single global one)."""
     if not _session.acquire(blocking=False):
         raise BusyError("a workspacefs mount is already active in this process", path)
-    _tune_allocator()
     try:
-        view = filesystem.view
-        read_only = read_only or filesystem.read_only or not isinstance(view, Tree)
-        lister = _snapshot_lister(filesystem) if show_snapshots else None
-        operations = WorkspaceOperations(
-            view, read_only=read_only, cache=cache, capacity_bytes=capacity_bytes, snapshots=lister
-        )
-        options = mount_options(
-            allow_other=allow_other,
-            read_only=read_only,
-            default_permissions=default_permissions,
-            fsname=fsname,
-        )
-        handle = Mount(filesystem, path, read_only)
-        thread = threading.Thread(
-            target=handle._serve, args=(operations, options), name=f"fuse:{path}", daemon=True
-        )
-        handle._thread = thread
-        thread.start()
-        if not handle._ready.wait(START_TIMEOUT) or handle._error is not None:
-            handle.unmount()
-            raise BackendUnavailableError(f"mount failed: {handle._error!r}", path)
-        if isinstance(view, Tree):
-            tree = view
-            handle._cleanups.append(filesystem.subscribe(lambda journal: invalidate(tree, journal)))
-        with _terminate_on_sigterm():
-            try:
-                yield handle
-            finally:
-                handle.unmount()
-        if handle._error is not None:
-            raise BackendUnavailableError(f"FUSE loop failed: {handle._error!r}", path)
+        yield
     finally:
         _session.release()
 
 
-def _snapshot_lister(filesystem: TreeFilesystem) -> SnapshotLister | None:
-    if not isinstance(filesystem, InMemoryFilesystem):
-        return None  # a snapshot view has no snapshots of its own
-    live = filesystem
+@contextlib.contextmanager
+def _serving(handle: Mount, operations: WorkspaceOperations, options: set[str]) -> Iterator[Mount]:
+    """Run the FUSE loop in its own thread until the block ends; unmount on every exit."""
+    thread = threading.Thread(
+        target=handle._serve,
+        args=(operations, options),
+        name=f"fuse:{handle.mountpoint}",
+        daemon=True,
+    )
+    thread.start()
+    handle._thread = thread
+    try:
+        if not handle._ready.wait(START_TIMEOUT) or handle._error is not None:
+            raise BackendUnavailableError(f"mount failed: {handle._error!r}", handle.mountpoint)
+        yield handle
+    finally:
+        handle.unmount()
 
-    def listing() -> list[tuple[FilesystemSnapshot, Version]]:
-        found = []
-        for record in live.snapshots():
-            with contextlib.suppress(SnapshotNotFoundError):  # pruned meanwhile
-                found.append((record, live.version(record)))
-        return found
 
-    return listing
+def _invalidate_after_api_writes(handle: Mount) -> None:
+    """Keep the kernel's caches true to writes made through the Python API.
+
+    The subscription ends with the mount (``Mount.unmount``): invalidating
+    through a closed session would crash.
+    """
+    tree = handle.filesystem.view
+    if not isinstance(tree, Tree):
+        return  # a frozen version never changes
+    handle._cleanups.append(handle.filesystem.subscribe(lambda journal: invalidate(tree, journal)))
 
 
 @contextlib.contextmanager

@@ -1,17 +1,17 @@
 """pyfuse3 ``Operations`` over the tree: the kernel's front door.
 
-Every handler does its tree work synchronously under the tree lock (there is
-no ``await`` inside a critical section, so the trio loop never parks holding
-it) and translates errors in one place: an ``OSError`` from the tree becomes
-``FUSEError(errno)``; anything else is a bug, logged with its traceback and
-answered with EIO rather than aborting the mount.
+Every handler does its tree work synchronously under the tree lock, taken in
+one place (``_locked``); there is no ``await`` inside a critical section, so
+the trio loop never parks holding it. Errors are translated in one place: an
+``OSError`` from the tree becomes ``FUSEError(errno)``; anything else is a
+bug, logged with its traceback and answered with EIO rather than aborting the
+mount.
 
-Lookup counts are the tree's pins: +1 for every entry reply (lookup, create,
-mkdir, mknod, symlink, link, and each accepted ``readdir_reply``), minus what
-``forget`` says. An inode unlinked while pinned stays alive as an orphan.
+Every entry reply counts as a kernel reference (``LookupCounts``); an inode
+unlinked while referenced stays alive as an orphan until ``forget``.
 
-Inode numbers go through ``InodeSpace`` (``_space``): the live tree's own
-numbers, plus one range per snapshot served read-only under ``/.snapshots``.
+Inode numbers are the live tree's own, except for the range of ``/.snapshots``
+(``SnapshotsDir``): the hidden directory and the read-only snapshots in it.
 """
 
 from __future__ import annotations
@@ -28,17 +28,18 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import pyfuse3
-from pyfuse3 import FUSEError
+from pyfuse3 import FileHandleT, FUSEError, InodeT
 
-from ..tree import NAME_MAX, ROOT_INO, Directory, Node, Special, Tree, TreeView
-from ._space import SNAPSHOT_BASE, SNAPSHOTS_INO, SNAPSHOTS_NAME, InodeSpace, SnapshotLister
+from .._errors import NotFoundError
+from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
+from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
+from ._lookups import LookupCounts
+from ._snapshots_dir import SnapshotLister, SnapshotsDir
 
 log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-BLOCK_SIZE = 4096
 
 
 def fuse_errors(
@@ -71,38 +72,22 @@ def encode(name: str) -> bytes:
     return name.encode("utf-8", "surrogateescape")
 
 
-@dataclass(frozen=True, slots=True)
-class CachePolicy:
-    """How long the kernel may trust what it was told.
-
-    Safe to be generous: every change made through the Python API, and every
-    restore, is invalidated explicitly (see ``_invalidate``).
-    """
-
-    entry_timeout: float = 300.0
-    attr_timeout: float = 300.0
-    keep_cache: bool = True
-
-
-DEFAULT_CACHE = CachePolicy()
-
-
-def _missing(timeout: float) -> pyfuse3.EntryAttributes:
-    """A negative lookup reply the kernel may cache for ``timeout`` seconds."""
-    missing = pyfuse3.EntryAttributes()
-    missing.st_ino = 0
-    missing.entry_timeout = timeout
-    return missing
-
-
 @dataclass(slots=True)
 class _OpenFile:
-    ino: int
+    ino: InodeT
     append: bool
 
 
 class WorkspaceOperations(pyfuse3.Operations):
-    """The FUSE request handlers for one tree (live) or version (read-only)."""
+    """The FUSE request handlers for one tree (live) or version (read-only).
+
+    Args:
+        view: The live ``Tree``, or a frozen version (always read-only).
+        read_only: Refuse every write with EROFS.
+        cache: How long the kernel may trust entries and attributes.
+        capacity_bytes: The size statfs reports.
+        snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
+    """
 
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -119,65 +104,60 @@ class WorkspaceOperations(pyfuse3.Operations):
     ) -> None:
         super().__init__()
         self._view = view
-        self._space = InodeSpace(view, snapshots)
-        self._tree = view if isinstance(view, Tree) and not read_only else None
-        self._lock: contextlib.AbstractContextManager[Any] = (
-            view.lock.unpublished if isinstance(view, Tree) else contextlib.nullcontext()
+        self._snapshots = SnapshotsDir(snapshots)
+        live = view if isinstance(view, Tree) else None
+        self._tree = None if read_only else live
+        # A read-only mount of the live tree still counts lookups: API writes
+        # change it, and an inode the kernel holds must outlive its unlink.
+        self._lookups = LookupCounts(live) if live is not None else None
+        self._lock: contextlib.AbstractContextManager[object] = (
+            live.lock.unpublished if live is not None else contextlib.nullcontext()
         )
         self._cache = cache
         self._capacity = capacity_bytes
-        self._handles = itertools.count(1)
-        self._files: dict[int, _OpenFile] = {}
-        self._dirs: dict[int, list[tuple[str, int]]] = {}
+        self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
+        self._files: dict[FileHandleT, _OpenFile] = {}
+        self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
 
     # -- helpers ---------------------------------------------------------------
 
-    def _writable(self, *inodes: int) -> Tree:
+    def _locked(self) -> contextlib.AbstractContextManager[object]:
+        """The tree lock, held around every handler's tree work."""
+        return self._lock
+
+    def _writable(self, *inodes: InodeT) -> Tree:
         """The live tree, if it may be written here (snapshots never may)."""
-        if self._tree is None or any(ino >= SNAPSHOT_BASE for ino in inodes):
+        if self._tree is None or any(ino >= SnapshotsDir.FIRST_INO for ino in inodes):
             raise FUSEError(errno.EROFS)
         return self._tree
 
-    def _node(self, ino: int) -> Node:
-        view, local, _ = self._space.resolve(ino)
-        return view.node(local)
+    def _resolve(self, ino: InodeT) -> tuple[TreeView, InodeT, int]:
+        """(view, the inode's number in it, base): ``base + n`` is the mount's
+        number for the view's inode ``n``."""
+        if ino >= SnapshotsDir.FIRST_INO:
+            return self._snapshots.resolve(ino)
+        return self._view, ino, 0
 
-    def _snapshots_entry(self) -> pyfuse3.EntryAttributes:
-        """The hidden ``/.snapshots`` directory: read-only, its listing changes."""
-        entry = self._entry(SNAPSHOTS_INO, self._view.node(ROOT_INO))
-        entry.st_mode = _stat.S_IFDIR | 0o555
-        entry.st_nlink = 2
-        entry.entry_timeout = entry.attr_timeout = 1.0
+    def _attributes(self, ino: InodeT) -> pyfuse3.EntryAttributes:
+        if ino == SnapshotsDir.INO:
+            return self._snapshots.attributes(self._view.node(ROOT_INO), self._cache)
+        view, local, _ = self._resolve(ino)
+        return entry_attributes(ino, view.node(local), self._cache)
+
+    def _hold(self, ino: InodeT) -> None:
+        """The kernel was given an entry for ``ino``: one more reference."""
+        if self._lookups is not None and ino < SnapshotsDir.FIRST_INO:
+            self._lookups.add(ino)
+
+    def _reply(self, ino: InodeT) -> pyfuse3.EntryAttributes:
+        """An entry reply (the kernel now holds one more reference to ``ino``)."""
+        entry = self._attributes(ino)
+        self._hold(ino)
         return entry
 
-    def _entry(self, ino: int, node: Node) -> pyfuse3.EntryAttributes:
-        entry = pyfuse3.EntryAttributes()
-        entry.st_ino = ino
-        entry.generation = 0
-        entry.entry_timeout = self._cache.entry_timeout
-        entry.attr_timeout = self._cache.attr_timeout
-        entry.st_mode = node.mode
-        entry.st_nlink = node.nlink
-        entry.st_uid = node.uid
-        entry.st_gid = node.gid
-        entry.st_rdev = node.rdev if isinstance(node, Special) else 0
-        entry.st_size = node.size
-        entry.st_blksize = BLOCK_SIZE
-        entry.st_blocks = (node.allocated + 511) // 512
-        entry.st_atime_ns = node.atime_ns
-        entry.st_mtime_ns = node.mtime_ns
-        entry.st_ctime_ns = node.ctime_ns
-        entry.st_birthtime_ns = node.crtime_ns
-        return entry
-
-    def _reply(self, ino: int) -> pyfuse3.EntryAttributes:
-        """An entry reply: the kernel now holds one more reference to ``ino``."""
-        entry = self._entry(ino, self._node(ino))
-        if self._tree is not None and ino < SNAPSHOT_BASE:  # snapshots have no orphans
-            self._tree.pin(ino)
-        return entry
-
-    def _owner(self, parent: int, ctx: pyfuse3.RequestContext, mode: int) -> tuple[int, int, int]:
+    def _owner(
+        self, parent: InodeT, ctx: pyfuse3.RequestContext, mode: int
+    ) -> tuple[int, int, int]:
         """(mode, uid, gid) of a new node: umask applied, setgid directories inherited."""
         parent_node = self._view.node(parent)
         gid = ctx.gid
@@ -191,65 +171,57 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     async def lookup(
-        self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
+        self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         if len(name) > NAME_MAX:
             raise FUSEError(errno.ENAMETOOLONG)
-        with self._lock:
-            if parent_inode == SNAPSHOTS_INO:
-                return self._lookup_snapshot(decode(name))
-            view, local, slot = self._space.resolve(parent_inode)
+        with self._locked():
+            if parent_inode == SnapshotsDir.INO:
+                return self._snapshots.lookup(decode(name), self._cache)
+            view, local, base = self._resolve(parent_inode)
             found = view.find(local, decode(name))
-            if found is None:
-                if self._is_snapshots_dir(parent_inode, name):
-                    return self._snapshots_entry()
-                # A negative entry the kernel may cache: tools probe for
-                # missing files constantly (git, compilers, shells). API
-                # creates and restores invalidate it like any other entry.
-                return _missing(self._cache.entry_timeout)
-            return self._reply(InodeSpace.outer(slot, found))
+            if found is not None:
+                return self._reply(base + found)
+            if self._snapshots.shown_as(parent_inode, name):
+                return self._attributes(SnapshotsDir.INO)
+            # A negative entry the kernel may cache: tools probe for missing
+            # files constantly (git, compilers, shells). API creates and
+            # restores invalidate it like any other entry.
+            return missing_entry(self._cache.entry_timeout)
 
-    def _is_snapshots_dir(self, parent: int, name: bytes) -> bool:
-        """``/.snapshots`` exists when asked for by name, unless a real entry has the name."""
-        return self._space.enabled and parent == ROOT_INO and name == SNAPSHOTS_NAME.encode()
-
-    def _lookup_snapshot(self, name: str) -> pyfuse3.EntryAttributes:
-        ino = self._space.names().get(name)
-        if ino is None:
-            return _missing(0)  # a snapshot taken later must show up at once
-        entry = self._reply(ino)
-        entry.entry_timeout = 1.0  # a deleted snapshot must not linger
-        return entry
-
-    async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
-        if self._tree is None:
+    async def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
+        if self._lookups is None:
             return
         try:
-            with self._lock:
+            with self._locked():
                 for ino, count in inode_list:
-                    if ino < SNAPSHOT_BASE:
-                        self._tree.forget(ino, count)
+                    if ino < SnapshotsDir.FIRST_INO:  # snapshots hold nothing
+                        self._lookups.forget(ino, count)
         except Exception:  # forget must never raise
             log.exception("forget failed")
 
+    def forget_all(self) -> None:
+        """The kernel session has ended: it holds no inode any more."""
+        if self._lookups is not None:
+            with self._locked():
+                self._lookups.forget_all()
+
     @fuse_errors
-    async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        with self._lock:
-            if inode == SNAPSHOTS_INO:
-                return self._snapshots_entry()
-            return self._entry(inode, self._node(inode))
+    async def getattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+        with self._locked():
+            return self._attributes(inode)
 
     @fuse_errors
     async def setattr(
         self,
-        inode: int,
+        inode: InodeT,
         attr: pyfuse3.EntryAttributes,
         fields: pyfuse3.SetattrFields,
-        fh: int | None,
+        fh: FileHandleT | None,
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(inode)
-        with self._lock:
+        with self._locked():
             tree.setattr(
                 inode,
                 mode=attr.st_mode if fields.update_mode else None,
@@ -260,17 +232,17 @@ class WorkspaceOperations(pyfuse3.Operations):
                 mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
                 ctime_ns=attr.st_ctime_ns if fields.update_ctime else None,
             )
-            return self._entry(inode, tree.node(inode))
+            return self._attributes(inode)
 
     @fuse_errors
-    async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
-        with self._lock:
-            view, local, _ = self._space.resolve(inode)
+    async def readlink(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> bytes:
+        with self._locked():
+            view, local, _ = self._resolve(inode)
             return encode(view.readlink(local))
 
     @fuse_errors
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
-        with self._lock:
+        with self._locked():
             used = self._view.total_bytes if isinstance(self._view, Tree) else 0
             files = self._view.file_count if isinstance(self._view, Tree) else 0
         blocks = self._capacity // BLOCK_SIZE
@@ -285,118 +257,134 @@ class WorkspaceOperations(pyfuse3.Operations):
         return data
 
     @fuse_errors
-    async def access(self, inode: int, mode: int, ctx: pyfuse3.RequestContext) -> bool:
+    async def access(self, inode: InodeT, mode: int, ctx: pyfuse3.RequestContext) -> bool:
         # Only called without default_permissions: then every access is allowed.
-        with self._lock:
-            if inode != SNAPSHOTS_INO:
-                self._node(inode)
+        with self._locked():
+            self._attributes(inode)  # ENOENT for an inode that is gone
         return True
 
     # -- creating and removing -------------------------------------------------
 
     @fuse_errors
     async def mknod(
-        self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
+        self,
+        parent_inode: InodeT,
+        name: bytes,
+        mode: int,
+        rdev: int,
+        ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(parent_inode)
-        with self._lock:
+        with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             return self._reply(tree.mknod(parent_inode, decode(name), mode, rdev, uid, gid))
 
     @fuse_errors
     async def mkdir(
-        self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
+        self, parent_inode: InodeT, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(parent_inode)
-        with self._lock:
+        with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode | _stat.S_IFDIR)
             return self._reply(tree.mkdir(parent_inode, decode(name), mode, uid, gid))
 
     @fuse_errors
     async def symlink(
-        self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
+        self, parent_inode: InodeT, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(parent_inode)
-        with self._lock:
+        with self._locked():
             _, uid, gid = self._owner(parent_inode, ctx, 0)
             return self._reply(tree.symlink(parent_inode, decode(name), decode(target), uid, gid))
 
     @fuse_errors
     async def link(
-        self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
+        self,
+        inode: InodeT,
+        new_parent_inode: InodeT,
+        new_name: bytes,
+        ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(inode, new_parent_inode)
-        with self._lock:
+        with self._locked():
             tree.link(inode, new_parent_inode, decode(new_name))
             return self._reply(inode)
 
     @fuse_errors
-    async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+    async def unlink(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         tree = self._writable(parent_inode)
-        with self._lock:
+        with self._locked():
             tree.unlink(parent_inode, decode(name))
 
     @fuse_errors
-    async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+    async def rmdir(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         tree = self._writable(parent_inode)
-        with self._lock:
+        with self._locked():
             tree.rmdir(parent_inode, decode(name))
 
     @fuse_errors
     async def rename(
         self,
-        parent_inode_old: int,
+        parent_inode_old: InodeT,
         name_old: bytes,
-        parent_inode_new: int,
+        parent_inode_new: InodeT,
         name_new: bytes,
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
         tree = self._writable(parent_inode_old, parent_inode_new)
-        with self._lock:
+        with self._locked():
             tree.rename(
                 parent_inode_old, decode(name_old), parent_inode_new, decode(name_new), flags
             )
 
     # -- files -----------------------------------------------------------------
 
-    def _open(self, ino: int, flags: int) -> pyfuse3.FileInfo:
-        node = self._node(ino)
+    def _open(self, ino: InodeT, flags: int) -> pyfuse3.FileInfo:
+        view, local, _ = self._resolve(ino)
+        node = view.node(local)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
             tree = self._writable(ino)
             if flags & os.O_TRUNC and node.size:  # libfuse asks for atomic O_TRUNC
                 tree.truncate(ino, 0)
-        handle = next(self._handles)
+        handle = self._handles()
         self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND))
         return pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache)
 
     @fuse_errors
-    async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
-        with self._lock:
+    async def open(
+        self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.FileInfo:
+        with self._locked():
             return self._open(inode, flags)
 
     @fuse_errors
     async def create(
-        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
+        self,
+        parent_inode: InodeT,
+        name: bytes,
+        mode: int,
+        flags: int,
+        ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         tree = self._writable(parent_inode)
-        with self._lock:
+        with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             ino = tree.create(parent_inode, decode(name), mode, uid, gid)
             return self._open(ino, flags), self._reply(ino)
 
     @fuse_errors
-    async def read(self, fh: int, off: int, size: int) -> bytes:
-        with self._lock:
-            view, local, _ = self._space.resolve(self._files[fh].ino)
+    async def read(self, fh: FileHandleT, off: int, size: int) -> bytes:
+        with self._locked():
+            view, local, _ = self._resolve(self._files[fh].ino)
             return view.read(local, off, size)
 
     @fuse_errors
-    async def write(self, fh: int, off: int, buf: bytes) -> int:
+    async def write(self, fh: FileHandleT, off: int, buf: bytes) -> int:
         tree = self._writable()
-        with self._lock:
+        with self._locked():
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
@@ -406,69 +394,61 @@ class WorkspaceOperations(pyfuse3.Operations):
     # kernel so once, and it stops sending these requests (one round trip
     # fewer per close).
 
-    async def flush(self, fh: int) -> None:
+    async def flush(self, fh: FileHandleT) -> None:
         raise FUSEError(errno.ENOSYS)
 
-    async def fsync(self, fh: int, datasync: bool) -> None:
+    async def fsync(self, fh: FileHandleT, datasync: bool) -> None:
         raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
-    async def release(self, fh: int) -> None:
+    async def release(self, fh: FileHandleT) -> None:
         self._files.pop(fh, None)
 
     # -- directories -----------------------------------------------------------
 
     @fuse_errors
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
-        with self._lock:
+    async def opendir(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> FileHandleT:
+        with self._locked():
             # A frozen copy of the entries: offsets stay stable while the
             # directory changes, so no entry is skipped or repeated.
-            if inode == SNAPSHOTS_INO:
-                listed = sorted(self._space.names().items())
-                entries = [(".", SNAPSHOTS_INO), ("..", ROOT_INO), *listed]
+            if inode == SnapshotsDir.INO:
+                entries = self._snapshots.listing()
             else:
-                view, local, slot = self._space.resolve(inode)
-                parent = InodeSpace.outer(slot, view.lookup(local, ".."))
-                children = [(n, InodeSpace.outer(slot, c)) for n, c in view.readdir(local)]
+                view, local, base = self._resolve(inode)
+                parent = base + view.lookup(local, "..")
+                children = [(name, base + child) for name, child in view.readdir(local)]
                 entries = [(".", inode), ("..", parent), *children]
-        handle = next(self._handles)
+        handle = self._handles()
         self._dirs[handle] = entries
         return handle
 
     @fuse_errors
-    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+    async def readdir(self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         entries = self._dirs[fh]
-        with self._lock:
+        with self._locked():
             for index in range(start_id, len(entries)):
                 name, ino = entries[index]
-                if ino == SNAPSHOTS_INO:
-                    entry = self._snapshots_entry()
-                else:
-                    try:
-                        view, local, _ = self._space.resolve(ino)
-                    except FUSEError:  # a snapshot pruned since opendir
-                        continue
-                    node = view.get(local)
-                    if node is None:  # removed since opendir
-                        continue
-                    entry = self._entry(ino, node)
+                try:
+                    entry = self._attributes(ino)
+                except (NotFoundError, FUSEError):  # gone (or its snapshot pruned) since opendir
+                    continue
                 if not pyfuse3.readdir_reply(token, encode(name), entry, index + 1):
                     return
-                if self._tree is not None and index >= 2 and ino < SNAPSHOT_BASE:
-                    self._tree.pin(ino)  # "." and ".." are not lookups; snapshots need no pins
+                if index >= 2:  # "." and ".." are not lookups
+                    self._hold(ino)
 
     @fuse_errors
-    async def releasedir(self, fh: int) -> None:
+    async def releasedir(self, fh: FileHandleT) -> None:
         self._dirs.pop(fh, None)
 
-    async def fsyncdir(self, fh: int, datasync: bool) -> None:
+    async def fsyncdir(self, fh: FileHandleT, datasync: bool) -> None:
         raise FUSEError(errno.ENOSYS)
 
     # -- extended attributes ---------------------------------------------------
 
     @fuse_errors
     async def setxattr(
-        self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
+        self, inode: InodeT, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
         tree = self._writable(inode)
         if name.startswith(b"system.posix_acl_"):
@@ -476,37 +456,27 @@ class WorkspaceOperations(pyfuse3.Operations):
             # stored as plain bytes they would not change the mode, and cp -a
             # (which then skips its chmod) would leave files 0600.
             raise FUSEError(errno.EOPNOTSUPP)
-        with self._lock:
+        with self._locked():
             tree.setxattr(inode, name, value)
 
     @fuse_errors
-    async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
-        with self._lock:
-            if inode == SNAPSHOTS_INO:
+    async def getxattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+        with self._locked():
+            if inode == SnapshotsDir.INO:
                 raise FUSEError(pyfuse3.ENOATTR)
-            view, local, _ = self._space.resolve(inode)
-            try:
-                return view.getxattr(local, name)
-            except OSError as exc:
-                if exc.errno == errno.ENODATA:
-                    raise FUSEError(pyfuse3.ENOATTR) from None
-                raise
+            view, local, _ = self._resolve(inode)
+            return view.getxattr(local, name)
 
     @fuse_errors
-    async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
-        with self._lock:
-            if inode == SNAPSHOTS_INO:
+    async def listxattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
+        with self._locked():
+            if inode == SnapshotsDir.INO:
                 return []
-            view, local, _ = self._space.resolve(inode)
+            view, local, _ = self._resolve(inode)
             return view.listxattr(local)
 
     @fuse_errors
-    async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+    async def removexattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         tree = self._writable(inode)
-        with self._lock:
-            try:
-                tree.removexattr(inode, name)
-            except OSError as exc:
-                if exc.errno == errno.ENODATA:
-                    raise FUSEError(pyfuse3.ENOATTR) from None
-                raise
+        with self._locked():
+            tree.removexattr(inode, name)

@@ -1,9 +1,23 @@
-"""Snapshots persisted to git (pygit2): incremental, exact, lazy, movable."""
+"""Snapshots persisted to git (pygit2): incremental, exact, lazy, movable.
+
+Besides persistence, the pieces other git-backed backends share: the ref
+layout (``RefNamespace``), the commit signature (``Identity``) and raw tree
+objects (modes, ``encode_tree``, ``walk_tree``).
+"""
 
 from ._load import load as load
+from ._objects import MODE_EXECUTABLE as MODE_EXECUTABLE
+from ._objects import MODE_FILE as MODE_FILE
+from ._objects import MODE_LINK as MODE_LINK
+from ._objects import MODE_TREE as MODE_TREE
+from ._objects import encode_tree as encode_tree
+from ._objects import walk_tree as walk_tree
 from ._persist import PersistedSnapshot as PersistedSnapshot
 from ._persist import Progress as Progress
 from ._persist import persist as persist
+from ._refs import RefNamespace as RefNamespace
+from ._refs import branch_prefix as branch_prefix
+from ._refs import branch_ref as branch_ref
 from ._remote import StoredSnapshot as StoredSnapshot
 from ._remote import fetch as fetch
 from ._remote import list_snapshots as list_snapshots

@@ -19,11 +19,12 @@ from typing import Any
 import pygit2
 
 from .._errors import SnapshotError
-from ..fs import FilesystemSnapshot, InMemoryFilesystem
-from ..tree import ROOT_INO, Tree
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRef
+from ..tree import ROOT_INO, File, Tree
 from ._objects import EMPTY_TREE, decode_name, encode_name, read_blob, read_tree
-from ._persist import DIR_PREFIX, META_BLOB, Progress, ProgressHook, resolve_commit, state_for
+from ._persist import DIR_PREFIX, META_BLOB, Progress, ProgressHook, resolve_commit
 from ._repo import open_repository
+from ._state import state_for
 
 
 class BlobContent:
@@ -65,9 +66,8 @@ def snapshot_record(commit: pygit2.Commit, git_dir: str) -> FilesystemSnapshot:
         return FilesystemSnapshot(
             snapshot_id=uuid.UUID(fields["Snapshot-Id"]),
             created_at=datetime.fromisoformat(fields["Created-At"]),
-            commit_ref=str(commit.id),
+            ref=SnapshotRef("git", str(commit.id), repository=git_dir),
             root_path="/",
-            git_dir=git_dir,
             tag=fields.get("Tag"),
             file_count=int(fields["Files"]),
             total_bytes=int(fields["Bytes"]),
@@ -105,23 +105,22 @@ def load(
     odb = repository.odb
     try:
         meta_commit = repository[trailers(commit.message)["Workspacefs-Meta"]]
-        assert isinstance(meta_commit, pygit2.Commit)
+        if not isinstance(meta_commit, pygit2.Commit):
+            raise SnapshotError(f"{commit.id}: its metadata is not a commit", git_dir)
         fs = InMemoryFilesystem(workspace_id=record.workspace_id, mount_point=mount_point)
-        tree = fs.tree
-        with tree.lock:
+        with fs.transaction() as tree:
             dirs = _populate(tree, odb, commit.tree_id, meta_commit.tree_id, progress)
         version = fs.adopt_snapshot(record)
-    except (KeyError, ValueError, AssertionError, pygit2.GitError) as exc:
+    except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
         raise SnapshotError(f"cannot load {ref!r}: {exc}", git_dir) from exc
-    state = state_for(tree, git_dir)
+    state = state_for(fs, git_dir)
     state.dir_trees, state.meta_trees = dirs
-    state.blobs = {
-        ino: (node.lazy.key, node.lazy.key)
-        for _, ino, node in version.walk()
-        if getattr(node, "lazy", None) is not None
-    }
+    state.blobs = {}
+    for _, ino, node in version.walk():
+        if isinstance(node, File) and isinstance(node.deferred_key, pygit2.Oid):
+            state.blobs[ino] = (node.content_key, node.deferred_key)
     state.version = version
-    state.commits[version.lineage] = (commit.id, meta_commit.id)
+    state.commits[version.history_key] = (commit.id, meta_commit.id)
     return fs
 
 
@@ -152,6 +151,8 @@ def _populate(
         meta: dict[str, dict[str, Any]] = json.loads(
             read_blob(odb, subtrees[META_BLOB]).decode("utf-8", "surrogateescape")
         )
+        if not isinstance(meta, dict):
+            raise ValueError(f"metadata of directory {directory} is not an object")
         if "." in meta:
             attributes.append((ROOT_INO, meta.pop(".")))
         for name, entry in meta.items():

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import pygit2
 from pygit2.enums import ObjectType
 
+from .._errors import SnapshotError
+
 MODE_TREE = 0o040000
 MODE_FILE = 0o100644
 MODE_EXECUTABLE = 0o100755
@@ -66,11 +68,16 @@ def read_tree(odb: pygit2.Odb, oid: pygit2.Oid) -> list[TreeEntry]:
 
 
 def walk_tree(repo: pygit2.Repository, tree: pygit2.Tree) -> Iterator[tuple[str, int, pygit2.Oid]]:
-    """(path, mode, id) of every entry below ``tree``, subtrees included."""
+    """(path, mode, id) of every entry below ``tree``, subtrees included.
+
+    Raises:
+        SnapshotError: An entry with the directory mode names something else.
+    """
     stack: list[tuple[str, pygit2.Object]] = [("", tree)]
     while stack:
         prefix, current = stack.pop()
-        assert isinstance(current, pygit2.Tree)
+        if not isinstance(current, pygit2.Tree):
+            raise SnapshotError(f"{current.id} has a directory's mode but is no tree", prefix[:-1])
         for entry in current:
             path = prefix + (entry.name or "")
             yield path, int(entry.filemode), entry.id

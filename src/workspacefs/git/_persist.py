@@ -21,10 +21,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import threading
-import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import pygit2
@@ -33,7 +31,6 @@ from pygit2.enums import ObjectType
 from .._errors import SnapshotCreationError, SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
-from ..tree._lineage import Lineage
 from ._objects import (
     EMPTY_TREE,
     MODE_EXECUTABLE,
@@ -45,8 +42,9 @@ from ._objects import (
     encode_tree,
 )
 from ._pack import DEFAULT_COMPRESSION, PackWriter
-from ._refs import meta_ref, next_number, snapshot_ref, tag_ref, valid_ref_part
+from ._refs import RefNamespace, valid_ref_part
 from ._repo import Identity, default_repository, open_repository
+from ._state import PersistState, state_for
 
 META_BLOB = b"meta"
 DIR_PREFIX = b"d:"
@@ -78,27 +76,6 @@ class PersistedSnapshot:
     ref: str
     number: int
     objects_written: int
-
-
-@dataclass
-class _State:
-    """What one repository holds of one tree: the last persisted version's ids."""
-
-    version: Version | None = None
-    dir_trees: dict[int, pygit2.Oid] = field(default_factory=dict)
-    meta_trees: dict[int, pygit2.Oid] = field(default_factory=dict)
-    blobs: dict[int, tuple[object, pygit2.Oid]] = field(default_factory=dict)
-    commits: dict[Lineage, tuple[pygit2.Oid, pygit2.Oid]] = field(default_factory=dict)
-
-
-_states: weakref.WeakKeyDictionary[Tree, dict[str, _State]] = weakref.WeakKeyDictionary()
-_states_lock = threading.Lock()
-
-
-def state_for(tree: Tree, repo_path: str) -> _State:
-    """The incremental state of ``tree`` in the repository at ``repo_path``."""
-    with _states_lock:
-        return _states.setdefault(tree, {}).setdefault(repo_path, _State())
 
 
 def entry_metadata(node: Node, link_group: int | None) -> dict[str, Any]:
@@ -134,7 +111,7 @@ class _Writer:
         sink: ObjectSink,
         pack: PackWriter | None,
         version: Version,
-        state: _State,
+        state: PersistState,
         changed: set[int] | None,
         progress: ProgressHook | None,
     ) -> None:
@@ -148,7 +125,7 @@ class _Writer:
         self.objects = 0
         self.dir_trees: dict[int, pygit2.Oid] = {}
         self.meta_trees: dict[int, pygit2.Oid] = {}
-        self.blobs: dict[int, tuple[object, pygit2.Oid]] = {}
+        self.blobs: dict[int, tuple[Hashable, pygit2.Oid]] = {}
 
     def dirty_directories(self) -> list[int]:
         """Directories to rewrite, deepest first."""
@@ -184,55 +161,39 @@ class _Writer:
         return sorted(dirs, key=depth_of, reverse=True)
 
     def blob_for(self, ino: int, node: File | Symlink) -> pygit2.Oid:
-        unchanged = self.changed is not None and ino not in self.changed
-        cached = self.state.blobs.get(ino)
-        key: object
-        if isinstance(node, Symlink):
-            key = ("link", node.target)
-        elif node.lazy is not None:
-            key = node.lazy.key
-        else:
-            # The chunk dict's identity names the content: it is replaced on the
-            # first write after a snapshot, and the state keeps the last
-            # persisted version (so that dict) alive, so the id cannot be reused.
-            key = id(node.chunks), node.size
         if ino in self.blobs:  # written ahead, in parallel
             return self.blobs[ino][1]
+        unchanged = self.changed is not None and ino not in self.changed
+        cached = self.state.blobs.get(ino)
+        key = content_key(node)
         if cached is not None and (unchanged or cached[0] == key):
             self.blobs[ino] = cached
             return cached[1]
-        if node_is_stored(node, self.odb):
-            assert isinstance(node, File)
-            assert node.lazy is not None
-            oid = node.lazy.key
-            assert isinstance(oid, pygit2.Oid)
-        else:
+        oid = stored_blob(node, self.odb)
+        if oid is None:
             oid = self.sink(ObjectType.BLOB, blob_bytes(node))
             self.objects += 1
         self.blobs[ino] = (key, oid)
         return oid
 
-    def write_all_blobs(self) -> None:
+    def write_all_blobs(self, pack: PackWriter) -> None:
         """A first persist: hash and compress every file in parallel into the pack."""
-        assert self.pack is not None
         nodes = [
             (ino, node)
             for _, ino, node in self.version.walk()
-            if isinstance(node, File | Symlink) and not node_is_stored(node, self.odb)
+            if isinstance(node, File | Symlink) and stored_blob(node, self.odb) is None
         ]
         unique = list(dict(nodes).items())  # hard links: one blob per inode
         data = ((ObjectType.BLOB, blob_bytes(node)) for _, node in unique)
-        for (ino, node), oid in zip(unique, self.pack.add_many(data), strict=True):
-            key: object = ("link", node.target) if isinstance(node, Symlink) else (
-                id(node.chunks), node.size)  # fmt: skip
-            self.blobs[ino] = (key, oid)
+        for (ino, node), oid in zip(unique, pack.add_many(data), strict=True):
+            self.blobs[ino] = (content_key(node), oid)
             self.objects += 1
 
     def build(self) -> tuple[pygit2.Oid, pygit2.Oid]:
         """Write the workspace tree and the metadata tree; return both root ids."""
         version = self.version
         if self.changed is None and self.pack is not None:
-            self.write_all_blobs()
+            self.write_all_blobs(self.pack)
         dirty = self.dirty_directories()
         hard_links: dict[int, int] = {}
         for count, ino in enumerate(dirty, start=1):
@@ -292,12 +253,16 @@ class _Writer:
         state.version = version
 
 
-def node_is_stored(node: Node, odb: pygit2.Odb) -> bool:
-    """True for a file still held as a blob id that this repository already has."""
-    if not isinstance(node, File) or node.lazy is None:
-        return False
-    key = node.lazy.key
-    return isinstance(key, pygit2.Oid) and key in odb
+def content_key(node: File | Symlink) -> Hashable:
+    """What names the blob of a file or symlink in the state's cache (see
+    ``File.content_key``: the state keeps the keys of its last persisted version)."""
+    return ("link", node.target) if isinstance(node, Symlink) else node.content_key
+
+
+def stored_blob(node: File | Symlink, odb: pygit2.Odb) -> pygit2.Oid | None:
+    """The blob id of a file not loaded yet whose blob this repository already has."""
+    key = node.deferred_key if isinstance(node, File) else None
+    return key if isinstance(key, pygit2.Oid) and key in odb else None
 
 
 def blob_bytes(node: File | Symlink) -> bytes:
@@ -346,14 +311,14 @@ def persist(
     """
     version = fs.version(snapshot)
     workspace = fs.workspace_id
-    snapshot_ref(workspace, 1)  # refuse names git cannot hold before writing anything
+    refs = RefNamespace.for_workspace(workspace)  # refuse names git cannot hold first
     if snapshot.tag:
-        tag_ref(workspace, snapshot.tag)
+        refs.tag(snapshot.tag)
     repo = repo if repo is not None else default_repository(workspace)
     repository = open_repository(repo, create=True)
     path = os.path.realpath(repository.path)
     identity = identity or Identity()
-    state = state_for(fs.tree, path)
+    state = state_for(fs, path)
     changed = None
     if state.version is not None and state.version.tree_id == version.tree_id:
         changed = Tree.changes_between(state.version, version)
@@ -370,8 +335,8 @@ def persist(
             raise
         if pack is not None:
             pack.finish()  # objects must be visible before commits name them
-        parents, meta_parents = _parents(state, version.lineage)
-        number = next_number(repository, workspace)
+        parents, meta_parents = _parents(state, version)
+        number = refs.next_number(repository)
         signature = identity.signature(snapshot.created_at)
         meta_commit = repository.create_commit(
             None, signature, signature, f"workspacefs metadata {number}\n", meta_tree, meta_parents
@@ -381,29 +346,27 @@ def persist(
         )
         # Refs last: the snapshot ref publishes a complete snapshot.
         references = repository.references
-        references.create(meta_ref(workspace, number), meta_commit, force=True)
-        references.create(snapshot_ref(workspace, number), commit, force=True)
+        references.create(refs.meta(number), meta_commit, force=True)
+        references.create(refs.snapshot(number), commit, force=True)
         if snapshot.tag:
-            references.create(tag_ref(workspace, snapshot.tag), commit, force=True)
+            references.create(refs.tag(snapshot.tag), commit, force=True)
     except (pygit2.GitError, OSError) as exc:
         raise SnapshotCreationError(f"cannot persist to {repo}: {exc}", str(repo)) from exc
     writer.commit_state(version)
-    state.commits[version.lineage] = (commit, meta_commit)
+    state.commits[version.history_key] = (commit, meta_commit)
     if progress is not None:
         progress(Progress("done", writer.objects, writer.objects))
     return PersistedSnapshot(
-        str(commit), str(meta_commit), snapshot_ref(workspace, number), number, writer.objects + 2
+        str(commit), str(meta_commit), refs.snapshot(number), number, writer.objects + 2
     )
 
 
-def _parents(state: _State, lineage: Lineage) -> tuple[list[pygit2.Oid], list[pygit2.Oid]]:
+def _parents(state: PersistState, version: Version) -> tuple[list[pygit2.Oid], list[pygit2.Oid]]:
     """The commits of the nearest persisted ancestor version, if any."""
-    current: Lineage | None = lineage.parent
-    while current is not None:
-        found = state.commits.get(current)
+    for key in version.ancestor_keys():
+        found = state.commits.get(key)
         if found is not None:
             return [found[0]], [found[1]]
-        current = current.parent
     return [], []
 
 
@@ -413,11 +376,12 @@ def resolve_commit(
     """A snapshot commit by full ref, workspace-relative ref, tag, number or id."""
     candidates = [name]
     if workspace:
-        candidates.append(f"refs/workspacefs/{workspace}/{name}")
+        refs = RefNamespace.for_workspace(workspace)
+        candidates.append(refs.relative(name))
         if name.isdigit():
-            candidates.append(snapshot_ref(workspace, int(name)))
+            candidates.append(refs.snapshot(int(name)))
         elif valid_ref_part(name):
-            candidates.append(tag_ref(workspace, name))
+            candidates.append(refs.tag(name))
     for candidate in filter(None, candidates):
         try:
             obj = repository.revparse_single(candidate)

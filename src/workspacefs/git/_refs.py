@@ -1,5 +1,12 @@
-"""The ref namespace: refs/workspacefs/<workspace>/{snapshots,meta,tags}/...
+"""The ref layout, in one place: everything lives under ``refs/workspacefs/``.
 
+* ``<workspace>/{snapshots,meta}/<n>`` and ``<workspace>/tags/<tag>``: persisted
+  snapshots of a workspace (a host directory's ``git`` snapshots use the
+  workspace name ``host``);
+* ``sessions/<session>/snapshots/<n>``: shadow snapshots of a user's working copy;
+* ``branches/<session>/<name>``: writable worktrees made from those.
+
+Snapshot numbers count from 1; the next one is one past the highest ref.
 Nothing outside ``refs/workspacefs/`` is ever written: the user's branches
 and HEAD stay theirs.
 """
@@ -7,6 +14,7 @@ and HEAD stay theirs.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pygit2
 
@@ -27,32 +35,59 @@ def _check(part: str, what: str) -> str:
     return part
 
 
-def snapshot_ref(workspace: str, number: int) -> str:
-    """The ref of snapshot ``number`` of ``workspace``."""
-    return f"{PREFIX}/{_check(workspace, 'workspace id')}/snapshots/{number}"
+@dataclass(frozen=True, slots=True)
+class RefNamespace:
+    """One namespace of numbered snapshot refs: ``<base>/snapshots/<n>``,
+    ``<base>/meta/<n>`` and ``<base>/tags/<tag>``."""
+
+    base: str
+
+    @classmethod
+    def for_workspace(cls, workspace: str) -> RefNamespace:
+        """``refs/workspacefs/<workspace>``; refuses names git cannot hold."""
+        return cls(f"{PREFIX}/{_check(workspace, 'workspace id')}")
+
+    @classmethod
+    def for_session(cls, session_id: str) -> RefNamespace:
+        """``refs/workspacefs/sessions/<session>`` (the provider checks the id)."""
+        return cls(f"{PREFIX}/sessions/{session_id}")
+
+    def snapshot(self, number: int) -> str:
+        """The ref of snapshot ``number``."""
+        return f"{self.base}/snapshots/{number}"
+
+    def meta(self, number: int) -> str:
+        """The ref keeping the metadata commit of snapshot ``number`` reachable."""
+        return f"{self.base}/meta/{number}"
+
+    def tag(self, tag: str) -> str:
+        """The ref naming a tagged snapshot; refuses tags git cannot hold."""
+        return f"{self.base}/tags/{_check(tag, 'tag')}"
+
+    def relative(self, name: str) -> str:
+        """A ref named relative to the namespace, e.g. ``snapshots/3``."""
+        return f"{self.base}/{name}"
+
+    def numbers(self, repository: pygit2.Repository) -> list[int]:
+        """The numbers of the snapshots in ``repository``, ascending."""
+        prefix = f"{self.base}/snapshots/"
+        return sorted(
+            int(name[len(prefix) :])
+            for name in repository.references
+            if name.startswith(prefix) and name[len(prefix) :].isdigit()
+        )
+
+    def next_number(self, repository: pygit2.Repository) -> int:
+        """The number the next snapshot gets."""
+        numbers = self.numbers(repository)
+        return numbers[-1] + 1 if numbers else 1
 
 
-def meta_ref(workspace: str, number: int) -> str:
-    """The ref keeping the metadata commit of snapshot ``number`` reachable."""
-    return f"{PREFIX}/{_check(workspace, 'workspace id')}/meta/{number}"
+def branch_prefix(session_id: str) -> str:
+    """Where the worktree branches of a shadow session live (ends with ``/``)."""
+    return f"{PREFIX}/branches/{session_id}/"
 
 
-def tag_ref(workspace: str, tag: str) -> str:
-    """The ref naming a tagged snapshot."""
-    return f"{PREFIX}/{_check(workspace, 'workspace id')}/tags/{_check(tag, 'tag')}"
-
-
-def snapshot_numbers(repository: pygit2.Repository, workspace: str) -> list[int]:
-    """The numbers of the persisted snapshots of ``workspace``, ascending."""
-    prefix = snapshot_ref(workspace, 0)[: -len("0")]
-    return sorted(
-        int(name[len(prefix) :])
-        for name in repository.references
-        if name.startswith(prefix) and name[len(prefix) :].isdigit()
-    )
-
-
-def next_number(repository: pygit2.Repository, workspace: str) -> int:
-    """The number the next persisted snapshot of ``workspace`` gets."""
-    numbers = snapshot_numbers(repository, workspace)
-    return numbers[-1] + 1 if numbers else 1
+def branch_ref(session_id: str, name: str) -> str:
+    """The ref of a shadow session's worktree branch ``name``."""
+    return branch_prefix(session_id) + name

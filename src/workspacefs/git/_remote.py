@@ -12,7 +12,7 @@ import pygit2
 from .._errors import BackendUnavailableError
 from ..fs import FilesystemSnapshot, SnapshotRetentionPolicy
 from ._load import snapshot_record
-from ._refs import PREFIX, meta_ref, snapshot_numbers, snapshot_ref, tag_ref
+from ._refs import PREFIX, RefNamespace
 from ._repo import open_repository
 
 
@@ -30,9 +30,10 @@ def list_snapshots(repo: str | os.PathLike[str], workspace: str) -> Sequence[Sto
     """The persisted snapshots of ``workspace``, oldest first."""
     repository = open_repository(repo)
     git_dir = os.path.realpath(repository.path)
+    refs = RefNamespace.for_workspace(workspace)
     found = []
-    for number in snapshot_numbers(repository, workspace):
-        ref = snapshot_ref(workspace, number)
+    for number in refs.numbers(repository):
+        ref = refs.snapshot(number)
         commit = repository.references[ref].peel(pygit2.Commit)
         found.append(StoredSnapshot(number, ref, str(commit.id), snapshot_record(commit, git_dir)))
     return found
@@ -50,19 +51,25 @@ def prune(
     stored = list_snapshots(repo, workspace)
     by_id = {item.record.snapshot_id: item for item in stored}
     doomed = [by_id[r.snapshot_id] for r in policy.expired([s.record for s in stored], now)]
+    refs = RefNamespace.for_workspace(workspace)
     for item in doomed:
-        for name in (meta_ref(workspace, item.number), item.ref):
+        for name in (refs.meta(item.number), item.ref):
             if name in repository.references:
                 repository.references.delete(name)
         tag = item.record.tag
-        name = tag_ref(workspace, tag) if tag else ""
+        name = refs.tag(tag) if tag else ""
         if name in repository.references and str(repository.references[name].target) == item.commit:
             repository.references.delete(name)
     return doomed
 
 
+def _scope(workspace: str | None) -> str:
+    """The refs of one workspace, or of all."""
+    return RefNamespace.for_workspace(workspace).base if workspace else PREFIX
+
+
 def _refspec(workspace: str | None) -> str:
-    scope = f"{PREFIX}/{workspace}" if workspace else PREFIX
+    scope = _scope(workspace)
     return f"+{scope}/*:{scope}/*"
 
 
@@ -71,7 +78,7 @@ def push(repo: str | os.PathLike[str], url: str, *, workspace: str | None = None
     repository = open_repository(repo)
     try:
         remote = repository.remotes.create_anonymous(url)
-        names = [n for n in repository.references if n.startswith(f"{PREFIX}/{workspace or ''}")]
+        names = [n for n in repository.references if n.startswith(_scope(workspace) + "/")]
         remote.push([f"+{name}:{name}" for name in names])
     except pygit2.GitError as exc:
         raise BackendUnavailableError(f"push to {url} failed: {exc}", url) from exc

@@ -13,13 +13,15 @@ from .._errors import InvalidArgumentError, NotFoundError, SnapshotError
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """Author and committer of persisted snapshots; the time is the snapshot's own,
-    so the same snapshot always gives the same commit id."""
+    """Author and committer of every commit workspacefs makes (persisted, host and
+    shadow snapshots). A persisted snapshot is signed at its own time, so the
+    same snapshot always gives the same commit id."""
 
     name: str = "workspacefs"
     email: str = "workspacefs@localhost"
 
     def signature(self, when: datetime) -> pygit2.Signature:
+        """The signature of a commit made at ``when`` (its UTC offset kept)."""
         offset = when.utcoffset()
         minutes = int(offset.total_seconds() // 60) if offset is not None else 0
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), minutes)

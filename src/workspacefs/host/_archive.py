@@ -15,8 +15,16 @@ import stat as _stat
 import tempfile
 from collections.abc import Iterator
 
-from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
-from ..archive._format import Entry, Reader, export_archive, import_archive
+from ..archive import (
+    DEFAULT_ARCHIVE_LIMITS,
+    ArchiveLimits,
+    Entry,
+    Reader,
+    file_content,
+    read_archive,
+    symlink_target,
+    write_archive,
+)
 
 STAGING_PREFIX = ".workspacefs-import-"
 
@@ -66,13 +74,12 @@ class HostArchiveTarget:
             os.makedirs(target, exist_ok=True)
             os.chmod(target, _stat.S_IMODE(entry.mode))
         elif kind == _stat.S_IFLNK:
-            assert entry.target is not None
-            os.symlink(entry.target, target)
+            os.symlink(symlink_target(entry), target)
         else:
-            assert content is not None
+            data = file_content(entry, content)
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as out:
-                while block := content.read(1 << 20):
+                while block := data.read(1 << 20):
                     out.write(block)
             os.chmod(target, _stat.S_IMODE(entry.mode))
         self._times.append((target, entry.mtime_ns))
@@ -97,11 +104,11 @@ class HostArchiveTarget:
 
 def export_directory(root: str, path: str | os.PathLike[str]) -> int:
     """Export a host directory as a workspace archive; the file count."""
-    return export_archive(HostArchiveSource(root), path)
+    return write_archive(HostArchiveSource(root), path)
 
 
 def import_directory(
     root: str, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
 ) -> int:
     """Replace a host directory's content with an archive; the file count."""
-    return import_archive(HostArchiveTarget(root), path, limits=limits)
+    return read_archive(HostArchiveTarget(root), path, limits=limits)

@@ -18,6 +18,7 @@ from .._errors import (
     NotADirectoryFsError,
     SnapshotIncompatibleError,
 )
+from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     DEFAULT_LIMITS,
     BackendFilesystem,
@@ -132,16 +133,16 @@ class HostFilesystem(BackendFilesystem):
         self._writable(self._root)
         if snapshot.root_path != self._root:
             raise SnapshotIncompatibleError("snapshot of another directory", snapshot.root_path)
-        self._strategy(snapshot.strategy).restore(snapshot)
+        self._strategy(snapshot.ref.kind).restore(snapshot)
         self._current = snapshot.snapshot_id
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
     ) -> FilesystemDiff:
         """Files added, modified and deleted from ``base`` to ``target`` (or now)."""
-        if target is not None and target.strategy != base.strategy:
+        if target is not None and target.ref.kind != base.ref.kind:
             raise SnapshotIncompatibleError("snapshots kept by different strategies", None)
-        return self._strategy(base.strategy).diff(base, target)
+        return self._strategy(base.ref.kind).diff(base, target)
 
     def cleanup(self) -> None:
         """Remove every snapshot store this filesystem made; safe to call twice."""
@@ -152,10 +153,12 @@ class HostFilesystem(BackendFilesystem):
         """Write the directory as a workspace archive; the file count."""
         return export_directory(self._root, path)
 
-    def import_archive(self, path: str | os.PathLike[str]) -> int:
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
         """Replace the directory's content with a workspace archive; the file count.
 
         A hostile or damaged archive raises and leaves the directory as it was.
         """
         self._writable(os.fspath(path))
-        return import_directory(self._root, path)
+        return import_directory(self._root, path, limits=limits)

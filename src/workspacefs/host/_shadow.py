@@ -36,15 +36,18 @@ from .._errors import (
     SnapshotCreationError,
     SnapshotNotFoundError,
 )
-from ..git._objects import (
+from ..git import (
     MODE_EXECUTABLE,
     MODE_FILE,
     MODE_LINK,
     MODE_TREE,
+    Identity,
+    RefNamespace,
+    branch_prefix,
+    branch_ref,
     encode_tree,
     walk_tree,
 )
-from ..git._repo import Identity
 from ._index import IndexEntry, read_index
 
 GITLINK = 0o160000
@@ -99,6 +102,7 @@ class GitShadowProvider:
         self.session_id = session_id or uuid.uuid4().hex[:12]
         if not self.session_id.replace("-", "").isalnum():
             raise InvalidArgumentError("session id must be letters, digits and '-'", session_id)
+        self._refs = RefNamespace.for_session(self.session_id)
         self._store = self._open_shadow(os.fspath(shadow)) if shadow is not None else self._user
         self._store.workdir = self._workdir  # in memory only: filters and attributes
         self._cache_path = os.path.join(
@@ -122,7 +126,7 @@ class GitShadowProvider:
     @property
     def prefix(self) -> str:
         """The ref namespace of this session."""
-        return f"refs/workspacefs/sessions/{self.session_id}"
+        return self._refs.base
 
     def capabilities(self) -> dict[str, Any]:
         """What works here: for ``doctor``."""
@@ -147,21 +151,13 @@ class GitShadowProvider:
     def snapshots(self) -> list[ShadowSnapshot]:
         """This session's snapshots, oldest first."""
         found = []
-        for number in self._numbers():
-            ref = f"{self.prefix}/snapshots/{number}"
+        for number in self._refs.numbers(self._store):
+            ref = self._refs.snapshot(number)
             commit = self._store.references[ref].peel(pygit2.Commit)
             moment = datetime.fromtimestamp(commit.commit_time, UTC)
             tag = commit.message.split("\n", 1)[0].partition(": ")[2] or None
             found.append(ShadowSnapshot(number, str(commit.id), ref, moment, tag))
         return found
-
-    def _numbers(self) -> list[int]:
-        prefix = f"{self.prefix}/snapshots/"
-        return sorted(
-            int(name[len(prefix) :])
-            for name in self._store.references
-            if name.startswith(prefix) and name[len(prefix) :].isdigit()
-        )
 
     # -- snapshots -------------------------------------------------------------
 
@@ -233,12 +229,11 @@ class GitShadowProvider:
             head = [] if self._user.head_is_unborn else [self._user.head.target]
             now = datetime.now(UTC)
             signature = Identity().signature(now)
-            numbers = self._numbers()
-            number = numbers[-1] + 1 if numbers else 1
+            number = self._refs.next_number(self._store)
             title = f"workspacefs session {self.session_id} snapshot {number}"
             message = title + (f": {tag}" if tag else "") + "\n"
             commit = self._store.create_commit(None, signature, signature, message, tree, head)
-            ref = f"{self.prefix}/snapshots/{number}"
+            ref = self._refs.snapshot(number)
             self._store.references.create(ref, commit)
         except (pygit2.GitError, OSError) as exc:
             raise SnapshotCreationError(f"shadow snapshot failed: {exc}", self._workdir) from exc
@@ -388,7 +383,7 @@ class GitShadowProvider:
         if not name.replace("-", "").isalnum():
             raise InvalidArgumentError("branch name must be letters, digits and '-'", name)
         commit = self._commit(snapshot)
-        ref = f"refs/workspacefs/branches/{self.session_id}/{name}"
+        ref = branch_ref(self.session_id, name)
         self._store.references.create(ref, commit.id, force=True)
         return self._add_worktree(
             f"wsfs-{self.session_id}-{name}", os.fspath(path), f"ref: {ref}", commit
@@ -424,7 +419,7 @@ class GitShadowProvider:
                     _force_rmtree(path)
                 shutil.rmtree(admin, ignore_errors=True)
         for name in list(self._store.references):
-            ours = (self.prefix + "/", f"refs/workspacefs/branches/{self.session_id}/")
+            ours = (self.prefix + "/", branch_prefix(self.session_id))
             if name.startswith(ours):
                 self._store.references.delete(name)
         shutil.rmtree(os.path.dirname(self._cache_path), ignore_errors=True)

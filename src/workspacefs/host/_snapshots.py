@@ -24,16 +24,16 @@ from pygit2.utils import StrArray
 from .._errors import (
     InvalidArgumentError,
     SnapshotCreationError,
+    SnapshotError,
     SnapshotIncompatibleError,
     SnapshotNotFoundError,
     SnapshotRestoreError,
 )
-from ..fs import FilesystemDiff, FilesystemSnapshot
-from ..git._objects import MODE_TREE, walk_tree
+from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotRef
+from ..git import MODE_TREE, Identity, RefNamespace, walk_tree
 
 _ADD_FORCE = 1  # GIT_INDEX_ADD_FORCE: ignored files are part of the workspace too
-_REF = "refs/workspacefs/host/snapshots"
-_IDENTITY = pygit2.Signature("workspacefs", "workspacefs@localhost")
+_REFS = RefNamespace.for_workspace("host")  # the directory's snapshots, one workspace
 
 
 class GitSnapshots:
@@ -89,49 +89,42 @@ class GitSnapshots:
     def snapshot(self, tag: str | None, parent: uuid.UUID | None) -> FilesystemSnapshot:
         try:
             repo, tree, count = self._capture()
-            parents = []
-            numbers = sorted(
-                int(name.rsplit("/", 1)[1])
-                for name in repo.references
-                if name.startswith(_REF + "/")
-            )
-            if numbers:
-                parents.append(repo.references[f"{_REF}/{numbers[-1]}"].target)
+            number = _REFS.next_number(repo)
+            parents = [repo.references[_REFS.snapshot(number - 1)].target] if number > 1 else []
             now = datetime.now(UTC)
-            signature = pygit2.Signature(_IDENTITY.name, _IDENTITY.email, int(now.timestamp()), 0)
+            signature = Identity().signature(now)
             commit = repo.create_commit(
                 None, signature, signature, tag or f"snapshot {now.isoformat()}", tree, parents
             )
-            repo.references.create(f"{_REF}/{(numbers[-1] if numbers else 0) + 1}", commit)
+            repo.references.create(_REFS.snapshot(number), commit)
         except pygit2.GitError as exc:
             raise SnapshotCreationError(f"snapshot failed: {exc}", self._root) from exc
         return FilesystemSnapshot(
             snapshot_id=uuid.uuid4(),
             created_at=now,
-            commit_ref=str(commit),
+            ref=SnapshotRef("git", str(commit), repository=self._git_dir),
             root_path=self._root,
-            git_dir=self._git_dir,
             tag=tag,
             parent_id=parent,
             file_count=count,
             total_bytes=sum(repo.odb.read_header(e.id)[1] for e in repo.index),
-            strategy=self.name,
         )
 
     def _commit(self, snapshot: FilesystemSnapshot) -> pygit2.Commit:
         if snapshot.root_path != self._root:
             raise SnapshotIncompatibleError("snapshot of another directory", snapshot.root_path)
-        if self._git_dir is None and snapshot.git_dir is not None:
-            self._git_dir = snapshot.git_dir  # a new process restoring an old snapshot
+        ref = snapshot.ref
+        if self._git_dir is None and ref.repository is not None:
+            self._git_dir = ref.repository  # a new process restoring an old snapshot
         if self._git_dir is None or not os.path.isdir(self._git_dir):
-            raise SnapshotNotFoundError("the snapshot's git dir is gone", snapshot.git_dir)
+            raise SnapshotNotFoundError("the snapshot's git dir is gone", ref.repository)
         repo = self._repository()
         try:
-            commit = repo[snapshot.commit_ref]
+            commit = repo[ref.location]
         except (KeyError, ValueError):
-            raise SnapshotNotFoundError("no such snapshot commit", snapshot.commit_ref) from None
+            raise SnapshotNotFoundError("no such snapshot commit", ref.location) from None
         if not isinstance(commit, pygit2.Commit):
-            raise SnapshotNotFoundError("not a snapshot commit", snapshot.commit_ref)
+            raise SnapshotNotFoundError("not a snapshot commit", ref.location)
         return commit
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
@@ -159,7 +152,8 @@ class GitSnapshots:
         else:
             repo, tree_id, _ = self._capture()
             current = repo.get(tree_id)
-            assert isinstance(current, pygit2.Tree)
+            if not isinstance(current, pygit2.Tree):
+                raise SnapshotError(f"the staged tree {tree_id} cannot be read back", self._root)
             after = current
         added, modified, deleted = [], [], []
         for delta in before.diff_to_tree(after).deltas:

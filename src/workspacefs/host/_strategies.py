@@ -21,9 +21,8 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from .._errors import BackendUnavailableError, SnapshotNotFoundError
-from ..archive import export_archive, import_archive
-from ..fs import FilesystemDiff, FilesystemSnapshot
-from ._archive import HostArchiveSource, HostArchiveTarget
+from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotRef
+from ._archive import export_directory, import_directory
 
 StrategyName = Literal["auto", "git", "copy", "archive"]
 
@@ -128,25 +127,24 @@ class _Kept:
         return self._made
 
     def _record(
-        self, commit_ref: str, tag: str | None, parent: uuid.UUID | None, files: int, size: int
+        self, ref: SnapshotRef, tag: str | None, parent: uuid.UUID | None, files: int, size: int
     ) -> FilesystemSnapshot:
         return FilesystemSnapshot(
             snapshot_id=uuid.uuid4(),
             created_at=datetime.now(UTC),
-            commit_ref=commit_ref,
+            ref=ref,
             root_path=self._root,
-            git_dir=None,
             tag=tag,
             parent_id=parent,
             file_count=files,
             total_bytes=size,
-            strategy=self.name,
         )
 
     def _item(self, snapshot: FilesystemSnapshot) -> str:
-        if not os.path.exists(snapshot.commit_ref):
-            raise SnapshotNotFoundError("the snapshot's copy is gone", snapshot.commit_ref)
-        return snapshot.commit_ref
+        location = snapshot.ref.location
+        if not os.path.exists(location):
+            raise SnapshotNotFoundError("the snapshot's copy is gone", location)
+        return location
 
     def cleanup(self) -> None:
         if self._made is not None:
@@ -164,7 +162,7 @@ class CopySnapshots(_Kept):
         _copy_contents(self._root, target)
         files = list(_files(target))
         size = sum(os.lstat(os.path.join(target, f)).st_size for f in files)
-        return self._record(target, tag, parent, len(files), size)
+        return self._record(SnapshotRef("copy", target), tag, parent, len(files), size)
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
         source = self._item(snapshot)
@@ -182,18 +180,18 @@ class ArchiveStrategy(_Kept):
 
     def snapshot(self, tag: str | None, parent: uuid.UUID | None) -> FilesystemSnapshot:
         target = os.path.join(self._directory, f"{uuid.uuid4().hex}.zip")
-        files = export_archive(HostArchiveSource(self._root), target)
+        files = export_directory(self._root, target)
         with zipfile.ZipFile(target) as archive:
             size = sum(i.file_size for i in archive.infolist() if i.filename.startswith("files/"))
-        return self._record(target, tag, parent, files, size)
+        return self._record(SnapshotRef("archive", target), tag, parent, files, size)
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
-        import_archive(HostArchiveTarget(self._root), self._item(snapshot))
+        import_directory(self._root, self._item(snapshot))
 
     def diff(self, base: FilesystemSnapshot, target: FilesystemSnapshot | None) -> FilesystemDiff:
         with tempfile.TemporaryDirectory() as before, tempfile.TemporaryDirectory() as after:
-            import_archive(HostArchiveTarget(before), self._item(base))
+            import_directory(before, self._item(base))
             if target is None:
                 return compare_directories(before, self._root)
-            import_archive(HostArchiveTarget(after), self._item(target))
+            import_directory(after, self._item(target))
             return compare_directories(before, after)

@@ -23,5 +23,4 @@ from ._tree import Tree as Tree
 from ._tree import Version as Version
 from ._tree import validate_name as validate_name
 from ._view import ROOT_INO as ROOT_INO
-from ._view import Attributes as Attributes
 from ._view import TreeView as TreeView

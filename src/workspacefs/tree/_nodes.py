@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import stat as _stat
+from collections.abc import Hashable
 from typing import Protocol
 
 CHUNK_SIZE = 1 << 16
@@ -172,6 +173,34 @@ class File(Node):
     def allocated(self) -> int:
         return self._size if self.lazy is not None else self._allocated
 
+    @property
+    def content_key(self) -> Hashable:
+        """Names this file's bytes, for caches such as git persistence: equal keys
+        mean equal bytes, and a write after a snapshot gives a new key.
+
+        A key taken from a frozen version stays true for as long as it is kept;
+        one taken from the live tree, until that file's next write. Why: a file
+        in memory is named by its chunk dict (held by the key, so its identity
+        is never reused) and its size. Only a node of the live epoch changes a
+        dict in place, and only a dict it made in that epoch (``_own_data``
+        copies any older one first), so no frozen version ever holds a dict that
+        changes; a write after a snapshot always starts a new dict. A file whose
+        content is not loaded yet is named by that content's key; loading gives
+        it a new key for the same bytes, which costs a cache a miss, never a
+        wrong hit.
+        """
+        lazy = self.lazy  # read once: another thread may load a frozen node meanwhile
+        if lazy is not None:
+            return ("deferred", lazy.key, self._size)
+        return _DataKey(self.chunks, self._size)
+
+    @property
+    def deferred_key(self) -> object | None:
+        """The key of the content this file loads on first use (e.g. a git blob
+        id), or None once its bytes are in memory."""
+        lazy = self.lazy
+        return None if lazy is None else lazy.key
+
     def clone(self, epoch: int) -> File:
         copy = Node.clone(self, epoch)
         assert isinstance(copy, File)
@@ -325,6 +354,24 @@ class File(Node):
             self.chunks = dict(self.chunks)
             self.owned = None
             self.data_epoch = epoch
+
+
+class _DataKey:
+    """A file's chunk dict, compared by identity, and its size (see ``File.content_key``)."""
+
+    __slots__ = ("_chunks", "_size")
+
+    def __init__(self, chunks: dict[int, Chunk], size: int) -> None:
+        self._chunks = chunks
+        self._size = size
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _DataKey):
+            return NotImplemented
+        return self._chunks is other._chunks and self._size == other._size
+
+    def __hash__(self) -> int:
+        return hash((id(self._chunks), self._size))
 
 
 def _padded(chunk: Chunk | None, index: int, size: int) -> bytes:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import stat as _stat
 import time
-from collections.abc import Set
+from collections.abc import Hashable, Iterator, Set
 
 from .._errors import (
     AlreadyExistsError,
@@ -75,6 +75,20 @@ class Version(TreeView):
         self.file_count = file_count
         self.total_bytes = total_bytes
 
+    @property
+    def history_key(self) -> Hashable:
+        """Names this version's place in its tree's history (opaque, hashable):
+        for layers that remember what they did with a version, e.g. the git
+        commit it was persisted as."""
+        return self.lineage
+
+    def ancestor_keys(self) -> Iterator[Hashable]:
+        """The history keys of the versions this one descends from, nearest first."""
+        current = self.lineage.parent
+        while current is not None:
+            yield current
+            current = current.parent
+
 
 def validate_name(name: str) -> None:
     """Refuse names no POSIX directory can hold."""
@@ -88,14 +102,13 @@ class Tree(TreeView):
     """The live, writable tree. Hold ``lock`` around every call."""
 
     __slots__ = (
-        "__weakref__",
         "_changes",
         "_epoch",
         "_head",
+        "_held",
         "_journal",
         "_next_ino",
         "_orphans",
-        "_pins",
         "file_count",
         "id",
         "lock",
@@ -110,7 +123,7 @@ class Tree(TreeView):
         self.lock = TreeLock(self._take_journal)
         self._next_ino = ROOT_INO + 1
         self._orphans: dict[int, Node] = {}
-        self._pins: dict[int, int] = {}
+        self._held: set[int] = set()
         self._changes: set[int] = {ROOT_INO}
         self._head = Lineage(None, frozenset())
         self.file_count = 0
@@ -383,9 +396,9 @@ class Tree(TreeView):
                 stack.pop()
 
     def _drop(self, ino: int, node: Node) -> None:
-        """Remove an unlinked inode, or keep it as an orphan while it is pinned."""
+        """Remove an unlinked inode, or keep it as an orphan while it is held."""
         self._store(ino, None)
-        if ino in self._pins:
+        if ino in self._held:
             self._orphans[ino] = node
 
     # -- renaming ------------------------------------------------------------
@@ -575,26 +588,26 @@ class Tree(TreeView):
         del node.xattrs[name]
         self._touch(node, data=False)
 
-    # -- kernel references ---------------------------------------------------
+    # -- references from outside ---------------------------------------------
+    # Who refers to an inode from outside (the kernel, through its lookup
+    # counts) is counted there; the tree keeps only the set of held inodes,
+    # since an unlinked inode must outlive its last name while it is held.
 
-    def pin(self, ino: int, count: int = 1) -> None:
-        """Record ``count`` kernel references (FUSE lookups) to ``ino``."""
-        self._pins[ino] = self._pins.get(ino, 0) + count
+    def hold(self, ino: int) -> None:
+        """Mark ``ino`` as referred to from outside the tree (e.g. by the
+        kernel's lookup count): unlinked, it stays alive as an orphan."""
+        self._held.add(ino)
 
-    def pinned(self, ino: int) -> bool:
-        """True if the kernel holds a reference to ``ino``."""
-        return ino in self._pins
+    def held(self, ino: int) -> bool:
+        """True if something outside the tree refers to ``ino``."""
+        return ino in self._held
 
-    def forget(self, ino: int, count: int) -> None:
-        """Drop ``count`` kernel references; an orphan with none left is freed."""
-        left = self._pins.get(ino, 0) - count
-        if left > 0:
-            self._pins[ino] = left
-            return
-        self._pins.pop(ino, None)
+    def release(self, ino: int) -> None:
+        """Drop the outside reference to ``ino``; an orphan is freed now."""
+        self._held.discard(ino)
         self._orphans.pop(ino, None)
 
     @property
     def orphans(self) -> Set[int]:
-        """Inodes unlinked from the tree but still held by the kernel."""
+        """Inodes unlinked from the tree but still held from outside."""
         return self._orphans.keys()

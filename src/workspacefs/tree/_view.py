@@ -7,7 +7,6 @@ the tree (O(name count) for readdir, O(depth) for paths).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from .._errors import (
     InvalidArgumentError,
@@ -16,47 +15,11 @@ from .._errors import (
     NotADirectoryFsError,
     NotFoundError,
 )
-from ._nodes import Directory, File, Node, Special, Symlink
+from ._nodes import Directory, File, Node, Symlink
 from ._table import Table
 
 ROOT_INO = 1
 """The inode number of the root directory, as FUSE expects."""
-
-
-@dataclass(frozen=True, slots=True)
-class Attributes:
-    """What ``stat(2)`` reports for an inode."""
-
-    ino: int
-    mode: int
-    nlink: int
-    uid: int
-    gid: int
-    rdev: int
-    size: int
-    blocks: int
-    atime_ns: int
-    mtime_ns: int
-    ctime_ns: int
-    crtime_ns: int
-
-
-def attributes(ino: int, node: Node) -> Attributes:
-    """Build the ``stat`` record of ``node``."""
-    return Attributes(
-        ino=ino,
-        mode=node.mode,
-        nlink=node.nlink,
-        uid=node.uid,
-        gid=node.gid,
-        rdev=node.rdev if isinstance(node, Special) else 0,
-        size=node.size,
-        blocks=(node.allocated + 511) // 512,
-        atime_ns=node.atime_ns,
-        mtime_ns=node.mtime_ns,
-        ctime_ns=node.ctime_ns,
-        crtime_ns=node.crtime_ns,
-    )
 
 
 class TreeView:
@@ -107,10 +70,6 @@ class TreeView:
         if ino is None:
             raise NotFoundError("no such file or directory", self.describe(parent, name))
         return ino
-
-    def getattr(self, ino: int) -> Attributes:
-        """The ``stat`` record of ``ino``."""
-        return attributes(ino, self.node(ino))
 
     def read(self, ino: int, offset: int, size: int) -> bytes:
         """Up to ``size`` bytes of file ``ino`` at ``offset``."""

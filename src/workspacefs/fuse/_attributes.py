@@ -1,0 +1,64 @@
+"""What the kernel is told about an inode, and how long it may trust it.
+
+This is the one place a tree node becomes a ``stat`` record: the tree holds
+the attributes, the kernel wants them as ``EntryAttributes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyfuse3
+
+from ..tree import Node, Special
+
+BLOCK_SIZE = 4096
+"""The block size reported by stat and statfs."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachePolicy:
+    """How long the kernel may trust what it was told.
+
+    Safe to be generous: every change made through the Python API, and every
+    restore, is invalidated explicitly (see ``_invalidate``).
+    """
+
+    entry_timeout: float = 300.0
+    attr_timeout: float = 300.0
+    keep_cache: bool = True
+
+
+DEFAULT_CACHE = CachePolicy()
+
+
+def entry_attributes(
+    ino: pyfuse3.InodeT, node: Node, cache: CachePolicy
+) -> pyfuse3.EntryAttributes:
+    """The ``stat`` record of ``node``, known to the kernel as ``ino``."""
+    entry = pyfuse3.EntryAttributes()
+    entry.st_ino = ino
+    entry.generation = 0
+    entry.entry_timeout = cache.entry_timeout
+    entry.attr_timeout = cache.attr_timeout
+    entry.st_mode = node.mode
+    entry.st_nlink = node.nlink
+    entry.st_uid = node.uid
+    entry.st_gid = node.gid
+    entry.st_rdev = node.rdev if isinstance(node, Special) else 0
+    entry.st_size = node.size
+    entry.st_blksize = BLOCK_SIZE
+    entry.st_blocks = (node.allocated + 511) // 512
+    entry.st_atime_ns = node.atime_ns
+    entry.st_mtime_ns = node.mtime_ns
+    entry.st_ctime_ns = node.ctime_ns
+    entry.st_birthtime_ns = node.crtime_ns
+    return entry
+
+
+def missing_entry(timeout: float) -> pyfuse3.EntryAttributes:
+    """A negative lookup reply the kernel may cache for ``timeout`` seconds."""
+    missing = pyfuse3.EntryAttributes()
+    missing.st_ino = 0
+    missing.entry_timeout = timeout
+    return missing

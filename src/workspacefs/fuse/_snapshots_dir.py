@@ -1,0 +1,146 @@
+"""``/.snapshots``: every snapshot as a read-only directory next to the live tree.
+
+Every snapshot is a frozen tree with its own inode numbers, so the mount
+gives each one a slot and numbers its inodes ``2**60 | slot << 36 | ino``;
+the live tree keeps its own numbers (far below), and the directory itself
+has one number above them all (``2**62``). Everything in that range is
+read-only and needs no lookup counts: a version never changes and is never
+freed while listed.
+
+``.snapshots`` is hidden like ZFS's ``.zfs``: it answers a lookup by name
+but is never listed, so ``git status``, ``find`` and agents' globs do not
+wander into it. A real entry of that name wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import stat as _stat
+import threading
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import pyfuse3
+from pyfuse3 import FUSEError
+
+from .._errors import SnapshotNotFoundError
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
+from ..tree import ROOT_INO, Node, Version
+from ._attributes import CachePolicy, entry_attributes, missing_entry
+
+_NAME = b".snapshots"
+_BASE = 1 << 60
+_SLOT_SHIFT = 36
+_LOCAL_MASK = (1 << _SLOT_SHIFT) - 1
+_TIMEOUT = 1.0  # snapshots come and go with API calls that invalidate nothing here
+
+SnapshotLister = Callable[[], Sequence[tuple[FilesystemSnapshot, Version]]]
+"""Lists the snapshots to show, each with its frozen version."""
+
+
+def snapshot_lister(filesystem: TreeFilesystem) -> SnapshotLister | None:
+    """What ``/.snapshots`` shows for ``filesystem``: its snapshots, if it has any."""
+    if not isinstance(filesystem, InMemoryFilesystem):
+        return None  # a snapshot view has no snapshots of its own
+    live = filesystem
+
+    def listing() -> list[tuple[FilesystemSnapshot, Version]]:
+        found = []
+        for record in live.snapshots():
+            with contextlib.suppress(SnapshotNotFoundError):  # pruned meanwhile
+                found.append((record, live.version(record)))
+        return found
+
+    return listing
+
+
+class SnapshotsDir:
+    """The hidden ``/.snapshots`` directory and the inodes of the snapshots in it.
+
+    Args:
+        lister: Lists the snapshots to show; None hides the directory.
+    """
+
+    # -- which inode is whose ----------------------------------------------------
+
+    FIRST_INO: Final[pyfuse3.InodeT] = _BASE
+    """Inode numbers from here up are this directory's (itself and every inode
+    of its snapshots: read-only, never held); below are the live tree's."""
+    INO: Final[pyfuse3.InodeT] = 1 << 62
+    """The directory's own inode number."""
+
+    def __init__(self, lister: SnapshotLister | None) -> None:
+        self._lister = lister
+        self._lock = threading.Lock()
+        self._slots: dict[str, int] = {}  # snapshot id -> slot (stable for the mount)
+        self._versions: dict[int, Version] = {}
+
+    def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
+        """(version, the inode's own number in it, base) of an inode inside a snapshot.
+
+        ``base + n`` is the mount's number of the version's inode ``n``.
+        Raises ESTALE if the snapshot is gone, EISDIR for the directory itself
+        (which is no version: callers answer for it first).
+        """
+        if ino == self.INO:
+            raise FUSEError(errno.EISDIR)
+        slot = (ino >> _SLOT_SHIFT) & 0xFFFFFF
+        version = self._versions.get(slot)
+        if version is None:
+            self._refresh()  # a snapshot taken since: refresh the slots
+            version = self._versions.get(slot)
+            if version is None:
+                raise FUSEError(errno.ESTALE)
+        return version, ino & _LOCAL_MASK, _base(slot)
+
+    # -- the directory -----------------------------------------------------------
+
+    def shown_as(self, parent: pyfuse3.InodeT, name: bytes) -> bool:
+        """True if a lookup of ``parent/name`` that found no real entry means this directory."""
+        return self._lister is not None and parent == ROOT_INO and name == _NAME
+
+    def attributes(self, root: Node, cache: CachePolicy) -> pyfuse3.EntryAttributes:
+        """The directory's ``stat``: the workspace root's owner and times, read-only."""
+        entry = entry_attributes(self.INO, root, cache)
+        entry.st_mode = _stat.S_IFDIR | 0o555
+        entry.st_nlink = 2
+        entry.entry_timeout = entry.attr_timeout = _TIMEOUT
+        return entry
+
+    def lookup(self, name: str, cache: CachePolicy) -> pyfuse3.EntryAttributes:
+        """The entry of the snapshot named ``name`` (its tag or its id)."""
+        ino = self._refresh().get(name)
+        if ino is None:
+            return missing_entry(0)  # a snapshot taken later must show up at once
+        version, local, _ = self.resolve(ino)
+        entry = entry_attributes(ino, version.node(local), cache)
+        entry.entry_timeout = _TIMEOUT  # a deleted snapshot must not linger
+        return entry
+
+    def listing(self) -> list[tuple[str, pyfuse3.InodeT]]:
+        """The directory's entries, ``.`` and ``..`` first, then each snapshot by name."""
+        return [(".", self.INO), ("..", ROOT_INO), *sorted(self._refresh().items())]
+
+    def _refresh(self) -> dict[str, pyfuse3.InodeT]:
+        """List the snapshots again: name -> inode of each one's root, by tag and by id."""
+        if self._lister is None:
+            return {}
+        listed = self._lister()
+        with self._lock:
+            names: dict[str, pyfuse3.InodeT] = {}
+            current: dict[int, Version] = {}
+            for record, version in listed:
+                key = str(record.snapshot_id)
+                slot = self._slots.setdefault(key, len(self._slots) + 1)
+                current[slot] = version
+                names[key] = _base(slot) + ROOT_INO
+                if record.tag and "/" not in record.tag and record.tag not in (".", ".."):
+                    names[record.tag] = _base(slot) + ROOT_INO
+            self._versions = current
+        return names
+
+
+def _base(slot: int) -> int:
+    """The number of slot ``slot``'s inode 0: its inode ``n`` is ``base + n``."""
+    return _BASE | slot << _SLOT_SHIFT
