@@ -8,8 +8,10 @@ lists this user's. The protocol is documented in docs/daemon.md.
 from ._client import PersistResult as PersistResult
 from ._client import RemoteFilesystem as RemoteFilesystem
 from ._client import connect as connect
+from ._runtime import DaemonUnreachableError as DaemonUnreachableError
 from ._runtime import KnownMount as KnownMount
 from ._runtime import MountRecord as MountRecord
+from ._runtime import NoWorkspaceError as NoWorkspaceError
 from ._runtime import RuntimePaths as RuntimePaths
 from ._runtime import find_mount as find_mount
 from ._runtime import known_mounts as known_mounts

@@ -21,11 +21,7 @@ from typing import Any
 
 import httpx
 
-from .._errors import (
-    BackendUnavailableError,
-    NotFoundError,
-    NotPermittedError,
-)
+from .._errors import BackendUnavailableError, NotPermittedError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     FileEntry,
@@ -39,7 +35,7 @@ from ..fs import (
     WriteMode,
     WriteResult,
 )
-from ._runtime import DaemonLock, find_mount
+from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
 from ._wire import (
     API_VERSION,
     JSON_TYPE,
@@ -118,10 +114,10 @@ class _Connection:
         cause = _os_error(exc)
         code = cause.errno if cause is not None else None
         if code in (errno.EACCES, errno.EPERM):
-            return NotPermittedError("not allowed to connect to this workspace's socket", self.socket)
+            return NotPermittedError("not allowed to connect to this socket", self.socket)
         if code in (errno.ENOENT, errno.ECONNREFUSED):
-            return BackendUnavailableError("no workspace daemon answers here", self.socket)
-        return BackendUnavailableError(f"workspace daemon unreachable: {exc}", self.socket)
+            return DaemonUnreachableError("no workspace daemon answers here", self.socket)
+        return DaemonUnreachableError(f"workspace daemon unreachable: {exc}", self.socket)
 
     def close(self) -> None:
         self.client.close()
@@ -141,7 +137,9 @@ class RemoteFilesystem:
             persisting a big tree takes a while).
     """
 
-    def __init__(self, socket_path: str | os.PathLike[str], *, timeout: float | None = None) -> None:
+    def __init__(
+        self, socket_path: str | os.PathLike[str], *, timeout: float | None = None
+    ) -> None:
         self._connection = _Connection(os.fspath(socket_path), timeout)
         self._at: str | None = None
         try:
@@ -268,9 +266,10 @@ class RemoteFilesystem:
         self, path: str, content: str, *, mode: WriteMode = "overwrite", create_parents: bool = True
     ) -> WriteResult:
         """Write UTF-8 text to a file."""
-        return decode_write(
-            self._call("write", path=path, content=content, mode=mode, create_parents=create_parents)
+        result = self._call(
+            "write", path=path, content=content, mode=mode, create_parents=create_parents
         )
+        return decode_write(result)
 
     def write_bytes(
         self,
@@ -429,5 +428,5 @@ def connect(
         return RemoteFilesystem(path, timeout=timeout)
     record = find_mount(path)
     if not os.path.exists(record.socket):
-        raise NotFoundError("the workspace's control socket is gone", record.socket)
+        raise NoWorkspaceError("the workspace's control socket is gone", record.socket)
     return RemoteFilesystem(record.socket, timeout=timeout)

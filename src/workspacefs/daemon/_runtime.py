@@ -23,7 +23,16 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .._errors import NotFoundError, NotPermittedError
+from .._errors import BackendUnavailableError, NotFoundError, NotPermittedError
+
+
+class NoWorkspaceError(NotFoundError):
+    """No running workspace is mounted at (or above) the path (ENOENT)."""
+
+
+class DaemonUnreachableError(BackendUnavailableError):
+    """A workspace's daemon does not answer on its socket (EIO)."""
+
 
 SUN_PATH_MAX = 107
 """Longest Unix socket path the kernel accepts (108 bytes with the NUL)."""
@@ -214,4 +223,4 @@ def find_mount(path: str | os.PathLike[str]) -> MountRecord:
         if parent == candidate:
             break
         candidate = parent
-    raise NotFoundError("no workspace is mounted here or above", start)
+    raise NoWorkspaceError("no workspace is mounted here or above", start)

@@ -112,9 +112,7 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         paths.record.unlink()  # a dead daemon's
     source = parse_source(options.source)
     fs = load_source(source, mountpoint)
-    repository = options.repository or (
-        source.path if source.kind == "git" else git.default_repository(fs.workspace_id)
-    )
+    repository = options.repository or source.repository or git.default_repository(fs.workspace_id)
     info = WorkspaceInfo(
         mountpoint=mountpoint,
         socket=os.fspath(paths.socket),
@@ -169,6 +167,7 @@ async def _serve(workspace: Workspace, handle: Mount, fd: int) -> None:
     config = Config()
     config.bind = [f"fd://{fd}"]
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # one handler: the root's
     config.graceful_timeout = 2.0
     app = create_app(workspace, shutdown)
     async with trio.open_nursery() as nursery:

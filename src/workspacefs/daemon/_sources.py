@@ -27,6 +27,11 @@ class Source:
     path: str | None = None
     ref: str | None = None
 
+    @property
+    def repository(self) -> str | None:
+        """The repository a git source loads from (persisting back there is incremental)."""
+        return self.path if self.kind == "git" else None
+
 
 def _is_bare_repository(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(

@@ -156,7 +156,6 @@ def _subclasses(cls: type[FsError]) -> Iterator[type[FsError]]:
         yield from _subclasses(sub)
 
 
-
 def encode_error(exc: BaseException) -> tuple[int, Json]:
     """The HTTP status and body for an exception raised by a verb.
 
@@ -198,7 +197,7 @@ def decode_error(body: Json) -> OSError:
     if not isinstance(error, dict):
         return BackendUnavailableError(f"unexpected answer from the daemon: {body!r}", None)
     kind, name = error.get("kind"), error.get("type")
-    code, message, filename = error.get("errno"), error.get("message"), error.get("filename")
+    code, message, filename = error.get("errno"), str(error.get("message")), error.get("filename")
     if kind == "fs":
         cls = error_classes().get(str(name))
         if cls is not None:
