@@ -12,7 +12,8 @@ import logging
 import os
 import sys
 
-from ._server import DaemonOptions, fd_notifier, run_daemon
+from ._options import DaemonOptions
+from ._server import fd_notifier, run_daemon
 
 
 def main(argv: list[str] | None = None) -> int:

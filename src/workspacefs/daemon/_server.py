@@ -17,7 +17,6 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import trio
@@ -28,6 +27,8 @@ from .. import git
 from .._errors import BusyError
 from ..fuse import Mount, mount
 from ._app import create_app
+from ._load import load_source
+from ._options import DaemonOptions, canonical_mountpoint
 from ._runtime import (
     DaemonLock,
     MountRecord,
@@ -35,7 +36,7 @@ from ._runtime import (
     read_record,
     write_record,
 )
-from ._sources import load_source, parse_source
+from ._sources import parse_source
 from ._wire import Json, encode_error
 from ._workspace import Workspace, WorkspaceInfo, now_iso
 
@@ -49,33 +50,6 @@ request by at most this much; measured in benchmarks/bench_daemon.py."""
 LIVENESS_PERIOD = 1.0
 """Seconds between checks that the FUSE loop still serves (an external
 ``fusermount3 -u`` ends it; the daemon then exits too)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DaemonOptions:
-    """How to start a workspace daemon.
-
-    Args:
-        mountpoint: An existing empty directory.
-        source: ``--from``: a directory, ZIP archive or ``REPO.git[#REF]``.
-        repository: Where ``persist`` writes (default: the repository the
-            workspace came from, else the user's default for its id).
-        read_only: Serve the workspace read-only (mount and API).
-        allow_other: Let other users and containers into the mount.
-    """
-
-    mountpoint: str
-    source: str | None = None
-    repository: str | None = None
-    read_only: bool = False
-    allow_other: bool = True
-
-
-def canonical_mountpoint(path: str | os.PathLike[str]) -> str:
-    """The absolute mount point with its parent's links resolved; the last
-    component is not touched, since it may be a stale mount."""
-    absolute = os.path.abspath(os.fspath(path))
-    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
 
 
 def _bind(path: Path) -> socket.socket:

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from .._errors import BackendUnavailableError, BusyError
+from ._options import DaemonOptions, canonical_mountpoint
 from ._runtime import MountRecord, RuntimePaths, is_alive, read_record
-from ._server import DaemonOptions, canonical_mountpoint
 from ._sources import parse_source
 from ._wire import decode_error
 
