@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     if debug:
         args = [a for a in args[:separator] if a != "--debug"] + args[separator:]
     try:
-        app(args=args, prog_name="workspacefs", standalone_mode=False)
+        # Without standalone mode click returns the status of typer.Exit instead of raising.
+        status = app(args=args, prog_name="workspacefs", standalone_mode=False)
     except typer.Exit as done:  # click.exceptions.Exit
         return done.exit_code
     except click.exceptions.Abort:
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"workspacefs: error: {_one_line(exc)}", file=sys.stderr)
         return exit_code(exc)
-    return EXIT_OK
+    return status if isinstance(status, int) else EXIT_OK
 
 
 def run() -> None:

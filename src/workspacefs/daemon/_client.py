@@ -11,6 +11,7 @@ import base64
 import builtins
 import errno
 import os
+import socket
 import stat
 import time
 import uuid
@@ -87,11 +88,22 @@ class _Connection:
 
     def __init__(self, socket_path: str, timeout: float | None) -> None:
         self.socket = socket_path
+        self._probe()
         self.client = httpx.Client(
             transport=httpx.HTTPTransport(uds=socket_path),
             base_url="http://workspacefs",
             timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
         )
+
+    def _probe(self) -> None:
+        """Connect once by hand, so a refused connection says why (httpcore would
+        also leave the failed socket open until the garbage collector finds it)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(CONNECT_TIMEOUT)
+            try:
+                probe.connect(self.socket)
+            except OSError as exc:
+                raise self._unreachable(exc) from exc
 
     def request(self, method: str, path: str, body: Json | None = None) -> Any:
         try:
@@ -110,7 +122,7 @@ class _Connection:
             return payload["result"]
         raise decode_error(payload)
 
-    def _unreachable(self, exc: httpx.TransportError) -> OSError:
+    def _unreachable(self, exc: BaseException) -> OSError:
         cause = _os_error(exc)
         code = cause.errno if cause is not None else None
         if code in (errno.EACCES, errno.EPERM):
