@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 import typer
 
 from . import _doctor, _mcp, _mounts, _run, _snapshots, _storage  # noqa: F401  (commands)
@@ -45,12 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         status = app(args=args, prog_name="workspacefs", standalone_mode=False)
     except typer.Exit as done:  # click.exceptions.Exit
         return done.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         stderr.print("Aborted.")
         return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code if exc.exit_code else EXIT_USAGE
+    except typer.TyperException as exc:  # click's usage errors (typer vendors click)
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"workspacefs: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
