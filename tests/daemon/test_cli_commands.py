@@ -205,7 +205,7 @@ def test_foreground_mount_serves_until_sigterm(tmp_path: Path) -> None:
 
 def test_mcp_serves_the_tools_on_a_running_workspace(workspace: Path) -> None:
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
-    messages = [
+    messages: list[dict[str, object]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "test", "version": "0"}}},

@@ -4,7 +4,7 @@ The FUSE loop runs in the mount's own thread (``workspacefs.fuse.mount``);
 the control server (hypercorn, trio-native) runs in the main thread, and
 each request in a worker thread. No caller's code ever runs here, so the
 FUSE loop competes for the GIL only with the requests themselves, and the
-switch interval is lowered so a long request yields it within ~0.5 ms.
+switch interval is lowered so a busy request thread yields it within ~0.5 ms.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from ._workspace import Workspace, WorkspaceInfo, now_iso
 
 log = logging.getLogger(__name__)
 
-SWITCH_INTERVAL = 0.0005
+SWITCH_INTERVAL = float(os.environ.get("WORKSPACEFS_SWITCH_INTERVAL", "0.0005"))
 """Seconds a thread may hold the GIL while another waits (Python's default: 0.005).
-A request that computes for long (a grep of a big tree) then delays a FUSE
-request by at most this much; measured in benchmarks/bench_daemon.py."""
+A request that computes (a grep of a big tree, or just HTTP parsing) then
+delays a FUSE request by about this much per hand-over; measured in benchmarks/bench_daemon.py."""
 
 LIVENESS_PERIOD = 1.0
 """Seconds between checks that the FUSE loop still serves (an external
