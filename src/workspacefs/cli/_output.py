@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-stdout = Console(highlight=False, soft_wrap=True)
+# Piped output is read by scripts: no terminal width to fit, so tables never truncate.
+stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 500)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
