@@ -94,7 +94,7 @@ def test_sigkill_leaves_a_mount_doctor_reports_and_fixes(daemons: Daemons) -> No
     assert human.returncode == 4
     assert any(line.startswith("problem  stale mount") for line in human.stdout.splitlines())
     fixed = cli("doctor", "--fix")
-    assert "fixed    stale mount" in fixed.stdout
+    assert fixed.returncode == 0, fixed.stdout
     assert "fixed    dead daemon" in fixed.stdout
     assert not is_stale(record.mountpoint)
     assert not os.path.exists(record.socket)
