@@ -69,3 +69,46 @@ def sandbox() -> Iterator[PodmanSandbox]:
     finally:
         box.close()
     assert_left_nothing(name, state)
+
+
+TINY_IMAGE = "localhost/workspacefs-test-tiny:latest"
+TINY_PROGRAMS = ("sh", "setsid", "cat", "sleep", "ls", "rm", "mkdir", "tr")
+
+
+def _libraries(program: str) -> set[str]:
+    listing = subprocess.run(["ldd", program], capture_output=True, text=True, check=False)
+    found = set()
+    for line in listing.stdout.splitlines():
+        for word in line.split():
+            if word.startswith("/"):
+                found.add(word)
+    return found
+
+
+@pytest.fixture(scope="session")
+def tiny_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local image made here from the host's own binaries (no registry): a shell,
+    setsid and a few tools, nothing else."""
+    import shutil
+    import tarfile
+
+    programs = {name: shutil.which(name) for name in TINY_PROGRAMS}
+    assert all(programs.values()), programs
+    archive = tmp_path_factory.mktemp("image") / "rootfs.tar"
+    with tarfile.open(archive, "w") as tar:
+        for directory in ("bin", "tmp", "opt", "etc", "proc", "sys", "dev", "workspace"):
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if directory == "tmp" else 0o755
+            tar.addfile(info)
+        files = {f"bin/{name}": os.path.realpath(path) for name, path in programs.items() if path}
+        for path in list(files.values()):
+            for library in _libraries(path):
+                files[library.lstrip("/")] = os.path.realpath(library)
+        for target, source in sorted(files.items()):
+            tar.add(source, arcname=target)
+    made = podman("import", "--quiet", str(archive), TINY_IMAGE)
+    assert made.returncode == 0, made.stderr
+    try:
+        yield TINY_IMAGE
+    finally:
+        podman("rmi", "--force", TINY_IMAGE)

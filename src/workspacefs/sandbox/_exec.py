@@ -10,7 +10,9 @@ prints that id as the first line of stderr before it ``exec``s the command;
   it put in the background): a command is a unit that ends together, and
   nothing it started goes on changing the workspace after its diff is taken.
   A process that starts a session of its own (``setsid``, a daemon) leaves
-  the group and keeps running until the sandbox closes.
+  the group and keeps running until the sandbox closes; the runner waits
+  0.2 s before the kill, only when something is left, so a daemon forked in
+  the command's last moment has left by then.
 - At the deadline ``podman exec ... kill -9 -PGID`` kills the whole group.
   Killing the ``podman exec`` client would not do it: the command runs on
   under conmon in the container.
@@ -43,7 +45,8 @@ RUNNER = (
     "pid=$!\n"
     "exec 3<&-\n"
     'wait "$pid"; status=$?\n'
-    'kill -9 -"$pid" 2>/dev/null\n'
+    # Jobs left behind? Give one that is daemonizing time to leave the group first.
+    'if kill -0 -"$pid" 2>/dev/null; then sleep 0.2; kill -9 -"$pid" 2>/dev/null; fi\n'
     'exit "$status"\n'
 )
 """The runner: ``sh -c RUNNER wsfs-runner COMMAND``. ``setsid`` execs in place (a

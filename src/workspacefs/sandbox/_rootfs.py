@@ -29,7 +29,6 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
 from typing import Protocol
 
 from .._errors import BackendUnavailableError, InvalidArgumentError, NotPermittedError
@@ -86,7 +85,7 @@ class RootFilesystem(Protocol):
         ...
 
     def commit(self, container: str, label: str) -> str:
-        """Record the container's own changes (the container is running); a token for restore."""
+        """Record the container's own changes (the container is paused); a token for restore."""
         ...
 
     def restore(self, token: str) -> None:
@@ -120,8 +119,7 @@ class ImageRoot:
 
     def commit(self, container: str, label: str) -> str:
         name = f"localhost/{self._prefix}-commit:{label}"
-        # --pause: a consistent image, not one taken mid-write.
-        run_podman("commit", "--pause=true", "--quiet", container, name)
+        run_podman("commit", "--pause=false", "--quiet", container, name)
         self._commits.append(name)
         return name
 
@@ -150,7 +148,8 @@ class PodmanOverlayRoot:
             return []
         hidden = [f"/{name}" for name in _hidden_top_level("/") if os.path.isdir(f"/{name}")]
         hidden += [f"/var/{name}" for name in _hidden_in_var("/")]
-        return [f"--mount=type=tmpfs,destination={path}" for path in hidden]
+        # notmpcopyup: an empty tmpfs, not one filled with what it hides.
+        return [f"--mount=type=tmpfs,destination={path},notmpcopyup" for path in hidden]
 
     def target(self) -> list[str]:
         return ["--rootfs", f"{self._lower}:O"]
@@ -216,10 +215,9 @@ class OverlayRoot:
 
     def commit(self, container: str, label: str) -> str:
         saved = os.path.join(self._commits, label)
-        with _paused(container):
-            # Reading the upper layer under a live overlay is allowed (only
-            # changing it is not); cp -a keeps whiteouts, opaque marks, owners.
-            _run(["cp", "-a", self._upper, saved])
+        # Reading the upper layer under a live overlay is allowed (only
+        # changing it is not); cp -a keeps whiteouts, opaque marks, owners.
+        _run(["cp", "-a", self._upper, saved])
         return saved
 
     def restore(self, token: str) -> None:
@@ -339,11 +337,3 @@ def _unmount(path: str) -> None:
         log.warning("%s busy (%s); detaching it lazily", path, done.stderr.strip())
         _run(["umount", "-l", path])
 
-
-@contextlib.contextmanager
-def _paused(container: str) -> Iterator[None]:
-    run_podman("pause", container)
-    try:
-        yield
-    finally:
-        run_podman("unpause", container)
