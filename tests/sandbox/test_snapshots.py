@@ -90,7 +90,9 @@ def test_podman_managed_overlay() -> None:
     """``rootfs="/:O"``, what users other than root get: Podman's overlay, no commits."""
     with PodmanSandbox(rootfs="/:O") as box:
         assert box.root_description == "Podman's overlay of /"
-        result = box.exec("echo hi > /opt/hi && cat /opt/hi && find /root /home -mindepth 1 | wc -l")
+        result = box.exec(
+            "echo hi > /opt/hi && cat /opt/hi && find /root /home -mindepth 1 | wc -l"
+        )
         assert result.stdout == "hi\n0\n"  # the host's home directories are hidden too
         assert not os.path.exists("/opt/hi")
         with pytest.raises(NotPermittedError, match="container_commit"):

@@ -113,7 +113,9 @@ class PodmanSandbox:
             capability beyond Podman's defaults.
         env: Environment variables of every command.
         read_only: Mount the workspace read-only: writes in the container fail
-            with EROFS (the API side refuses them too).
+            with EROFS. A new filesystem is read-only for the API too; one
+            passed in keeps its own setting (a harness may write, the agent's
+            commands may not).
         disk: Bytes the container may write outside the workspace, with the
             sandbox's own overlay (root only).
         workspace_size: Bytes the workspace may hold; writes through the mount
@@ -232,6 +234,8 @@ class PodmanSandbox:
             "--init",
             f"--network={config.network}",
             "--security-opt=no-new-privileges",
+            # Podman 4.3's defaults still grant these three; later Podmans do not.
+            "--cap-drop=AUDIT_WRITE,MKNOD,NET_RAW",
             f"--memory={config.memory}",
             f"--memory-swap={config.memory}",
             f"--pids-limit={config.pids_limit}",
