@@ -8,7 +8,7 @@
 | resource limits | the container's cgroup holds the configured memory, CPU and pid limits |
 | no host path but the workspace | every mount from a host disk is Podman's own per-container file |
 | the host's own state hidden | home, project and service directories empty; ``/etc/shadow`` gone |
-| no control surface of the host | live podman and docker sockets of the host unseen; no socket at all |
+| no host control surface | the host's live podman and docker sockets unseen; no socket at all |
 | read-only option | writes to the workspace fail with EROFS |
 """
 
