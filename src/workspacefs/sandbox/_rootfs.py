@@ -336,4 +336,3 @@ def _unmount(path: str) -> None:
     if done.returncode != 0 and os.path.ismount(path):
         log.warning("%s busy (%s); detaching it lazily", path, done.stderr.strip())
         _run(["umount", "-l", path])
-

@@ -36,13 +36,16 @@ class ShellParams(ToolParams):
     stdin: str | None = Field(None, description="Text the command reads on stdin.")
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut(text: str, total_bytes: int, limit: int) -> str:
+    """At most ``limit`` characters of a stream's kept text: its start and end, with a
+    notice of how many of the ``total_bytes`` it wrote are not shown (an ``exec`` may
+    have cut it already; the notice counts both cuts)."""
     if len(text) <= limit:
         return text
     half = limit // 2
-    return (
-        text[:half] + cut_notice(len(text) - 2 * half).replace("bytes", "characters") + text[-half:]
-    )
+    head, tail = text[:half], text[-half:]
+    hidden = total_bytes - len(head.encode()) - len(tail.encode())
+    return head + cut_notice(max(hidden, 0)) + tail
 
 
 def _plural(n: int, noun: str) -> str:
@@ -82,7 +85,10 @@ def describe_result(result: ExecResult, *, max_output_chars: int = MAX_OUTPUT_CH
         if not total:
             lines.append(f"{name}: (empty)")
             continue
-        lines += [f"{name} ({_plural(total, 'byte')}):", _cut(text, max_output_chars).rstrip("\n")]
+        lines += [
+            f"{name} ({_plural(total, 'byte')}):",
+            _cut(text, total, max_output_chars).rstrip("\n"),
+        ]
     return "\n".join(lines)
 
 
