@@ -78,7 +78,7 @@ def test_sizes() -> None:
     assert parse_size(4096, "disk") == 4096
     for bad in ("lots", "-1g", "0", 0, True):
         with pytest.raises(InvalidArgumentError):
-            parse_size(bad, "memory")  # type: ignore[arg-type]
+            parse_size(bad, "memory")
 
 
 def config(**changes: object) -> SandboxConfig:
