@@ -50,6 +50,11 @@ def test_cwd_env_and_stdin(sandbox: PodmanSandbox) -> None:
         sandbox.exec("true", env={"BAD NAME": "x"})
     with pytest.raises(InvalidArgumentError):
         sandbox.exec("true", timeout=0)
+    with pytest.raises(FileNotFoundError):
+        sandbox.exec("pwd", cwd="no/such/dir")
+    sandbox.filesystem.write("/workspace/file.txt", "x")
+    with pytest.raises(NotADirectoryError):
+        sandbox.exec("pwd", cwd="file.txt")
 
 
 def test_timeout_kills_the_whole_process_group(sandbox: PodmanSandbox) -> None:

@@ -22,7 +22,12 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping
 
-from .._errors import BackendUnavailableError, BusyError, InvalidArgumentError
+from .._errors import (
+    BackendUnavailableError,
+    BusyError,
+    InvalidArgumentError,
+    NotADirectoryFsError,
+)
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..fuse import mount
 from ..tools import WorkspaceSnapshots
@@ -342,6 +347,8 @@ class PodmanSandbox:
 
         Raises:
             InvalidArgumentError: An empty command or a bad argument.
+            FileNotFoundError, NotADirectoryError: ``cwd`` is in the workspace and is
+                not a directory there.
             BackendUnavailableError: The sandbox is closed or its container stopped.
         """
         if not isinstance(command, str) or not command.strip() or "\0" in command:
@@ -354,6 +361,11 @@ class PodmanSandbox:
             if "\0" in cwd:
                 raise InvalidArgumentError("cwd must not contain NUL", cwd)
             directory = os.path.normpath(os.path.join(self._config.workdir, cwd))
+            workdir = self._config.workdir
+            if (directory == workdir or directory.startswith(workdir + "/")) and not (
+                self._fs.stat(directory).is_directory
+            ):
+                raise NotADirectoryFsError("cwd is not a directory", directory)
         pairs = check_env(env)
         data = stdin.encode() if isinstance(stdin, str) else stdin
         with self._lock:
