@@ -25,6 +25,7 @@ from workspacefs.sandbox import PodmanSandbox
 box = PodmanSandbox()
 assert box.exec("echo hi > /workspace/x").ok
 print(box.name, box.mountpoint, flush=True)
+sys.stdin.readline()  # until the test has seen the container
 if sys.argv[1] == "raise":
     raise RuntimeError("the agent crashed")
 if sys.argv[1] == "wait":
@@ -35,7 +36,7 @@ if sys.argv[1] == "wait":
 def child(mode: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, mode],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )  # fmt: skip
 
@@ -46,6 +47,9 @@ def started(proc: subprocess.Popen[str]) -> tuple[str, str]:
     assert line, proc.stderr.read() if proc.stderr else ""
     name, mountpoint = line.split()
     assert name in container_names()
+    assert proc.stdin is not None
+    proc.stdin.write("go on\n")
+    proc.stdin.flush()
     return name, os.path.dirname(mountpoint)
 
 

@@ -96,4 +96,5 @@ def test_podman_managed_overlay() -> None:
         assert result.stdout == "hi\n0\n"  # the host's home directories are hidden too
         assert not os.path.exists("/opt/hi")
         with pytest.raises(NotPermittedError, match="container_commit"):
-            box.snapshot(strategy="container_commit")
+            box.snapshot(strategy="container_commit", tag="refused")
+        assert "refused" not in [s.tag for s in box.filesystem.snapshots()]  # nothing taken

@@ -69,12 +69,20 @@ KEPT_VAR_LIB = frozenset(
 
 OPAQUE = "trusted.overlay.opaque"
 
+COMMIT_REFUSED = (
+    "container_commit needs the sandbox's own overlay (run as root, rootfs without :O) or "
+    "image=; Podman cannot commit a container on --rootfs DIR:O"
+)
+
 
 class RootFilesystem(Protocol):
     """How a container gets its root filesystem."""
 
     description: str
-    """Named in errors and in ``PodmanSandbox.describe``."""
+    """Named in errors and in ``PodmanSandbox.root_description``."""
+
+    commits: bool
+    """True if ``commit`` can record the container's files."""
 
     def options(self) -> list[str]:
         """``podman run`` options it needs (before the root)."""
@@ -108,6 +116,7 @@ class ImageRoot:
     def __init__(self, image: str, prefix: str) -> None:
         self.image = image
         self.description = f"image {image}"
+        self.commits = True
         self._prefix = prefix
         self._commits: list[str] = []
 
@@ -142,6 +151,7 @@ class PodmanOverlayRoot:
     def __init__(self, lower: str) -> None:
         self._lower = lower
         self.description = f"Podman's overlay of {lower}"
+        self.commits = False
 
     def options(self) -> list[str]:
         if self._lower != "/":
@@ -155,11 +165,7 @@ class PodmanOverlayRoot:
         return ["--rootfs", f"{self._lower}:O"]
 
     def commit(self, container: str, label: str) -> str:
-        raise NotPermittedError(
-            "container_commit needs the sandbox's own overlay (run as root) or image=; "
-            "Podman cannot commit a container on --rootfs DIR:O",
-            None,
-        )
+        raise NotPermittedError(COMMIT_REFUSED, None)
 
     def restore(self, token: str) -> None:
         raise NotPermittedError("no container commit to restore", token)
@@ -188,6 +194,7 @@ class OverlayRoot:
         self._merged = os.path.join(state, "root")
         self._commits = os.path.join(state, "commits")
         self.description = f"overlay of {lower}"
+        self.commits = True
         for path in (self._scratch, self._merged, self._commits):
             os.mkdir(path, 0o700)
         _mount("tmpfs", self._scratch, f"size={disk},mode=0700")

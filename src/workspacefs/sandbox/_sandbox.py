@@ -27,6 +27,7 @@ from .._errors import (
     BusyError,
     InvalidArgumentError,
     NotADirectoryFsError,
+    NotPermittedError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..fuse import mount
@@ -37,7 +38,7 @@ from ._exec import run_command
 from ._podman import PodmanError, run_podman
 from ._preflight import preflight
 from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy
-from ._rootfs import RootFilesystem, root_filesystem
+from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
 from ._state import LABEL, cleanup_stale, make_state_dir, process_identity, remove_state_dir
 
 log = logging.getLogger(__name__)
@@ -427,6 +428,8 @@ class PodmanSandbox:
         with self._lock:
             if strategy == "workspace":
                 return SandboxSnapshot(snapshots.snapshot(tag), "workspace", None, self._name)
+            if not self._root.commits:
+                raise NotPermittedError(COMMIT_REFUSED, None)
             container = self._container()
             run_podman("pause", container.name)
             try:

@@ -50,10 +50,15 @@ def _alive(identity: str) -> bool:
 
 def make_state_dir() -> str:
     """A new private directory for this process's sandbox; its name names the container too."""
-    path = os.path.join(tempfile.gettempdir(), f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
-    os.mkdir(path, 0o700)
-    with open(os.path.join(path, "owner"), "w", encoding="ascii") as owner:
+    name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    # Made under a name cleanup_stale ignores, then renamed: it never sees one
+    # without its owner file (and takes it for a dead process's).
+    making = os.path.join(tempfile.gettempdir(), f".{name}")
+    os.mkdir(making, 0o700)
+    with open(os.path.join(making, "owner"), "w", encoding="ascii") as owner:
         owner.write(process_identity())
+    path = os.path.join(tempfile.gettempdir(), name)
+    os.rename(making, path)
     return path
 
 
