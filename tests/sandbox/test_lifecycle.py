@@ -30,6 +30,8 @@ if sys.argv[1] == "raise":
     raise RuntimeError("the agent crashed")
 if sys.argv[1] == "wait":
     time.sleep(300)
+if sys.argv[1] == "exec":
+    box.exec("sleep 300", timeout=600)
 """
 
 
@@ -76,11 +78,16 @@ def test_interpreter_exit_without_close(mode: str) -> None:
     assert_left_nothing(name, state)
 
 
-def test_sigterm() -> None:
-    proc = child("wait")
+@pytest.mark.parametrize("mode", ["wait", "exec"])
+def test_sigterm(mode: str) -> None:
+    """SIGTERM, while idle or in the middle of a command, cleans up (and does not wait)."""
+    proc = child(mode)
     name, state = started(proc)
+    time.sleep(0.5)
+    terminated = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
+    assert time.monotonic() - terminated < 30
     assert_left_nothing(name, state)
 
 

@@ -144,28 +144,61 @@ def run_command(
     deadline = started + timeout
     out = Capture(output_limit)
     err = _Stderr(Capture(output_limit))
-    timed_out = False
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=podman_env(),
+        start_new_session=True,  # Ctrl-C is ours to handle (below), not the client's
     )
+    try:
+        timed_out = _pump(proc, container, deadline, out, err, stdin or b"")
+        exit_code = _reap(proc)
+    except BaseException:
+        # Interrupted (Ctrl-C, a signal turned exception): the command must not run on.
+        if err.pgid is not None:
+            _kill_group(container, err.pgid)
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    return Completed(
+        exit_code=exit_code,
+        stdout=out.result(),
+        stderr=err.finish(),
+        duration=time.monotonic() - started,
+        timed_out=timed_out,
+    )
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    container: str,
+    deadline: float,
+    out: Capture,
+    err: _Stderr,
+    stdin: bytes,
+) -> bool:
+    """Move output and input until the command's pipes close; True if it timed out."""
     assert proc.stdout is not None
     assert proc.stderr is not None
+    timed_out = killed = False
+    give_up: float | None = None  # after the deadline: when to stop waiting for output
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ, out.feed)
         selector.register(proc.stderr, selectors.EVENT_READ, err.feed)
-        pending = memoryview(stdin or b"")
+        pending = memoryview(stdin)
         if proc.stdin is not None:
             os.set_blocking(proc.stdin.fileno(), False)
             if pending:
                 selector.register(proc.stdin, selectors.EVENT_WRITE)
             else:
                 proc.stdin.close()
-        killed = False
-        give_up: float | None = None  # after the deadline: when to stop waiting for output
         while selector.get_map():
             now = time.monotonic()
             if give_up is None and now >= deadline:
@@ -186,18 +219,7 @@ def run_command(
                     key.data(data)
                 else:
                     selector.unregister(key.fileobj)
-    exit_code = _reap(proc)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    return Completed(
-        exit_code=exit_code,
-        stdout=out.result(),
-        stderr=err.finish(),
-        duration=time.monotonic() - started,
-        timed_out=timed_out,
-    )
+    return timed_out
 
 
 def _write_some(
