@@ -61,7 +61,6 @@ def run_podman(
     *args: str,
     timeout: float = PODMAN_TIMEOUT,
     check: bool = True,
-    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``podman args...`` to completion and return what it printed.
 
@@ -72,7 +71,6 @@ def run_podman(
     try:
         done = subprocess.run(
             argv,
-            input=input.decode() if input is not None else None,
             capture_output=True,
             text=True,
             timeout=timeout,

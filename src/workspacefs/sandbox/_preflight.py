@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tomllib
 
 from .._errors import BackendUnavailableError
 from ..fuse import unavailable_reason
-from ._podman import containers_conf, podman_env
+from ._podman import containers_conf, run_podman
 
 INIT_PATH = "/usr/libexec/podman/catatonit"
 """Podman's default ``--init`` program (Debian's ``catatonit`` package)."""
@@ -127,14 +126,7 @@ def _user_allow_other() -> bool:
 
 def _root_filesystem(image: str | None, rootfs: str | None) -> list[str]:
     if image is not None:
-        done = subprocess.run(
-            ["podman", "image", "exists", image],
-            capture_output=True,
-            env=podman_env(),
-            check=False,
-            timeout=60,
-        )
-        if done.returncode != 0:
+        if run_podman("image", "exists", image, check=False, timeout=60).returncode != 0:
             return [f"root filesystem: no local image {image!r} (podman images lists them; "
                     "podman import or podman build makes one; nothing is pulled)"]  # fmt: skip
         return []
