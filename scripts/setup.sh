@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-dev python3-venv podman runc sqlite3 zip unzip)
+# podman, runc and catatonit (podman run --init) run the sandbox's containers; util-linux has
+# setsid and mount, which the sandbox uses inside and outside them.
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config git gcc python3-dev python3-venv podman runc catatonit
+              util-linux sqlite3 zip unzip)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -26,6 +29,11 @@ if ! grep -qx 'user_allow_other' /etc/fuse.conf 2>/dev/null; then
     echo 'user_allow_other' | $SUDO tee -a /etc/fuse.conf >/dev/null
 fi
 
+# The sandbox mounts an overlay of / for its containers (as root); load the module if needed.
+if [[ $(id -u) -eq 0 ]] && ! grep -qw overlay /proc/filesystems; then
+    modprobe overlay 2>/dev/null || echo "setup: could not load the overlay module" >&2
+fi
+
 PYTHON=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]]; then
     echo "setup: creating .venv"
@@ -41,3 +49,10 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
     .venv/bin/python -m pip install -q -e '.[dev]'
     echo "$want" >"$stamp"
 fi
+
+# Say what the Podman sandbox still lacks here, if anything (one line each; not fatal).
+.venv/bin/python -c '
+from workspacefs.sandbox import preflight
+for problem in preflight():
+    print("setup: sandbox:", problem)
+'

@@ -1,7 +1,15 @@
 """The benchmarks still run (tiny sizes, no timing asserted)."""
 
 import pytest
-from benchmarks import bench_archive, bench_fuse, bench_git, bench_host, bench_tools, bench_tree
+from benchmarks import (
+    bench_archive,
+    bench_fuse,
+    bench_git,
+    bench_host,
+    bench_sandbox,
+    bench_tools,
+    bench_tree,
+)
 
 from workspacefs.fuse import unavailable_reason
 
@@ -32,3 +40,8 @@ def test_host_benchmarks_run() -> None:
 
 def test_tools_benchmarks_run() -> None:
     assert bench_tools.main(["--quick"]) == 0
+
+
+@pytest.mark.container
+def test_sandbox_benchmarks_run() -> None:
+    assert bench_sandbox.main(["--quick"]) == 0  # prints why where Podman cannot run

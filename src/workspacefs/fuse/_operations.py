@@ -85,7 +85,9 @@ class WorkspaceOperations(pyfuse3.Operations):
         view: The live ``Tree``, or a frozen version (always read-only).
         read_only: Refuse every write with EROFS.
         cache: How long the kernel may trust entries and attributes.
-        capacity_bytes: The size statfs reports.
+        capacity_bytes: The size statfs reports, and a limit: a write or
+            truncation through the mount that would make the files' total
+            size pass it fails with ENOSPC (the API is not limited here).
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
     """
 
@@ -130,6 +132,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         if self._tree is None or any(ino >= SnapshotsDir.FIRST_INO for ino in inodes):
             raise FUSEError(errno.EROFS)
         return self._tree
+
+    def _room(self, tree: Tree, ino: InodeT, end: int) -> None:
+        """ENOSPC if growing ``ino`` to ``end`` bytes would pass the capacity (so a
+        container filling the workspace cannot fill this process's memory)."""
+        grow = end - tree.node(ino).size
+        if grow > 0 and tree.total_bytes + grow > self._capacity:
+            raise FUSEError(errno.ENOSPC)
 
     def _resolve(self, ino: InodeT) -> tuple[TreeView, InodeT, int]:
         """(view, the inode's number in it, base): ``base + n`` is the mount's
@@ -222,6 +231,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(inode)
         with self._locked():
+            if fields.update_size:
+                self._room(tree, inode, attr.st_size)
             tree.setattr(
                 inode,
                 mode=attr.st_mode if fields.update_mode else None,
@@ -388,6 +399,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
+            self._room(tree, handle.ino, off + len(buf))
             return tree.write(handle.ino, off, buf)
 
     # Nothing to flush or sync: the tree is the storage. ENOSYS tells the

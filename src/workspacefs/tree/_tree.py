@@ -153,13 +153,23 @@ class Tree(TreeView):
 
         Returns what changed (also recorded in the journal): every inode that
         may differ and every directory entry whose binding differs. Orphans
-        (unlinked inodes still held open) survive a restore.
+        (unlinked inodes still held open) survive a restore, and a held inode
+        the version does not have becomes one.
         """
         if version.tree_id != self.id:
             raise InvalidArgumentError("version belongs to another tree", None)
         journal = Journal()
         journal.inodes = self.changes_since(version)
         journal.entries = changed_entries(TreeView(self._table), version, journal.inodes)
+        # A held inode the version lacks is unlinked by the restore: it lives on
+        # as an orphan, so a process with the file open keeps reading it.
+        for ino in journal.inodes & self._held:
+            node = self._table.get(ino)
+            if node is not None and version._table.get(ino) is None:
+                self._orphans[ino] = node
+        # ... and an orphan the version links again is that version's file once more.
+        for ino in [ino for ino in self._orphans if version._table.get(ino) is not None]:
+            del self._orphans[ino]
         self._table = version._table
         self._head = version.lineage
         self._changes = set()

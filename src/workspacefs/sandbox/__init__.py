@@ -1,0 +1,23 @@
+"""A Podman container on the mounted workspace: ``exec`` with a per-command diff,
+container snapshots, the ``shell`` tool and the ``PodmanWorkspace`` section.
+
+See docs/sandbox.md. One sandbox per process (pyfuse3 serves one mount per process).
+"""
+
+from ._config import SandboxConfig as SandboxConfig
+from ._config import SandboxOptions as SandboxOptions
+from ._config import Size as Size
+from ._podman import PodmanError as PodmanError
+from ._podman import containers_conf as containers_conf
+from ._preflight import SandboxUnavailableError as SandboxUnavailableError
+from ._preflight import preflight as preflight
+from ._preflight import require as require
+from ._result import ExecResult as ExecResult
+from ._result import SandboxSnapshot as SandboxSnapshot
+from ._result import SnapshotStrategy as SnapshotStrategy
+from ._sandbox import PodmanSandbox as PodmanSandbox
+from ._section import PodmanWorkspace as PodmanWorkspace
+from ._shell import ShellParams as ShellParams
+from ._shell import describe_result as describe_result
+from ._shell import shell_tool as shell_tool
+from ._state import cleanup_stale as cleanup_stale

@@ -1,0 +1,468 @@
+"""``PodmanSandbox``: an in-memory workspace mounted into one long-lived Podman container.
+
+The workspace's live tree is mounted with FUSE on a private host directory
+and bound into the container at ``workdir`` (``/workspace``); the container
+runs until the sandbox closes and each ``exec`` is a ``podman exec`` beside
+it. The Python API and the container share one tree: a write on either side
+is seen by the other at once, and a ``restore`` is seen by the container's
+processes on their next system call (files they hold open stay readable: the
+tree keeps unlinked inodes the kernel still holds).
+
+pyfuse3 serves one FUSE mount per process, so a process runs one sandbox at
+a time; a second one is refused with ``BusyError`` until the first closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+
+from .._errors import (
+    BackendUnavailableError,
+    BusyError,
+    InvalidArgumentError,
+    NotADirectoryFsError,
+    NotPermittedError,
+)
+from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fuse import mount
+from ..tools import WorkspaceSnapshots
+from ._config import SandboxConfig, Size, check_env, default_cpus
+from ._container import Container
+from ._exec import run_command
+from ._podman import PodmanError, run_podman
+from ._preflight import preflight
+from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy
+from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
+from ._state import LABEL, cleanup_stale, make_state_dir, process_identity, remove_state_dir
+
+log = logging.getLogger(__name__)
+
+_one_per_process = threading.Lock()
+_open: list[str] = []  # the name of the sandbox holding the process's one mount
+
+_exec_numbers: weakref.WeakKeyDictionary[InMemoryFilesystem, Iterator[int]] = (
+    weakref.WeakKeyDictionary()
+)
+_numbers_lock = threading.Lock()
+
+
+def _next_exec_number(filesystem: InMemoryFilesystem) -> int:
+    """Numbers for exec snapshot tags, unique per filesystem across its sandboxes."""
+    with _numbers_lock:
+        numbers = _exec_numbers.setdefault(filesystem, itertools.count(1))
+        return next(numbers)
+
+
+class _Resources:
+    """What a sandbox holds, released in reverse order of acquisition.
+
+    The sandbox's finalizer calls ``close`` and must not hold the sandbox
+    itself, so everything to release lives here.
+    """
+
+    def __init__(self) -> None:
+        self.stack = contextlib.ExitStack()
+        self.container: Container | None = None
+        self.closed = False
+
+    def stop_container(self) -> None:
+        if self.container is not None:
+            self.container.stop()
+            self.container = None
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.stack.close()
+        except ValueError:
+            # mount() restores its SIGTERM handler on exit, which only the main
+            # thread may do; everything else has been released by then.
+            if threading.current_thread() is threading.main_thread():
+                raise
+            log.debug("sandbox closed outside the main thread", exc_info=True)
+
+
+class PodmanSandbox:
+    """A workspace mounted at ``workdir`` in one long-lived Podman container.
+
+    Use it as a context manager, or call ``close``; it is also closed when
+    garbage-collected and at interpreter exit. Closing removes the container,
+    the mount and the private directory; the filesystem object lives on.
+
+    Args:
+        filesystem: The workspace (default: a new empty one). Its
+            ``mount_point`` must equal ``workdir``, so the paths a command
+            prints are the paths the API takes.
+        image: A local image to run (never pulled), instead of ``rootfs``.
+        rootfs: A host directory to run on, through a copy-on-write overlay
+            (never written). Default: the host's ``/``, with the host's own
+            state hidden (see ``docs/sandbox.md``). As root the sandbox mounts
+            the overlay itself (bounded by ``disk``, and ``container_commit``
+            works); a ``:O`` suffix (``"/:O"``), or running as another user,
+            leaves it to Podman.
+        workdir: Where the workspace appears in the container, and the
+            commands' working directory.
+        network: Podman's network mode; ``none`` has only loopback.
+        memory: Memory limit of the container (swap is off): bytes or ``"2g"``.
+        cpus: CPUs the container may use (default: 2, or all of a smaller machine).
+        pids_limit: Most processes and threads in the container.
+        user: The user commands run as (``uid[:gid]`` or a name in the root
+            filesystem); default the root filesystem's root, without any
+            capability beyond Podman's defaults.
+        env: Environment variables of every command.
+        read_only: Mount the workspace read-only: writes in the container fail
+            with EROFS. A new filesystem is read-only for the API too; one
+            passed in keeps its own setting (a harness may write, the agent's
+            commands may not).
+        disk: Bytes the container may write outside the workspace, with the
+            sandbox's own overlay (root only).
+        workspace_size: Bytes the workspace may hold; writes through the mount
+            past it fail with ENOSPC.
+        output_limit: Bytes of each output stream ``exec`` keeps (head and tail).
+        timeout: Default seconds an ``exec`` may run.
+
+    Raises:
+        BusyError: Another sandbox (or FUSE mount) is open in this process.
+        InvalidArgumentError: An option is invalid.
+        PodmanError: The container did not start; the message says what
+            Podman said and what ``preflight`` finds missing.
+    """
+
+    def __init__(
+        self,
+        filesystem: InMemoryFilesystem | None = None,
+        *,
+        image: str | None = None,
+        rootfs: str | os.PathLike[str] | None = None,
+        workdir: str = "/workspace",
+        network: str = "none",
+        memory: Size = "2g",
+        cpus: float | None = None,
+        pids_limit: int = 1024,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        read_only: bool = False,
+        disk: Size = "4g",
+        workspace_size: Size = "8g",
+        output_limit: int = 256 << 10,
+        timeout: float = 120.0,
+    ) -> None:
+        config = SandboxConfig.build(
+            image=image, rootfs=rootfs, workdir=workdir, network=network, memory=memory,
+            cpus=cpus, pids_limit=pids_limit, user=user, env=env, read_only=read_only,
+            disk=disk, workspace_size=workspace_size, output_limit=output_limit,
+            timeout=timeout,
+        )  # fmt: skip
+        if filesystem is None:
+            filesystem = InMemoryFilesystem(mount_point=config.workdir, read_only=read_only)
+        elif not isinstance(filesystem, InMemoryFilesystem):
+            raise InvalidArgumentError("a sandbox mounts an InMemoryFilesystem's live tree", None)
+        elif filesystem.mount_point != config.workdir:
+            raise InvalidArgumentError(
+                f"the filesystem's mount_point is {filesystem.mount_point!r} but the container "
+                f"sees it at {config.workdir!r}; make them equal so paths agree",
+                None,
+            )
+        self._fs = filesystem
+        self._config = config
+        self._read_only = config.read_only or filesystem.read_only
+        self._lock = threading.RLock()
+        self._commits = itertools.count(1)
+        self._resources = _Resources()
+        self._finalize = weakref.finalize(self, self._resources.close)
+        try:
+            self._start()
+        except BaseException:
+            self._finalize()
+            raise
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _start(self) -> None:
+        stack = self._resources.stack
+        if not _one_per_process.acquire(blocking=False):
+            raise BusyError(
+                f"sandbox {_open[0] if _open else '?'} is open in this process; pyfuse3 serves "
+                "one FUSE mount per process, so close it first (or use another process)",
+                None,
+            )
+        stack.callback(_one_per_process.release)
+        stack.callback(_open.clear)
+        cleanup_stale(containers=False)
+        self._state = make_state_dir()
+        stack.callback(remove_state_dir, self._state)
+        self._name = os.path.basename(self._state)
+        _open[:] = [self._name]
+        self._mountpoint = os.path.join(self._state, "workspace")
+        os.mkdir(self._mountpoint, 0o755)
+        try:
+            stack.enter_context(
+                mount(
+                    self._fs,
+                    self._mountpoint,
+                    allow_other=True,
+                    read_only=self._read_only,
+                    capacity_bytes=self._config.workspace_size,
+                )
+            )
+        except BusyError as exc:
+            raise BusyError(
+                "another workspacefs mount is active in this process; pyfuse3 serves one FUSE "
+                "mount per process, so the sandbox cannot mount its workspace",
+                self._mountpoint,
+            ) from exc
+        self._root: RootFilesystem = root_filesystem(
+            self._config.image,
+            self._config.rootfs,
+            self._config.podman_overlay,
+            self._state,
+            self._config.disk,
+            self._name,
+        )
+        stack.callback(self._root.close)
+        stack.callback(self._resources.stop_container)
+        self._resources.container = self._start_container()
+
+    def _run_args(self) -> list[str]:
+        config = self._config
+        access = "ro" if self._read_only else "rw"
+        args = [
+            f"--name={self._name}",
+            f"--label={LABEL}={process_identity()}",
+            "--init",
+            f"--network={config.network}",
+            "--security-opt=no-new-privileges",
+            # Podman 4.3's defaults still grant these three; later Podmans do not.
+            "--cap-drop=AUDIT_WRITE,MKNOD,NET_RAW",
+            f"--memory={config.memory}",
+            f"--memory-swap={config.memory}",
+            f"--pids-limit={config.pids_limit}",
+            f"--cpus={config.cpus if config.cpus is not None else default_cpus()}",
+            f"--volume={self._mountpoint}:{config.workdir}:{access}",
+            f"--workdir={config.workdir}",
+        ]
+        if config.user is not None:
+            args.append(f"--user={config.user}")
+        args += [f"--env={name}={value}" for name, value in config.env]
+        return args + self._root.options() + self._root.target()
+
+    def _start_container(self) -> Container:
+        log_path = os.path.join(self._state, "podman-run.log")
+        try:
+            return Container(self._name, self._run_args(), log_path)
+        except PodmanError as exc:
+            problems = preflight(image=self._config.image, rootfs=self._config.rootfs)
+            found = "".join(f"\n- {problem}" for problem in problems)
+            raise PodmanError(f"{exc.strerror}{found}", None) from exc
+
+    def close(self) -> None:
+        """Remove the container, the mount and the private directory; safe to call twice."""
+        with self._lock:
+            self._finalize()
+
+    def __enter__(self) -> PodmanSandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once the sandbox is closed."""
+        return not self._finalize.alive
+
+    def _container(self) -> Container:
+        container = self._resources.container
+        if not self._finalize.alive or container is None:
+            raise BackendUnavailableError("the sandbox is closed", None)
+        if not container.running:
+            raise BackendUnavailableError(
+                f"the sandbox's container has stopped: {container.log()}", None
+            )
+        return container
+
+    # -- what it is -------------------------------------------------------------------
+
+    @property
+    def filesystem(self) -> InMemoryFilesystem:
+        """The workspace (its ``mount_point`` is ``workdir``)."""
+        return self._fs
+
+    @property
+    def config(self) -> SandboxConfig:
+        """The options, validated."""
+        return self._config
+
+    @property
+    def name(self) -> str:
+        """The container's name (and the private directory's)."""
+        return self._name
+
+    @property
+    def mountpoint(self) -> str:
+        """Where the workspace is mounted on the host."""
+        return self._mountpoint
+
+    @property
+    def root_description(self) -> str:
+        """What the container runs on (an image or an overlay of a host directory)."""
+        return self._root.description
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<PodmanSandbox {self._name} on {self._root.description}, {state}>"
+
+    # -- commands ---------------------------------------------------------------------
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+    ) -> ExecResult:
+        """Run ``command`` with ``/bin/sh -c`` in the container.
+
+        An O(1) snapshot is taken before and after (tagged ``exec-<n>-before``
+        and ``exec-<n>-after``); ``changes`` is the diff between them, so it
+        holds what the command changed, and what was written through the API
+        meanwhile. Commands run one at a time.
+
+        Args:
+            command: A shell command line.
+            timeout: Seconds before the command and its process group are
+                killed (default: the sandbox's ``timeout``).
+            cwd: The working directory, relative to ``workdir`` or absolute.
+            env: Environment variables for this command only.
+            stdin: What the command reads on stdin (default: nothing).
+
+        Raises:
+            InvalidArgumentError: An empty command or a bad argument.
+            FileNotFoundError, NotADirectoryError: ``cwd`` is in the workspace and is
+                not a directory there.
+            BackendUnavailableError: The sandbox is closed or its container stopped.
+        """
+        if not isinstance(command, str) or not command.strip() or "\0" in command:
+            raise InvalidArgumentError("the command must be a non-empty string without NUL", None)
+        timeout = self._config.timeout if timeout is None else timeout
+        if timeout <= 0:
+            raise InvalidArgumentError("timeout must be positive", None)
+        directory = None
+        if cwd is not None:
+            if "\0" in cwd:
+                raise InvalidArgumentError("cwd must not contain NUL", cwd)
+            directory = os.path.normpath(os.path.join(self._config.workdir, cwd))
+            workdir = self._config.workdir
+            if (directory == workdir or directory.startswith(workdir + "/")) and not (
+                self._fs.stat(directory).is_directory
+            ):
+                raise NotADirectoryFsError("cwd is not a directory", directory)
+        pairs = check_env(env)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        with self._lock:
+            container = self._container()
+            number = _next_exec_number(self._fs)
+            before = self._fs.snapshot(tag=f"exec-{number}-before")
+            try:
+                done = run_command(
+                    container.name,
+                    command,
+                    timeout=timeout,
+                    cwd=directory,
+                    env=pairs,
+                    stdin=data,
+                    output_limit=self._config.output_limit,
+                )
+            finally:
+                after = self._fs.snapshot(tag=f"exec-{number}-after")
+            self._container()  # a command that took the container down is an error, not a result
+        return ExecResult(
+            exit_code=done.exit_code,
+            stdout=done.stdout.text,
+            stderr=done.stderr.text,
+            duration=done.duration,
+            timed_out=done.timed_out,
+            changes=self._fs.diff(before, after),
+            before=before,
+            after=after,
+            stdout_bytes=done.stdout.total_bytes,
+            stderr_bytes=done.stderr.total_bytes,
+            cut_bytes=done.stdout.cut_bytes + done.stderr.cut_bytes,
+        )
+
+    # -- snapshots --------------------------------------------------------------------
+
+    def snapshot(
+        self, *, tag: str | None = None, strategy: SnapshotStrategy = "workspace"
+    ) -> SandboxSnapshot:
+        """Snapshot the workspace (O(1)), and with ``container_commit`` the container too.
+
+        ``container_commit`` also records the container's own files, what
+        commands changed outside the workspace (packages installed, files in
+        ``/etc`` or ``/tmp``): ``podman commit`` for an image, a copy of the
+        overlay's upper layer otherwise. The container is paused meanwhile,
+        so the two parts agree. Running processes are not recorded (see
+        docs/sandbox.md on CRIU).
+
+        Args:
+            tag: A name for the workspace snapshot; must be new.
+            strategy: ``workspace`` or ``container_commit``.
+
+        Raises:
+            NotPermittedError: ``container_commit`` on Podman's own overlay
+                (a sandbox not run as root on a host directory).
+        """
+        if strategy not in ("workspace", "container_commit"):
+            raise InvalidArgumentError(f"unknown snapshot strategy {strategy!r}", None)
+        snapshots = WorkspaceSnapshots.of(self._fs)
+        with self._lock:
+            if strategy == "workspace":
+                return SandboxSnapshot(snapshots.snapshot(tag), "workspace", None, self._name)
+            if not self._root.commits:
+                raise NotPermittedError(COMMIT_REFUSED, None)
+            container = self._container()
+            run_podman("pause", container.name)
+            try:
+                workspace = snapshots.snapshot(tag)
+                state = self._root.commit(container.name, str(next(self._commits)))
+            finally:
+                run_podman("unpause", container.name, check=False)
+            return SandboxSnapshot(workspace, "container_commit", state, self._name)
+
+    def restore(self, snapshot: SandboxSnapshot | FilesystemSnapshot) -> None:
+        """Return to a snapshot.
+
+        The workspace is restored in O(1) and the running container sees it
+        on its next system call. A ``container_commit`` snapshot also
+        recreates the container from its recorded state: every process in
+        the container is stopped, and the next ``exec`` runs in the new one.
+
+        Raises:
+            InvalidArgumentError: A container commit of another sandbox.
+        """
+        if isinstance(snapshot, FilesystemSnapshot):
+            self._fs.restore(snapshot)
+            return
+        if snapshot.container_state is None:
+            self._fs.restore(snapshot.workspace)
+            return
+        if snapshot.sandbox != self._name:
+            raise InvalidArgumentError(
+                f"a container commit restores only in its sandbox ({snapshot.sandbox})", None
+            )
+        with self._lock:
+            self._container()
+            self._resources.stop_container()
+            self._fs.restore(snapshot.workspace)
+            self._root.restore(snapshot.container_state)
+            self._resources.container = self._start_container()

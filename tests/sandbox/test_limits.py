@@ -1,0 +1,94 @@
+"""Resource limits hold against commands that try to exhaust them, and the workspace survives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from workspacefs import InMemoryFilesystem
+from workspacefs.sandbox import PodmanSandbox
+
+from .conftest import assert_left_nothing, state_dir
+
+pytestmark = pytest.mark.container
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def tight() -> Iterator[PodmanSandbox]:
+    fs = InMemoryFilesystem(mount_point="/workspace")
+    fs.write("/workspace/keep.txt", "precious\n")
+    box = PodmanSandbox(
+        fs, memory="256m", disk="64m", workspace_size="64m", pids_limit=64, cpus=1.0
+    )
+    name, state = box.name, state_dir(box)
+    try:
+        yield box
+    finally:
+        box.close()
+    assert_left_nothing(name, state)
+
+
+def survives(box: PodmanSandbox) -> None:
+    assert box.filesystem.read("keep.txt").content == "precious\n"
+    assert box.exec("cat keep.txt").stdout == "precious\n"
+
+
+def test_memory_limit_kills_the_hog_not_the_sandbox(tight: PodmanSandbox) -> None:
+    hog = tight.exec("python3 -c 'b = bytearray(600 << 20); print(len(b))'", timeout=60)
+    assert hog.exit_code == 137, hog  # the kernel's OOM killer, inside the container's cgroup
+    assert hog.stdout == ""
+    survives(tight)
+
+
+def test_disk_outside_the_workspace_is_bounded(tight: PodmanSandbox) -> None:
+    fill = tight.exec("dd if=/dev/zero of=/tmp/fill bs=1M count=200", timeout=60)
+    assert fill.exit_code != 0
+    assert "No space left on device" in fill.stderr
+    assert not fill.changes.changed
+    size = int(tight.exec("stat -c %s /tmp/fill").stdout)
+    assert size <= 64 * MIB
+    assert tight.exec("rm /tmp/fill && echo x > /tmp/small && cat /tmp/small").stdout == "x\n"
+    survives(tight)
+
+
+def test_the_workspace_is_bounded(tight: PodmanSandbox) -> None:
+    fill = tight.exec("dd if=/dev/zero of=fill.bin bs=1M count=200", timeout=60)
+    assert fill.exit_code != 0
+    assert "No space left on device" in fill.stderr
+    assert fill.changes.added == ("fill.bin",)
+    assert tight.filesystem.stat("fill.bin").size_bytes <= 64 * MIB
+    grow = tight.exec("truncate -s 1G sparse.bin")
+    assert grow.exit_code != 0
+    tight.filesystem.delete("fill.bin")  # the API frees the room
+    assert tight.exec("head -c 1000000 /dev/zero > fill.bin && stat -c %s fill.bin").stdout == (
+        "1000000\n"
+    )
+    tight.filesystem.delete("fill.bin")
+    survives(tight)
+
+
+FORK_BOMB = """
+import errno, os, time
+forked = 0
+try:
+    for _ in range(200):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        forked += 1
+except OSError as exc:
+    print("refused", errno.errorcode[exc.errno])
+print(forked)
+"""
+
+
+def test_process_limit_holds(tight: PodmanSandbox) -> None:
+    bomb = tight.exec(f"python3 -c '{FORK_BOMB}'", timeout=30)
+    assert bomb.stdout.split()[:2] == ["refused", "EAGAIN"], bomb
+    assert int(bomb.stdout.split()[-1]) < 64
+    assert not bomb.timed_out  # and the forked ones went with the command's group
+    assert tight.exec("ls /proc | grep -c '^[0-9]'").stdout.strip() in {str(n) for n in range(9)}
+    survives(tight)
