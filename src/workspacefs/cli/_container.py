@@ -1,38 +1,29 @@
-"""Running a container on a mounted workspace: plain Podman, in one function.
+"""Running a container on a mounted workspace for ``workspacefs run``.
 
-The sandbox layer (``workspacefs.sandbox``) will take this over; until it
-lands, ``run_container`` is the only place that knows how Podman is called.
+The daemon owns the mount, so the container is a one-shot ``podman run`` on
+its mount point, with the sandbox layer's containers.conf and security
+defaults (``workspacefs.sandbox``; a ``PodmanSandbox`` mounts its own
+workspace in-process instead).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from .._errors import BackendUnavailableError
+from ..sandbox import SECURITY_OPTIONS, podman_binary, podman_env
 
 WORKDIR = "/workspace"
-
-
-def containers_conf() -> str | None:
-    """The containers.conf to run Podman with: ``$CONTAINERS_CONF`` if set, else this
-    source tree's config/containers.conf (docs/containers.md says why it exists)."""
-    if os.environ.get("CONTAINERS_CONF"):
-        return os.environ["CONTAINERS_CONF"]
-    candidate = Path(__file__).resolve().parents[3] / "config" / "containers.conf"
-    return str(candidate) if candidate.is_file() else None
 
 
 def podman_command(
     mountpoint: str, command: Sequence[str], *, image: str | None, rootfs: str | None
 ) -> list[str]:
     """The ``podman run`` line: the workspace bound at /workspace, no network."""
-    line = ["podman", "run", "--rm", "--network=none", "-v", f"{mountpoint}:{WORKDIR}:rw",
-            "-w", WORKDIR]  # fmt: skip
+    line = [podman_binary(), "run", "--rm", "--network=none", *SECURITY_OPTIONS,
+            "-v", f"{mountpoint}:{WORKDIR}:rw", "-w", WORKDIR]  # fmt: skip
     if sys.stdin.isatty():
         line += ["-i", "-t"]
     if image is not None:
@@ -53,11 +44,8 @@ def run_container(
     Raises:
         BackendUnavailableError: Podman is not installed.
     """
-    if shutil.which("podman") is None:
-        raise BackendUnavailableError("podman is not installed (scripts/setup.sh has it)", None)
-    env = dict(os.environ)
-    conf = containers_conf()
-    if conf is not None:
-        env["CONTAINERS_CONF"] = conf
-    line = podman_command(mountpoint, command, image=image, rootfs=rootfs)
-    return subprocess.run(line, env=env, check=False).returncode
+    try:
+        line = podman_command(mountpoint, command, image=image, rootfs=rootfs)
+    except FileNotFoundError as exc:
+        raise BackendUnavailableError(str(exc.strerror), None) from None
+    return subprocess.run(line, env=podman_env(), check=False).returncode

@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from ..sandbox import containers_conf, preflight
 from ._app import EXIT_PROBLEMS, JsonOption, app
-from ._container import containers_conf
 from ._output import emit_json, stdout
 
 Status = Literal["ok", "warning", "problem", "fixed"]
@@ -60,12 +60,11 @@ def _machine_checks() -> list[Check]:
         checks.append(Check("user_allow_other", status, f"not in /etc/fuse.conf ({why})"))
     checks.append(_tool("podman", "--version"))
     conf = containers_conf()
-    if conf is None:
-        checks.append(Check("podman config", "warning", "no containers.conf found; defaults"))
-    elif os.path.isfile(conf):
+    if os.path.isfile(conf):
         checks.append(Check("podman config", "ok", conf))
     else:
         checks.append(Check("podman config", "problem", f"CONTAINERS_CONF names {conf}: missing"))
+    checks += [Check("sandbox", "problem", problem) for problem in preflight()]
     checks.append(_tool("git", "--version"))
     return checks
 

@@ -7,8 +7,11 @@ See docs/sandbox.md. One sandbox per process (pyfuse3 serves one mount per proce
 from ._config import SandboxConfig as SandboxConfig
 from ._config import SandboxOptions as SandboxOptions
 from ._config import Size as Size
+from ._podman import SECURITY_OPTIONS as SECURITY_OPTIONS
 from ._podman import PodmanError as PodmanError
 from ._podman import containers_conf as containers_conf
+from ._podman import podman_binary as podman_binary
+from ._podman import podman_env as podman_env
 from ._preflight import SandboxUnavailableError as SandboxUnavailableError
 from ._preflight import preflight as preflight
 from ._preflight import require as require

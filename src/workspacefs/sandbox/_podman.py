@@ -35,6 +35,14 @@ def containers_conf() -> str:
     return str(resources.files(__package__).joinpath("containers.conf"))
 
 
+SECURITY_OPTIONS = (
+    "--security-opt=no-new-privileges",
+    # Podman 4.3's defaults still grant these three; later Podmans do not.
+    "--cap-drop=AUDIT_WRITE,MKNOD,NET_RAW",
+)
+"""What every container on a workspace runs with, besides ``--network=none`` and limits."""
+
+
 def podman_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a Podman call."""
     return {**os.environ, "CONTAINERS_CONF": containers_conf(), **(extra or {})}

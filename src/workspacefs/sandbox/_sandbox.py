@@ -35,7 +35,7 @@ from ..tools import WorkspaceSnapshots
 from ._config import SandboxConfig, Size, check_env, default_cpus
 from ._container import Container
 from ._exec import run_command
-from ._podman import PodmanError, run_podman
+from ._podman import SECURITY_OPTIONS, PodmanError, run_podman
 from ._preflight import preflight
 from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy
 from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
@@ -239,9 +239,7 @@ class PodmanSandbox:
             f"--label={LABEL}={process_identity()}",
             "--init",
             f"--network={config.network}",
-            "--security-opt=no-new-privileges",
-            # Podman 4.3's defaults still grant these three; later Podmans do not.
-            "--cap-drop=AUDIT_WRITE,MKNOD,NET_RAW",
+            *SECURITY_OPTIONS,
             f"--memory={config.memory}",
             f"--memory-swap={config.memory}",
             f"--pids-limit={config.pids_limit}",
