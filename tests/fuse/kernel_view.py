@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from workspacefs import (
 )
 from workspacefs.fs import DEFAULT_LIMITS, normalize_path
 from workspacefs.fs._requests import split_lines
-from workspacefs.fs._search import glob_paths, grep_files, walk_files
+from workspacefs.fs._search import Listing, glob_paths, grep_files, walk_files
 
 
 class KernelView:
@@ -53,12 +53,34 @@ class KernelView:
         norm = normalize_path(path, None, self._limits)
         return norm, self._root / norm
 
-    def _scan(self, path: str) -> Iterable[tuple[str, bool, bool]]:
+    def _scan(self, path: str) -> Iterable[Listing]:
         try:
+            device = os.stat(self._root / path).st_dev
             with os.scandir(self._root / path) as entries:
-                return [(e.name, e.is_dir(), e.is_file()) for e in entries]
+                return [self._listing(e, device) for e in entries]
         except (NotADirectoryError, FileNotFoundError):
             return []
+
+    @staticmethod
+    def _listing(entry: os.DirEntry[str], device: int) -> Listing:
+        if not entry.is_symlink():
+            return Listing(entry.name, entry.is_dir(), entry.is_file(), False,
+                           (device, entry.inode()))  # fmt: skip
+        try:
+            info = os.stat(entry.path)
+        except OSError:  # dangling or looping
+            return Listing(entry.name, False, False, True, None)
+        return Listing(entry.name, stat.S_ISDIR(info.st_mode), stat.S_ISREG(info.st_mode),
+                       True, (info.st_dev, info.st_ino))  # fmt: skip
+
+    def _read_blocks(self, path: str) -> Iterator[bytes]:
+        try:
+            handle = open(self._root / path, "rb")  # noqa: SIM115 - closed when the walk stops
+        except OSError:
+            return
+        with handle:
+            while block := handle.read(1 << 20):
+                yield block
 
     def read(
         self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
@@ -136,11 +158,12 @@ class KernelView:
     ) -> Sequence[GrepMatch]:
         self._limits.check("max_matches", max_matches or 0, self._limits.max_grep_matches)
         norm, full = self._path(path)
+        files: Iterable[str]
         files, base = (walk_files(self._scan, norm), norm) if full.is_dir() else ([norm], "")
         return grep_files(
             pattern,
             files,
-            lambda p: (self._root / p).read_bytes(),
+            self._read_blocks,
             base=base,
             file_glob=glob,
             max_matches=max_matches or self._limits.max_grep_matches,

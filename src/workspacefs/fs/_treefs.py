@@ -48,7 +48,7 @@ from ._results import (
     WriteMode,
     WriteResult,
 )
-from ._search import glob_paths, grep_below
+from ._search import Listing, glob_paths, grep_below
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,9 @@ ChangeListener = Callable[[Journal], None]
 
 MAX_SYMLINK_HOPS = 40
 """As Linux: following more links than this is ELOOP."""
+
+GREP_BLOCK_BYTES = 1 << 20
+"""grep reads a file in blocks of this size, taking the lock for each."""
 
 
 def _timestamp(ns: int) -> datetime:
@@ -227,7 +230,7 @@ class TreeFilesystem:
                 return False, False
         return isinstance(node, File), isinstance(node, Directory)
 
-    def _scan(self, path: str) -> Iterable[tuple[str, bool, bool]]:
+    def _scan(self, path: str) -> Iterable[Listing]:
         try:
             directory = self._existing(path)[1]
         except (OSError, ValueError):
@@ -236,9 +239,24 @@ class TreeFilesystem:
             return []
         result = []
         for name, ino in directory.entries.items():
-            is_file, is_dir = self._kind(join(path, name), self._view.node(ino))
-            result.append((name, is_dir, is_file))
+            node = self._view.node(ino)
+            is_link = isinstance(node, Symlink)
+            if is_link:
+                try:
+                    ino, node = self._existing(join(path, name))
+                except (OSError, ValueError):
+                    result.append(Listing(name, False, False, True, None))
+                    continue
+            key = (0, ino)
+            result.append(Listing(name, isinstance(node, Directory), isinstance(node, File),
+                                  is_link, key))  # fmt: skip
         return result
+
+    def _base_key(self, path: str) -> tuple[int, int] | None:
+        try:
+            return (0, self._existing(path)[0])
+        except (OSError, ValueError):
+            return None
 
     def _file(self, path: str) -> File:
         node = self._existing(path)[1]
@@ -326,8 +344,14 @@ class TreeFilesystem:
         """Paths matching ``pattern`` below ``path``, sorted (see ``_patterns``)."""
         pattern = glob_pattern(pattern, self._mount_point, self._limits)
         norm = self._normalize(path)
-        with self._lock:
-            return glob_paths(self._scan, norm, pattern)
+        with self._lock:  # only to find the base: the walk locks per directory
+            base_key = self._base_key(norm)
+
+        def scan(directory: str) -> Iterable[Listing]:
+            with self._lock:
+                return self._scan(directory)
+
+        return glob_paths(scan, norm, pattern, base_key=base_key, limits=self._limits)
 
     def grep(
         self,
@@ -342,21 +366,33 @@ class TreeFilesystem:
         wanted = grep_cap(pattern, max_matches, limits)
         norm = self._normalize(path)
         with self._lock:
-            is_directory = isinstance(self._existing(norm)[1], Directory)
+            ino, node = self._existing(norm)
+            is_directory = isinstance(node, Directory)
 
-        def scan(directory: str) -> Iterable[tuple[str, bool, bool]]:
+        def scan(directory: str) -> Iterable[Listing]:
             with self._lock:  # one directory at a time: a long grep never stalls the mount
                 return self._scan(directory)
 
-        def read(file_path: str) -> bytes:
+        def read_blocks(file_path: str) -> Iterator[bytes]:
             with self._lock:
                 try:
-                    return self._file(file_path).read(0, limits.max_read_bytes)
+                    node = self._file(file_path)
                 except (OSError, ValueError):  # removed or replaced since listed
-                    return b""
+                    return
+                size = node.size  # the file as it was when grep reached it
+                block = node.read(0, GREP_BLOCK_BYTES)
+            offset = 0
+            while block:  # the lock is taken per block, never held across a yield
+                yield block
+                offset += len(block)
+                if offset >= size:
+                    return
+                with self._lock:
+                    block = node.read(offset, min(GREP_BLOCK_BYTES, size - offset))
 
-        return grep_below(pattern, norm, is_directory=is_directory, scan=scan, read=read,
-                          file_glob=glob, max_matches=wanted)  # fmt: skip
+        return grep_below(pattern, norm, is_directory=is_directory, scan=scan,
+                          read_blocks=read_blocks, file_glob=glob, max_matches=wanted,
+                          base_key=(0, ino), limits=limits)  # fmt: skip
 
     # -- writing ---------------------------------------------------------------
 

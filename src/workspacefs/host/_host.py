@@ -53,11 +53,14 @@ from ..fs._requests import (
     read_page,
     text_payload,
 )
-from ..fs._search import glob_paths, grep_below
+from ..fs._search import Listing, glob_paths, grep_below
 from ._archive import export_directory, import_directory
 from ._resolve import Located, locate, open_root, translate
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
+
+GREP_BLOCK_BYTES = 1 << 20
+"""grep reads a file in blocks of this size."""
 
 
 def _time(seconds: float) -> datetime:
@@ -249,7 +252,7 @@ class HostFilesystem:
         finally:
             os.close(fd)
 
-    def _scan(self, path: str) -> Iterable[tuple[str, bool, bool]]:
+    def _scan(self, path: str) -> Iterable[Listing]:
         try:
             with self._at(path) as at:
                 if at.info is None or not _stat.S_ISDIR(at.info.st_mode):
@@ -261,25 +264,34 @@ class HostFilesystem:
             return []
         found = []
         try:
+            device = os.fstat(fd).st_dev
             with os.scandir(fd) as entries:
                 for entry in entries:
-                    is_dir, is_file = self._kind(join(path, entry.name), entry)
-                    found.append((entry.name, is_dir, is_file))
+                    found.append(self._listing(join(path, entry.name), entry, device))
         finally:
             os.close(fd)
         return found
 
-    def _kind(self, path: str, entry: os.DirEntry[str]) -> tuple[bool, bool]:
+    def _key(self, norm: str) -> tuple[int, int] | None:
+        try:
+            with self._at(norm) as at:
+                return None if at.info is None else (at.info.st_dev, at.info.st_ino)
+        except (OSError, ValueError):
+            return None
+
+    def _listing(self, path: str, entry: os.DirEntry[str], device: int) -> Listing:
         if not entry.is_symlink():
-            return entry.is_dir(follow_symlinks=False), entry.is_file(follow_symlinks=False)
+            kind = entry.is_dir(follow_symlinks=False), entry.is_file(follow_symlinks=False)
+            return Listing(entry.name, *kind, False, (device, entry.inode()))
         try:  # a symlink counts as what it points to, if that stays inside
             with self._at(path) as at:
                 info = at.info
         except (OSError, ValueError):
-            return False, False
+            info = None
         if info is None:
-            return False, False
-        return _stat.S_ISDIR(info.st_mode), _stat.S_ISREG(info.st_mode)
+            return Listing(entry.name, False, False, True, None)
+        return Listing(entry.name, _stat.S_ISDIR(info.st_mode), _stat.S_ISREG(info.st_mode),
+                       True, (info.st_dev, info.st_ino))  # fmt: skip
 
     # -- reading ---------------------------------------------------------------
 
@@ -345,17 +357,18 @@ class HostFilesystem:
             if not _stat.S_ISDIR(info.st_mode):
                 raise NotADirectoryFsError("not a directory", display(norm))
         entries = []
-        for name, is_dir, is_file in sorted(self._scan(norm)):
-            child = join(norm, name)
+        for listing in sorted(self._scan(norm), key=lambda listing: listing.name):
+            child = join(norm, listing.name)
             with self._at(child, follow=False) as at:
                 link = at.info is not None and _stat.S_ISLNK(at.info.st_mode)
-            entries.append(FileEntry(name, child, is_file, is_dir, link))
+            entries.append(FileEntry(listing.name, child, listing.is_file, listing.is_dir, link))
         return entries
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
         """Paths matching ``pattern`` below ``path``, sorted."""
         pattern = glob_pattern(pattern, self._mount_point, self._limits)
-        return glob_paths(self._scan, self._normalize(path), pattern)
+        norm = self._normalize(path)
+        return glob_paths(self._scan, norm, pattern, base_key=self._key(norm), limits=self._limits)
 
     def grep(
         self,
@@ -370,16 +383,22 @@ class HostFilesystem:
         wanted = grep_cap(pattern, max_matches, limits)
         norm = self._normalize(path)
         with self._at(norm) as at:
-            is_directory = _stat.S_ISDIR(self._existing(at, norm).st_mode)
+            info = self._existing(at, norm)
 
-        def read(file_path: str) -> bytes:
+        def read_blocks(file_path: str) -> Iterator[bytes]:
             try:
-                return self._read_all(file_path, limits.max_read_bytes)[0]
+                fd = self._open_file(file_path, os.O_RDONLY)
             except (OSError, ValueError):
-                return b""
+                return
+            try:
+                while block := os.read(fd, GREP_BLOCK_BYTES):
+                    yield block
+            finally:
+                os.close(fd)
 
-        return grep_below(pattern, norm, is_directory=is_directory, scan=self._scan, read=read,
-                          file_glob=glob, max_matches=wanted)  # fmt: skip
+        return grep_below(pattern, norm, is_directory=_stat.S_ISDIR(info.st_mode), scan=self._scan,
+                          read_blocks=read_blocks, file_glob=glob, max_matches=wanted,
+                          base_key=(info.st_dev, info.st_ino), limits=limits)  # fmt: skip
 
     # -- writing ---------------------------------------------------------------
 
