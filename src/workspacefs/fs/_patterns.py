@@ -69,10 +69,47 @@ class LinePattern:
 
 
 def compile_line_pattern(pattern: str) -> LinePattern:
-    """Compile a grep pattern; an invalid one raises InvalidArgumentError."""
+    """Compile a grep pattern; an invalid one raises InvalidArgumentError.
+
+    As for grep, a newline separates patterns: a line matching any of them matches.
+    """
+    if _has_word_anchor(pattern):
+        # RE2 reads them as a literal < and >: refuse rather than silently find nothing.
+        raise InvalidArgumentError(
+            "\\< and \\> (grep's word anchors) are not RE2 syntax; use \\b", pattern
+        )
+    if "\n" in pattern:
+        pattern = "|".join(f"(?:{part})" for part in pattern.split("\n"))
     line = compile_regex(pattern, _LINE_OPTIONS)  # first: errors name the caller's pattern
     buffer = compile_regex("(?m)" + pattern, _LINE_OPTIONS)
     return LinePattern(buffer, line if _WHOLE_TEXT_FEATURES.search(pattern) else None)
+
+
+def _has_word_anchor(pattern: str) -> bool:
+    """True if ``pattern`` has ``\\<`` or ``\\>`` outside a bracket expression."""
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char == "\\":
+            if pattern[i + 1 : i + 2] in ("<", ">"):
+                return True
+            i += 2
+        elif char == "[":
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":  # a leading ] is a member
+                i += 1
+            while i < n and pattern[i] != "]":
+                if pattern[i] == "\\":
+                    i += 1
+                elif pattern.startswith("[:", i):
+                    i = pattern.find(":]", i + 2) + 1 or n
+                i += 1
+            i += 1
+        else:
+            i += 1
+    return False
 
 
 # -- glob segments ---------------------------------------------------------------
