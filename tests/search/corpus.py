@@ -142,6 +142,134 @@ def corpus(name: str) -> Corpus:
     return {"text": _text_corpus, "big": _big_corpus, "loops": _loops_corpus}[name]()
 
 
+# -- the pattern tables (shared with the run through the mount) --------------------
+
+GREP_TEXT = [
+    "needle",
+    "import os",
+    r"import\s+os$",
+    "^import",
+    "^$",
+    r"^\s*$",
+    "",
+    "x*",
+    "$",
+    "^",
+    "hello|needle",
+    "hello\nTOKEN",  # a newline separates patterns, as for grep
+    "ab|abcd",  # leftmost-longest, as POSIX: abcd
+    "(a|ab)(c|bcd)",
+    "ne+dle",
+    "[[:digit:]]+",
+    "[0-9]{2,}",
+    "é",
+    "wörld",
+    "caf.",
+    "漢字",
+    "😀",
+    ".",
+    "^.{3}$",
+    "[[:space:]]$",
+    "needle$",
+    "^[A-Z]",
+    r"\bneedle\b",
+    "[^a-zA-Z0-9 ]",
+    "(import|from) +os",
+    "^\t",
+    "needle.*",
+    "line t.*",
+    "[A-Z][a-z]+",
+    "sorts (before|after)",
+    "colon|spaces|bracket",
+    "secret|outside",
+]
+
+GREP_BIG = [
+    "needle",
+    "needle$",
+    "^needle",
+    "straddle",
+    "END-OF-HUGE",
+    "^0012345 ",
+    "[[:space:]]$",
+    "tail$",
+    "crlf",
+    "needle-end$",
+    "b needle-end",
+]
+
+GREP_LOOPS = ["needle", "", "root|deeper"]
+
+GREP_CASES = (
+    [("text", p) for p in GREP_TEXT]
+    + [("big", p) for p in GREP_BIG]
+    + [("loops", p) for p in GREP_LOOPS]
+)
+
+GLOB_TEXT = [
+    "*",
+    "*.md",
+    "**",
+    "**/*.py",
+    "**/*",
+    "**/",
+    "*/",
+    "src/**",
+    "src/**/*.txt",
+    "src/*.txt",
+    "*/*.py",
+    "*/*/*",
+    "*/*/*/*/*",
+    "links/*",
+    "links/*/",
+    "links/**",
+    "links/*/*.py",
+    "links/**/*.py",
+    "links/ping",
+    "links/dangling",
+    "links/escape/*",
+    "links/escape_abs/*",
+    "**/app.py",
+    "**/**/**/*.py",
+    "deep/**/leaf.py",
+    "**/e/",
+    ".*",
+    "**/.*",
+    ".hidden/*",
+    "src/.*",
+    "docs/a[[]1].md",
+    "docs/*[?]*",
+    "names/x?.csv",
+    "names/[xy]1*.csv",
+    "names/[!x]*",
+    "sp*/*",
+    "a*/*.txt",
+    "missing/*",
+    "*.nothing",
+    "src/void",
+    "src/void/",
+    "empty_dir/**",
+]
+
+GLOB_LOOPS = [
+    "*",
+    "**",
+    "**/",
+    "**/*.txt",
+    "*/",
+    "*/*",
+    "*/*.txt",
+    "*/*/*.txt",
+    "a/**",
+    "a/a/a/*.txt",
+    "sub/**",
+    "sub/*/*",
+    "**/g.txt",
+    "**/up/*",
+    "**/" * 10 + "*.txt",
+]
+
+
 # -- building ----------------------------------------------------------------------
 
 

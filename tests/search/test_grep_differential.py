@@ -5,71 +5,11 @@ from __future__ import annotations
 import pytest
 
 from .conftest import Trees
-from .corpus import LIMITS, assert_same_lines
-
-TEXT_PATTERNS = [
-    "needle",
-    "import os",
-    r"import\s+os$",
-    "^import",
-    "^$",
-    r"^\s*$",
-    "",
-    "x*",
-    "$",
-    "^",
-    "hello|needle",
-    "hello\nTOKEN",  # a newline separates patterns, as for grep
-    "ab|abcd",  # leftmost-longest, as POSIX: abcd
-    "(a|ab)(c|bcd)",
-    "ne+dle",
-    "[[:digit:]]+",
-    "[0-9]{2,}",
-    "é",
-    "wörld",
-    "caf.",
-    "漢字",
-    "😀",
-    ".",
-    "^.{3}$",
-    "[[:space:]]$",
-    "needle$",
-    "^[A-Z]",
-    r"\bneedle\b",
-    "[^a-zA-Z0-9 ]",
-    "(import|from) +os",
-    "^\t",
-    "needle.*",
-    "line t.*",
-    "[A-Z][a-z]+",
-    "sorts (before|after)",
-    "colon|spaces|bracket",
-    "secret|outside",
-]
-BIG_PATTERNS = [
-    "needle",
-    "needle$",
-    "^needle",
-    "straddle",
-    "END-OF-HUGE",
-    "^0012345 ",
-    "[[:space:]]$",
-    "tail$",
-    "crlf",
-    "needle-end$",
-    "b needle-end",
-]
-LOOPS_PATTERNS = ["needle", "", "root|deeper"]
-
-CASES = (
-    [("text", p) for p in TEXT_PATTERNS]
-    + [("big", p) for p in BIG_PATTERNS]
-    + [("loops", p) for p in LOOPS_PATTERNS]
-)
+from .corpus import GREP_CASES, LIMITS, assert_same_lines
 
 
 @pytest.mark.parametrize("backend", ["memory", "host"])
-@pytest.mark.parametrize(("name", "pattern"), CASES)
+@pytest.mark.parametrize(("name", "pattern"), GREP_CASES)
 def test_grep_agrees_with_gnu_grep(trees: Trees, name: str, pattern: str, backend: str) -> None:
     fs = trees.backend(name, backend)
     matches = list(fs.grep(pattern, max_matches=LIMITS.max_grep_matches))
