@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmarks; each prints figures next to a baseline measured in the same run.
-# Usage: scripts/bench.sh [all|tree|fuse|git|archive|host] [--quick]
+# Usage: scripts/bench.sh [all|tree|fuse|git|archive|host|search] [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -12,6 +12,7 @@ case "$which" in
     git) .venv/bin/python -m benchmarks.bench_git "$@" ;;
     archive) .venv/bin/python -m benchmarks.bench_archive "$@" ;;
     host) .venv/bin/python -m benchmarks.bench_host "$@" ;;
+    search) .venv/bin/python -m benchmarks.bench_search "$@" ;;
     all)
         status=0
         .venv/bin/python -m benchmarks.bench_tree "$@" || status=1
@@ -19,7 +20,8 @@ case "$which" in
         .venv/bin/python -m benchmarks.bench_git "$@" || status=1
         .venv/bin/python -m benchmarks.bench_archive "$@" || status=1
         .venv/bin/python -m benchmarks.bench_host "$@" || status=1
+        .venv/bin/python -m benchmarks.bench_search "$@" || status=1
         exit $status
         ;;
-    *) echo "usage: $0 [all|tree|fuse|git|archive|host] [--quick]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|tree|fuse|git|archive|host|search] [--quick]" >&2; exit 2 ;;
 esac

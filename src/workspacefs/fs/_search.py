@@ -175,7 +175,25 @@ def grep_below(
     base_key: Key | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[GrepMatch]:
-    """grep a file, or every file below a directory (globs match relative to it)."""
+    """grep a file, or every file below a directory (``file_glob`` matches relative to it).
+
+    This is ``Filesystem.grep`` for every backend. It answers as ``grep -RnE``
+    (GNU grep, UTF-8 locale, ``-I``) does: per line (``^``/``$`` anchor each
+    line, no phantom line after a final newline), the first match of each
+    line leftmost-longest, lines split on ``\\n`` only (a ``\\r`` stays in
+    ``line_content``), whole files however large, binary files (a NUL in the
+    first 96 KiB) skipped, links followed and loops skipped, results in
+    (path, line) order up to ``max_matches``.
+
+    What remains different is RE2's syntax (see docs/search.md): no
+    backreferences or lookaround, ``\\<``/``\\>`` refused (use ``\\b``),
+    ``\\w``, ``\\b``, ``\\d``, ``\\s`` and POSIX classes ASCII-only, ``a{,n}``
+    literal, ``\\`` escaping inside brackets; and lines that are not UTF-8
+    are reported with U+FFFD where GNU grep omits them.
+
+    Raises:
+        InvalidArgumentError: The pattern is not valid RE2 (a ValueError).
+    """
     compiled = compile_line_pattern(pattern)  # a bad pattern fails before any walking
     if is_directory:
         files: Iterable[str] = walk_files(scan, path, base_key=base_key, limits=limits)
