@@ -61,11 +61,14 @@ class LinePattern:
     line and is that line's first match, with ``^``/``$`` meaning the line's
     start and end, so one call skips every line that does not match. Where
     that equivalence fails (see ``_WHOLE_TEXT_FEATURES``), ``line`` is set
-    and each line is searched on its own.
+    and each line is searched on its own. ``required`` is text every match
+    contains, if the pattern has some: a buffer without it is skipped by a
+    plain substring search, several times faster than the regex.
     """
 
     buffer: re2._Regexp
     line: re2._Regexp | None
+    required: bytes = b""
 
 
 def compile_line_pattern(pattern: str) -> LinePattern:
@@ -82,7 +85,71 @@ def compile_line_pattern(pattern: str) -> LinePattern:
         pattern = "|".join(f"(?:{part})" for part in pattern.split("\n"))
     line = compile_regex(pattern, _LINE_OPTIONS)  # first: errors name the caller's pattern
     buffer = compile_regex("(?m)" + pattern, _LINE_OPTIONS)
-    return LinePattern(buffer, line if _WHOLE_TEXT_FEATURES.search(pattern) else None)
+    whole_text = _WHOLE_TEXT_FEATURES.search(pattern) is not None
+    return LinePattern(buffer, line if whole_text else None, required_literal(pattern))
+
+
+_QUANTIFIERS = frozenset("*?{")  # the character before may be absent ('+' keeps it)
+_BREAKS = frozenset(".^$[()+")
+
+
+def required_literal(pattern: str) -> bytes:
+    """The longest plain text that every match of a valid RE2 ``pattern`` contains, or b"".
+
+    Conservative: only literal runs at the top level of a pattern without
+    alternation or flags count; an escaped punctuation character is literal,
+    an escaped letter (a class, an anchor, ``\\Q``) ends a run, and a
+    character followed by ``*``, ``?`` or ``{`` is dropped from its run.
+    """
+    if "(?" in pattern:
+        return b""  # flags such as (?i) change what a literal matches
+    runs: list[str] = []
+    run: list[str] = []
+    depth = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        literal: str | None = None
+        if char == "\\":
+            escaped = pattern[i + 1 : i + 2]
+            if escaped and not escaped.isalnum() and escaped.isascii():
+                literal = escaped
+            i += 2
+        elif char == "[":  # skip the class: it ends the run
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                if pattern[i] == "\\":
+                    i += 1
+                elif pattern.startswith("[:", i):
+                    i = pattern.find(":]", i + 2) + 1 or n
+                i += 1
+            i += 1
+        elif char == "{":  # a repetition count ends the run (a literal { only shortens it)
+            close = pattern.find("}", i)
+            i = close + 1 if close >= 0 else i + 1
+        else:
+            if char == "|" and depth == 0:
+                return b""  # an alternative may not contain the text
+            depth += (char == "(") - (char == ")")
+            if depth == 0 and char not in _BREAKS and char not in _QUANTIFIERS and char != ")":
+                literal = char
+            i += 1
+        if literal is not None and depth == 0:
+            if pattern[i : i + 1] in _QUANTIFIERS and i < n:
+                literal = None  # optional or repeated from zero: not required
+            else:
+                run.append(literal)
+                if pattern[i : i + 1] == "+":
+                    literal = None  # required once, but the run cannot go on
+        if literal is None and run:
+            runs.append("".join(run))
+            run = []
+    runs.append("".join(run))
+    return max(runs, key=len).encode()
 
 
 def _has_word_anchor(pattern: str) -> bool:

@@ -305,6 +305,8 @@ def _search(
 ) -> None:
     """Search the lines of ``buffer[:end]`` (the last one ends at ``end``), numbered from
     ``line_number``; append the first match of each matching line to ``found``."""
+    if pattern.required and buffer.find(pattern.required, 0, end) < 0:
+        return  # no line here holds text every match holds
     if pattern.line is not None:
         _search_each_line(pattern.line, path, buffer, end, line_number, found, limit)
         return
