@@ -1,47 +1,24 @@
-"""The benchmarks still run (tiny sizes, no timing asserted)."""
+"""Every benchmark still runs (tiny sizes, ``--quick``, no timing asserted)."""
+
+import importlib
+from pathlib import Path
 
 import pytest
-from benchmarks import (
-    bench_archive,
-    bench_fuse,
-    bench_git,
-    bench_host,
-    bench_sandbox,
-    bench_tools,
-    bench_tree,
-)
 
 from workspacefs.fuse import unavailable_reason
 
+NAMES = sorted(path.stem[len("bench_") :] for path in Path("benchmarks").glob("bench_*.py"))
+MARKS = {
+    "fuse": [pytest.mark.fuse],
+    "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
+    "daemon": [pytest.mark.slow],  # covered by tests/daemon/test_daemon_bench.py
+    "soak": [pytest.mark.slow],  # runs in tests/fuse/test_soak.py
+}
 
-def test_tree_benchmarks_run() -> None:
-    assert bench_tree.main(["--quick"]) == 0
 
-
-@pytest.mark.fuse
-def test_fuse_benchmarks_run() -> None:
-    reason = unavailable_reason()
-    if reason:
+@pytest.mark.parametrize("name", [pytest.param(name, marks=MARKS.get(name, [])) for name in NAMES])
+def test_benchmark_runs(name: str) -> None:
+    if name == "fuse" and (reason := unavailable_reason()):
         pytest.skip(reason)
-    assert bench_fuse.main(["--quick"]) == 0
-
-
-def test_git_benchmarks_run() -> None:
-    assert bench_git.main(["--quick"]) == 0
-
-
-def test_archive_benchmarks_run() -> None:
-    assert bench_archive.main(["--quick"]) == 0
-
-
-def test_host_benchmarks_run() -> None:
-    assert bench_host.main(["--quick"]) == 0
-
-
-def test_tools_benchmarks_run() -> None:
-    assert bench_tools.main(["--quick"]) == 0
-
-
-@pytest.mark.container
-def test_sandbox_benchmarks_run() -> None:
-    assert bench_sandbox.main(["--quick"]) == 0  # prints why where Podman cannot run
+    module = importlib.import_module(f"benchmarks.bench_{name}")
+    assert module.main(["--quick"]) == 0

@@ -66,6 +66,7 @@ def test_list_exists_and_stat_agree(fs: Filesystem, name: str) -> None:
 def test_links_to_nothing_are_not_followed(fs: Filesystem, name: str) -> None:
     with pytest.raises(OSError):
         fs.read(name)
+    assert name not in {match.path for match in fs.glob("*/")}
     assert not fs.exists(f"{name}/anything")
 
 

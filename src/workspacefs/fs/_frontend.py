@@ -253,7 +253,10 @@ class BackendFilesystem:
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
         """Paths matching ``pattern`` below ``path``, sorted (see ``_patterns``)."""
         pattern = glob_pattern(pattern, self._mount_point, self._limits)
-        return glob_paths(self._scan, self._normalize(path), pattern)
+        norm = self._normalize(path)
+        base = self._resolved(norm)
+        return glob_paths(self._scan, norm, pattern, base_key=base.key if base else None,
+                          limits=self._limits)  # fmt: skip
 
     def grep(
         self,
@@ -267,28 +270,30 @@ class BackendFilesystem:
         wanted = grep_cap(pattern, max_matches, self._limits)
         norm = self._normalize(path)
         with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
-            is_directory = _is_dir(self._existing(at, norm))
-            if not is_directory:
+            entry = self._existing(at, norm)
+            if entry.kind is not Kind.DIRECTORY:
                 self._regular(at, norm)  # a fifo or device is refused, never opened
         return grep_below(
             pattern,
             norm,
-            is_directory=is_directory,
+            is_directory=entry.kind is Kind.DIRECTORY,
             scan=self._scan,
-            read=self._read_for_search,
+            read_blocks=self._read_blocks,
             file_glob=glob,
             max_matches=wanted,
+            base_key=entry.key,
+            limits=self._limits,
         )
 
-    def _read_for_search(self, norm: str) -> bytes:
-        """A file's content for grep; b"" if it vanished or changed kind since listed."""
-        cap = self._limits.max_read_bytes
+    def _read_blocks(self, norm: str) -> Iterator[bytes]:
+        """A file's whole content for grep, in blocks; nothing if it vanished or changed
+        kind since it was listed."""
         try:
             with self._backend.reading(), locate(self._backend, norm) as at:
                 entry = self._regular(at, norm)
-                return self._backend.read(at.parent, at.name, entry, 0, min(entry.size, cap))
+                return self._backend.read_blocks(at.parent, at.name, entry)
         except (OSError, ValueError):
-            return b""
+            return iter(())
 
     # -- writing -----------------------------------------------------------------
 

@@ -1,11 +1,14 @@
-"""Glob and grep patterns, compiled for RE2 so no pattern can run away.
+"""Glob and grep patterns, compiled so that no pattern can run away.
 
 Globs follow Python's ``glob.glob(recursive=True)``: ``*``, ``?`` and
 ``[...]`` match within one segment, ``**`` matches any number of directories,
 a trailing ``/`` matches directories only, and names starting with ``.`` are
-matched only by segments that start with ``.`` (``**`` skips them).
+matched only by segments that start with ``.`` (``**`` skips them). A glob
+compiles to a small automaton over path segments (``GlobProgram``), so a walk
+visits each directory once whatever the number of ``**`` in the pattern.
 
-Grep patterns use RE2 syntax (no backreferences or lookaround): matching is
+Grep patterns use RE2 syntax, matched with the semantics of ``grep -E``
+where RE2 allows: per line, leftmost-longest (see ``LinePattern``). RE2 is
 linear in the input, so a catastrophic pattern from an agent cannot hang it.
 """
 
@@ -13,10 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import re2
 
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, InvalidPathError
 
 Matcher = Callable[[str], bool]
 
@@ -24,14 +28,158 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
 _OPTIONS.max_mem = 64 << 20
 
+_LINE_OPTIONS = re2.Options()
+_LINE_OPTIONS.log_errors = False
+_LINE_OPTIONS.max_mem = 64 << 20
+_LINE_OPTIONS.longest_match = True  # POSIX leftmost-longest, as grep -E reports matches
+_LINE_OPTIONS.never_nl = True  # no match spans a newline, so a buffer search is a line search
 
-def compile_regex(pattern: str) -> re2._Regexp:
+
+def compile_regex(pattern: str, options: re2.Options = _OPTIONS) -> re2._Regexp:
     """Compile an RE2 regex; an invalid one raises InvalidArgumentError."""
     try:
-        return re2.compile(pattern, options=_OPTIONS)
+        return re2.compile(pattern, options=options)
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise InvalidArgumentError(f"invalid pattern (RE2 syntax): {detail}", pattern) from None
+
+
+# -- grep ----------------------------------------------------------------------
+
+# Features whose meaning changes when a pattern runs over many lines at once:
+# text anchors (\A, \z), any byte (\C, which can cross a newline), and a flag
+# group turning multi-line mode off. A false positive costs speed, not results.
+_WHOLE_TEXT_FEATURES = re.compile(r"\\[ACz]|\(\?[A-Za-z]*-[A-Za-z]*m")
+
+
+@dataclass(frozen=True, slots=True)
+class LinePattern:
+    """A grep pattern matched per line, as ``grep -E`` does.
+
+    ``buffer`` runs over a buffer of whole lines in multi-line mode with
+    newlines excluded from every match: its leftmost match lies within one
+    line and is that line's first match, with ``^``/``$`` meaning the line's
+    start and end, so one call skips every line that does not match. Where
+    that equivalence fails (see ``_WHOLE_TEXT_FEATURES``), ``line`` is set
+    and each line is searched on its own. ``required`` is text every match
+    contains, if the pattern has some: a buffer without it is skipped by a
+    plain substring search, several times faster than the regex.
+    """
+
+    buffer: re2._Regexp
+    line: re2._Regexp | None
+    required: bytes = b""
+
+
+def compile_line_pattern(pattern: str) -> LinePattern:
+    """Compile a grep pattern; an invalid one raises InvalidArgumentError.
+
+    As for grep, a newline separates patterns: a line matching any of them matches.
+    """
+    if _has_word_anchor(pattern):
+        # RE2 reads them as a literal < and >: refuse rather than silently find nothing.
+        raise InvalidArgumentError(
+            "\\< and \\> (grep's word anchors) are not RE2 syntax; use \\b", pattern
+        )
+    if "\n" in pattern:
+        pattern = "|".join(f"(?:{part})" for part in pattern.split("\n"))
+    line = compile_regex(pattern, _LINE_OPTIONS)  # first: errors name the caller's pattern
+    buffer = compile_regex("(?m)" + pattern, _LINE_OPTIONS)
+    whole_text = _WHOLE_TEXT_FEATURES.search(pattern) is not None
+    return LinePattern(buffer, line if whole_text else None, required_literal(pattern))
+
+
+_QUANTIFIERS = frozenset("*?{")  # the character before may be absent ('+' keeps it)
+_BREAKS = frozenset(".^$[()+")
+
+
+def required_literal(pattern: str) -> bytes:
+    """The longest plain text that every match of a valid RE2 ``pattern`` contains, or b"".
+
+    Conservative: only literal runs at the top level of a pattern without
+    alternation or flags count; an escaped punctuation character is literal,
+    an escaped letter (a class, an anchor, ``\\Q``) ends a run, and a
+    character followed by ``*``, ``?`` or ``{`` is dropped from its run.
+    """
+    if "(?" in pattern:
+        return b""  # flags such as (?i) change what a literal matches
+    runs: list[str] = []
+    run: list[str] = []
+    depth = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        literal: str | None = None
+        if char == "\\":
+            escaped = pattern[i + 1 : i + 2]
+            if escaped and not escaped.isalnum() and escaped.isascii():
+                literal = escaped
+            i += 2
+        elif char == "[":  # skip the class: it ends the run
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                if pattern[i] == "\\":
+                    i += 1
+                elif pattern.startswith("[:", i):
+                    i = pattern.find(":]", i + 2) + 1 or n
+                i += 1
+            i += 1
+        elif char == "{":  # a repetition count ends the run (a literal { only shortens it)
+            close = pattern.find("}", i)
+            i = close + 1 if close >= 0 else i + 1
+        else:
+            if char == "|" and depth == 0:
+                return b""  # an alternative may not contain the text
+            depth += (char == "(") - (char == ")")
+            if depth == 0 and char not in _BREAKS and char not in _QUANTIFIERS and char != ")":
+                literal = char
+            i += 1
+        if literal is not None and depth == 0:
+            if pattern[i : i + 1] in _QUANTIFIERS and i < n:
+                literal = None  # optional or repeated from zero: not required
+            else:
+                run.append(literal)
+                if pattern[i : i + 1] == "+":
+                    literal = None  # required once, but the run cannot go on
+        if literal is None and run:
+            runs.append("".join(run))
+            run = []
+    runs.append("".join(run))
+    return max(runs, key=len).encode()
+
+
+def _has_word_anchor(pattern: str) -> bool:
+    """True if ``pattern`` has ``\\<`` or ``\\>`` outside a bracket expression."""
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char == "\\":
+            if pattern[i + 1 : i + 2] in ("<", ">"):
+                return True
+            i += 2
+        elif char == "[":
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":  # a leading ] is a member
+                i += 1
+            while i < n and pattern[i] != "]":
+                if pattern[i] == "\\":
+                    i += 1
+                elif pattern.startswith("[:", i):
+                    i = pattern.find(":]", i + 2) + 1 or n
+                i += 1
+            i += 1
+        else:
+            i += 1
+    return False
+
+
+# -- glob segments ---------------------------------------------------------------
 
 
 def has_magic(segment: str) -> bool:
@@ -71,8 +219,31 @@ def _translate_segment(segment: str) -> str:
     return "".join(out)
 
 
+def _stars_matcher(parts: list[str]) -> Matcher:
+    """A matcher for a segment of literals and ``*`` only: greedy, linear, no regex."""
+    first, middle, last = parts[0], parts[1:-1], parts[-1]
+    shortest = sum(map(len, parts))
+
+    def matches(name: str) -> bool:
+        if len(name) < shortest or not name.startswith(first) or not name.endswith(last):
+            return False
+        position, end = len(first), len(name) - len(last)
+        for part in middle:  # leftmost placement of each literal leaves the most room
+            found = name.find(part, position, end)
+            if found < 0:
+                return False
+            position = found + len(part)
+        return True
+
+    return matches
+
+
 def segment_matcher(segment: str) -> Matcher:
     """A matcher for one name against one glob segment."""
+    if not has_magic(segment):
+        return segment.__eq__
+    if "?" not in segment and "[" not in segment:
+        return _stars_matcher(segment.split("*"))
     regex = compile_regex(_translate_segment(segment))
     return lambda name: regex.fullmatch(name) is not None
 
@@ -96,3 +267,113 @@ def path_matcher(pattern: str) -> Matcher:
             body += _translate_segment(segment) + ("" if last else "/")
     regex = compile_regex(body)
     return lambda path: regex.fullmatch(path) is not None
+
+
+# -- glob programs ---------------------------------------------------------------
+
+States = frozenset[int]
+"""Positions in a glob's segments still to match below a directory."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a state set asks of each name: the segments to test, the ``**`` to carry."""
+
+    tests: tuple[tuple[int, bool, Matcher], ...]  # (position, matches hidden names, matcher)
+    stars: tuple[int, ...]  # positions holding ``**`` (each consumes any non-hidden name)
+    final_star: bool  # the pattern's last segment is a ``**`` in this set
+
+
+class GlobProgram:
+    """A glob pattern as an automaton over path segments.
+
+    A state is a position in the pattern's segments; a directory is walked
+    with the set of positions its children may match. A ``**`` position loops
+    on any non-hidden directory name and may also be skipped; runs of ``**``
+    are collapsed first (``**/**`` means ``**``). Each directory of a walk is
+    visited once with one state set, so the work is linear in the tree times
+    the pattern, however many ``**`` it has.
+    """
+
+    __slots__ = ("_accept", "_children", "_plans", "_segments", "dirs_only", "start")
+
+    def __init__(self, pattern: str) -> None:
+        self.dirs_only = pattern.endswith("/")
+        segments: list[str] = []
+        for segment in pattern.split("/"):
+            if segment in ("", "."):
+                continue
+            if segment == "..":
+                raise InvalidPathError("'..' is not allowed in glob patterns", pattern)
+            if segment == "**" and segments and segments[-1] == "**":
+                continue
+            segments.append(segment)
+        self._segments: list[tuple[str, bool, Matcher | None]] = [
+            (s, s.startswith("."), None if s == "**" else segment_matcher(s)) for s in segments
+        ]
+        self._accept = len(segments)
+        self._plans: dict[States, _Plan] = {}
+        self._children: dict[tuple[States, tuple[int, ...], bool], States] = {}
+        self.start: States = self._closure(frozenset({0}) if segments else frozenset())
+
+    def _closure(self, positions: frozenset[int] | set[int]) -> States:
+        """Add the position after each ``**`` (it may match no directory); drop acceptance."""
+        closed = set(positions)
+        for position in positions:
+            if position < self._accept and self._segments[position][2] is None:
+                closed.add(position + 1)
+        closed.discard(self._accept)
+        return frozenset(closed)
+
+    def _plan(self, states: States) -> _Plan:
+        plan = self._plans.get(states)
+        if plan is None:
+            tests, stars = [], []
+            for position in sorted(states):
+                _, hidden_ok, matcher = self._segments[position]
+                if matcher is None:
+                    stars.append(position)
+                else:
+                    tests.append((position, hidden_ok, matcher))
+            final = self._accept - 1 in stars
+            plan = self._plans[states] = _Plan(tuple(tests), tuple(stars), final)
+        return plan
+
+    def step(
+        self, states: States, name: str, *, is_dir: bool, is_loop: bool
+    ) -> tuple[bool, States]:
+        """Match one directory entry: (whether it is a result, the states below it).
+
+        ``is_loop`` says the entry is a directory already being walked (an
+        ancestor, reached again through a link): ``**`` does not enter it,
+        as bash's globstar and GNU grep -R stop at such loops, while a named
+        or wildcard segment still may (its depth is bounded by the pattern).
+        """
+        plan = self._plan(states)
+        hidden = name[:1] == "."
+        hits = tuple(
+            position + 1
+            for position, hidden_ok, matches in plan.tests
+            if (hidden_ok or not hidden) and matches(name)
+        )
+        accept = self._accept
+        matched = (
+            accept in hits
+            or (plan.final_star and not hidden)  # consumed by a final ``**``
+            or (is_dir and accept - 1 in hits and self._segments[accept - 1][2] is None)
+        ) and (is_dir or not self.dirs_only)
+        if not is_dir:
+            return matched, frozenset()
+        looping = bool(plan.stars) and not hidden and not is_loop
+        key = (states, hits, looping)
+        below = self._children.get(key)
+        if below is None:
+            below = self._children[key] = self._closure(
+                set(hits) | (set(plan.stars) if looping else set())
+            )
+        return matched, below
+
+
+def compile_glob(pattern: str) -> GlobProgram:
+    """Compile a glob pattern; ``..`` segments raise InvalidPathError."""
+    return GlobProgram(pattern)

@@ -90,6 +90,9 @@ class Filesystem(Protocol):
     ) -> Sequence[GrepMatch]:
         """Lines matching an RE2 regex, sorted by (path, line_number).
 
+        Matched per line as ``grep -RnE`` does; the dialect differences of
+        RE2 are listed in docs/search.md.
+
         Args:
             pattern: Regular expression (RE2 syntax, linear time).
             path: File or directory to search.

@@ -1,0 +1,40 @@
+"""The grep prefilter's required text: every match holds it (property-tested against RE2)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workspacefs.fs._patterns import compile_line_pattern, required_literal
+
+TOKENS = ["a", "b", "ab", "é", ".", "*", "+", "?", "{2}", "{,2}", "{1,}", "(", ")", "|", "[ab]",
+          "[^a]", r"\.", r"\{", r"\w", "^", "$", "\\b", "x"]  # fmt: skip
+TEXT = st.text(alphabet="abé.{},2x\n ", max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=8), st.lists(TEXT, min_size=1, max_size=5))
+def test_every_match_holds_the_required_text(tokens: list[str], texts: list[str]) -> None:
+    pattern = "".join(tokens)
+    try:
+        compiled = compile_line_pattern(pattern)
+    except ValueError:
+        return  # not valid RE2
+    required = required_literal(pattern)
+    assert compiled.required == required
+    for text in texts:
+        data = text.encode()
+        hit = compiled.buffer.search(data)
+        if hit is not None and required:
+            line_start = data.rfind(b"\n", 0, hit.start()) + 1
+            line_end = data.find(b"\n", hit.start())
+            assert required in data[line_start : line_end if line_end >= 0 else len(data)]
+
+
+def test_what_is_required() -> None:
+    assert required_literal(r"import\s+os$") == b"import"
+    assert required_literal(r"^class \w+Error\(") == b"class "
+    assert required_literal("abc*") == b"ab"
+    assert required_literal("a|b") == b""
+    assert required_literal("(?i)needle") == b""
+    assert required_literal("x(a|b)yz") == b"yz"

@@ -1,0 +1,107 @@
+"""Pathological globs and link loops end at once, and no walk stalls a writer."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from workspacefs import Filesystem, InMemoryFilesystem
+
+from .conftest import Trees
+
+MANY_STARS = "**/" * 10 + "*.txt"
+
+
+def finishes_within(seconds: float, action: Callable[[], object]) -> object:
+    """Run ``action`` in a daemon thread: a walk that never ends fails the test, not the run."""
+    outcome: list[object] = []
+    worker = threading.Thread(target=lambda: outcome.append(action()), daemon=True)
+    started = time.perf_counter()
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still running after {seconds} s"
+    assert outcome, "the walk raised"
+    assert time.perf_counter() - started < seconds
+    return outcome[0]
+
+
+@pytest.mark.parametrize("backend", ["memory", "host"])
+def test_many_double_stars_are_linear(tmp_path_factory: pytest.TempPathFactory,
+                                      backend: str) -> None:  # fmt: skip
+    fs: Filesystem
+    if backend == "memory":
+        fs = InMemoryFilesystem()
+    else:
+        from workspacefs import HostFilesystem
+
+        fs = HostFilesystem(tmp_path_factory.mktemp("stars"))
+    for i in range(30):
+        fs.write(f"d{i % 3}/e{i % 5}/f{i}.txt", "x")
+    found = finishes_within(1.0, lambda: fs.glob(MANY_STARS))
+    assert isinstance(found, list)
+    assert len(found) == 30
+
+
+@pytest.mark.parametrize("backend", ["memory", "host"])
+@pytest.mark.parametrize(
+    "search",
+    [
+        lambda fs: fs.glob("**"),
+        lambda fs: fs.glob(MANY_STARS),
+        lambda fs: fs.glob("**/" * 10),
+        lambda fs: fs.grep("needle"),
+        lambda fs: fs.grep(""),
+    ],
+    ids=["glob **", "glob many **", "glob many **/", "grep", "grep empty"],
+)
+def test_link_loops_end(trees: Trees, backend: str,
+                        search: Callable[[Filesystem], object]) -> None:  # fmt: skip
+    fs = trees.backend("loops", backend)
+    finishes_within(1.0, lambda: search(fs))
+
+
+def test_a_write_is_not_stalled_by_walks() -> None:
+    fs = InMemoryFilesystem()
+    with fs.tree.lock:  # a tree big enough that each walk takes a while
+        for d in range(200):
+            parent = fs.tree.make_dirs(f"tree/d{d}")
+            for f in range(40):
+                fs.tree.write(fs.tree.create(parent, f"f{f}.txt"), 0, b"line\nneedle\n")
+        fs.tree.symlink(1, "a", ".")  # and loops, which once made walks endless
+        fs.tree.symlink(1, "b", ".")
+    stop = threading.Event()
+    walks: list[float] = []
+
+    def walk() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            fs.glob(MANY_STARS)
+            fs.grep("needle", max_matches=1000)
+            fs.glob("**")
+            walks.append(time.perf_counter() - started)
+
+    latencies: list[float] = []
+
+    def write() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            fs.write(f"w/{len(latencies)}.txt", "written during a walk")
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.005)
+
+    threads = [threading.Thread(target=work, daemon=True) for work in (walk, write)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+        assert not thread.is_alive(), "a walk never ended, or a write waited for one"
+    assert walks
+    assert statistics.median(walks) > 0.05, "the walks were too short to overlap the writes"
+    assert len(latencies) > 50
+    assert max(latencies) < 0.050, f"slowest write {max(latencies) * 1000:.0f} ms"
