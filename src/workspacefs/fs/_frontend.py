@@ -33,7 +33,7 @@ from .._errors import (
     ReadOnlyError,
     error_for,
 )
-from ._backend import Backend, Entry, Handle, Kind
+from ._backend import Backend, Entry, Kind
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
 from ._requests import (
@@ -57,7 +57,8 @@ from ._results import (
     WriteMode,
     WriteResult,
 )
-from ._search import Listing, glob_paths, grep_below
+from ._search import glob_paths, grep_below
+from ._walk import Walk
 
 
 def translate(exc: OSError, path: str) -> FsError:
@@ -136,39 +137,8 @@ class BackendFilesystem:
         except (OSError, ValueError):
             return None
 
-    def _scan(self, path: str) -> list[Listing]:
-        """The names in the directory ``path`` (``[]`` if it is not one), links followed.
-
-        Holds the backend's lock for this one directory only, so that a long
-        walk never stalls the mount.
-        """
-        backend = self._backend
-        with backend.reading():
-            try:
-                with locate(backend, path) as at:
-                    if not _is_dir(at.entry):
-                        return []
-                    assert at.entry is not None
-                    directory = backend.enter(at.parent, at.name, at.entry)
-                try:
-                    return [
-                        self._listing(directory, join(path, name), name, kind)
-                        for name, kind in backend.scan(directory)
-                    ]
-                finally:
-                    backend.release(directory)
-            except (OSError, ValueError):
-                return []
-
-    def _listing(self, directory: Handle, path: str, name: str, kind: Kind) -> Listing:
-        if kind is Kind.SYMLINK:
-            target = self._resolved(path)
-            key = target.key if target is not None else None
-            return Listing(name, _is_dir(target), _is_file(target), True, key)
-        if kind is Kind.DIRECTORY:  # its key lets walkers notice a loop through a link
-            entry = self._backend.lookup(directory, name)
-            return Listing(name, True, False, False, entry.key if entry else None)
-        return Listing(name, False, kind is Kind.FILE, False, None)
+    def _walk(self) -> Walk:
+        return Walk(self._backend, self._resolved)
 
     def _existing(self, at: Location, norm: str) -> Entry:
         if at.entry is None:
@@ -245,9 +215,11 @@ class BackendFilesystem:
         with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
             if not _is_dir(self._existing(at, norm)):
                 raise NotADirectoryFsError("not a directory", display(norm))
+        with self._walk() as walk:
+            listed = walk.scan(norm)
         return [
             FileEntry(item.name, join(norm, item.name), item.is_file, item.is_dir, item.is_link)
-            for item in sorted(self._scan(norm), key=lambda item: item.name)
+            for item in sorted(listed, key=lambda item: item.name)
         ]
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
@@ -255,8 +227,9 @@ class BackendFilesystem:
         pattern = glob_pattern(pattern, self._mount_point, self._limits)
         norm = self._normalize(path)
         base = self._resolved(norm)
-        return glob_paths(self._scan, norm, pattern, base_key=base.key if base else None,
-                          limits=self._limits)  # fmt: skip
+        with self._walk() as walk:
+            return glob_paths(walk.scan, norm, pattern, base_key=base.key if base else None,
+                              limits=self._limits)  # fmt: skip
 
     def grep(
         self,
@@ -273,27 +246,18 @@ class BackendFilesystem:
             entry = self._existing(at, norm)
             if entry.kind is not Kind.DIRECTORY:
                 self._regular(at, norm)  # a fifo or device is refused, never opened
-        return grep_below(
-            pattern,
-            norm,
-            is_directory=entry.kind is Kind.DIRECTORY,
-            scan=self._scan,
-            read_blocks=self._read_blocks,
-            file_glob=glob,
-            max_matches=wanted,
-            base_key=entry.key,
-            limits=self._limits,
-        )
-
-    def _read_blocks(self, norm: str) -> Iterator[bytes]:
-        """A file's whole content for grep, in blocks; nothing if it vanished or changed
-        kind since it was listed."""
-        try:
-            with self._backend.reading(), locate(self._backend, norm) as at:
-                entry = self._regular(at, norm)
-                return self._backend.read_blocks(at.parent, at.name, entry)
-        except (OSError, ValueError):
-            return iter(())
+        with self._walk() as walk:
+            return grep_below(
+                pattern,
+                norm,
+                is_directory=entry.kind is Kind.DIRECTORY,
+                scan=walk.scan,
+                read_blocks=walk.read_blocks,
+                file_glob=glob,
+                max_matches=wanted,
+                base_key=entry.key,
+                limits=self._limits,
+            )
 
     # -- writing -----------------------------------------------------------------
 
