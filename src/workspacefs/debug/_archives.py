@@ -100,13 +100,14 @@ class _Index:
             self.manifest = json.loads(self.zip.read(MANIFEST))
         except FileNotFoundError as exc:
             raise BackendUnavailableError("the archive is gone", str(member.archive)) from exc
-        except ArchiveError:
-            raise
         except (FsError, zipfile.BadZipFile, KeyError, ValueError) as exc:
             # A hostile path or a size over the limits is a malformed archive here,
-            # not a bad request: the client asked for nothing wrong.
+            # not a bad request: the client asked for nothing wrong. The error names
+            # the archive; the message names the entry.
             reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-            raise ArchiveError(f"malformed archive: {reason}", str(member.archive)) from exc
+            entry = exc.filename if isinstance(exc, OSError) and exc.filename else None
+            where = f" ({entry})" if entry and entry != str(member.archive) else ""
+            raise ArchiveError(f"malformed archive: {reason}{where}", str(member.archive)) from exc
         self.entries: dict[str, TreeEntry] = {"": TreeEntry("", "directory", 0, _stat.S_IFDIR)}
         self.children: dict[str, list[str]] = {"": []}
         self.signatures: dict[str, tuple[int, int, int, str | None]] = {}

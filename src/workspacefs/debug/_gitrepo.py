@@ -166,8 +166,8 @@ class GitTarget:
             current: pygit2.Object = commit.tree
             mode = git.MODE_TREE
             for segment in path.split("/") if path else ():
-                if not isinstance(current, pygit2.Tree):
-                    raise NotADirectoryFsError("not a directory", path)
+                if not isinstance(current, pygit2.Tree):  # a path through a file
+                    raise NotFoundError("no such file or directory", path)
                 raw = segment.encode("utf-8", "surrogateescape")
                 found = next((entry for entry in current if entry.raw_name == raw), None)
                 if found is None:

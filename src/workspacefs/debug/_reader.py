@@ -122,7 +122,10 @@ class ProtocolReader:
                     pending.append(entry.path)
 
     def stat(self, path: str) -> TreeEntry:
-        return _stat_entry(path, self._fs.stat(self._arg(path)))
+        try:
+            return _stat_entry(path, self._fs.stat(self._arg(path)))
+        except NotADirectoryError as exc:  # a path through a file names nothing
+            raise NotFoundError("no such file or directory", path) from exc
 
     def _check_file(self, path: str) -> None:
         entry = self.stat(path)

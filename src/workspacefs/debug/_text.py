@@ -60,8 +60,10 @@ class Hunk:
 
     @property
     def header(self) -> str:
-        """The ``@@ -a,b +c,d @@`` line."""
-        return f"@@ -{self.old_start},{self.old_count} +{self.new_start},{self.new_count} @@"
+        """The ``@@ -a,b +c,d @@`` line, as ``diff -u`` writes it (",1" left out)."""
+        old = _range(self.old_start, self.old_count)
+        new = _range(self.new_start, self.new_count)
+        return f"@@ -{old} +{new} @@"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -73,6 +75,10 @@ class Hunk:
             "new_count": self.new_count,
             "lines": [line.to_json() for line in self.lines],
         }
+
+
+def _range(start: int, count: int) -> str:
+    return str(start) if count == 1 else f"{start},{count}"
 
 
 def _matcher(old: Sequence[str], new: Sequence[str]) -> difflib.SequenceMatcher[str]:

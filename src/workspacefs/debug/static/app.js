@@ -597,18 +597,27 @@ function renderDiffFile() {
   );
   let body;
   if (file.binary || file.too_large) {
-    body = el("p", { class: "muted", text: file.binary ? "Binary files differ." : "Too large to compare here." });
+    const text = file.binary ? "Binary files differ." : "Too large to compare here.";
+    body = el("p", { class: "muted", text });
   } else if (!file.hunks.length) {
-    body = el("p", { class: "muted", text: file.status === "unchanged" ? "No changes." : "Only the mode changed." });
+    const text = file.status === "unchanged" ? "No changes." : "Only the mode changed.";
+    body = el("p", { class: "muted", text });
   } else {
     const rows = [];
     for (const hunk of file.hunks) {
       rows.push(el("tr", { class: "hunk" }, el("td", { colspan: 4, text: hunk.header })));
       rows.push(...(split ? splitRows(hunk) : unifiedRows(hunk)));
     }
+    // Fixed column widths, so both sides of a split view get half the space.
+    const cols = split ? ["ln", "text", "ln", "text"] : ["ln", "ln", "op", "text"];
     body = el(
       "table",
-      { class: `code ${split ? "split" : "unified"}`, id: "diff-lines", "aria-label": `Changes to ${file.path}` },
+      {
+        class: `code ${split ? "split" : "unified"}`,
+        id: "diff-lines",
+        "aria-label": `Changes to ${file.path}`,
+      },
+      el("colgroup", {}, cols.map((kind) => el("col", { class: `col-${kind}` }))),
       rows,
     );
   }
@@ -739,7 +748,9 @@ async function start() {
   const to = wanted.get("to");
   $("#from-select").value = state.byId.has(from) ? from : state.snapshots[Math.max(0, count - 2)].id;
   $("#to-select").value = state.byId.has(to) ? to : state.snapshots[count - 1].id;
-  const browsed = state.byId.has(wanted.get("snapshot")) ? wanted.get("snapshot") : state.snapshots[count - 1].id;
+  const browsed = state.byId.has(wanted.get("snapshot"))
+    ? wanted.get("snapshot")
+    : state.snapshots[count - 1].id;
   setActive(state.snapshots.findIndex((snapshot) => snapshot.id === browsed));
   await browse(browsed);
   if (state.byId.has(from) && state.byId.has(to)) await runDiff();
