@@ -38,8 +38,6 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         serve(target, host=args.host, port=args.port, open_browser=args.open, ready=ready)
-    except KeyboardInterrupt:
-        pass
     except (OSError, ValueError) as exc:
         print(f"{parser.prog}: {_describe(exc)}", file=sys.stderr)
         return USAGE_ERROR

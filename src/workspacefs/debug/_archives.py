@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .._errors import (
     BackendUnavailableError,
@@ -284,28 +284,36 @@ class ArchivesTarget:
         return self._index(snapshot).entry(path)
 
     def read(self, snapshot: str, path: str, limit: int) -> bytes:
-        index = self._index(snapshot)
-        try:
-            with index.zip.open(index.file(path)) as member:
+        with self._open(self._index(snapshot), path) as member:
+            try:
                 return member.read(limit)
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+                raise ArchiveError(f"corrupt archive member: {exc}", path) from exc
+
+    def blocks(self, snapshot: str, path: str) -> Iterator[bytes]:
+        index = self._index(snapshot)
+        # Opened now, not on the first read: an open member keeps the file open
+        # even if the index is dropped (and its ZIP closed) before the stream ends.
+        member = self._open(index, path)
+
+        def stream() -> Iterator[bytes]:
+            with member:
+                try:
+                    while block := member.read(BLOCK):
+                        yield block
+                except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+                    raise ArchiveError(f"corrupt archive member: {exc}", path) from exc
+
+        return stream()
+
+    @staticmethod
+    def _open(index: _Index, path: str) -> IO[bytes]:
+        try:
+            return index.zip.open(index.file(path))
         except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
             if isinstance(exc, FsError):
                 raise
             raise ArchiveError(f"corrupt archive member: {exc}", path) from exc
-
-    def blocks(self, snapshot: str, path: str) -> Iterator[bytes]:
-        index = self._index(snapshot)
-        info = index.file(path)
-
-        def stream() -> Iterator[bytes]:
-            try:
-                with index.zip.open(info) as member:
-                    while block := member.read(BLOCK):
-                        yield block
-            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-                raise ArchiveError(f"corrupt archive member: {exc}", path) from exc
-
-        return stream()
 
     def diff(self, base: str, target: str) -> Changes:
         old, new = self._index(base).signatures, self._index(target).signatures

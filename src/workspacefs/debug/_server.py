@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import threading
 import webbrowser
 from collections.abc import Callable, Sequence
@@ -52,7 +53,10 @@ def serve(
     open_browser: bool = False,
     ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the debug UI for ``target`` until interrupted (KeyboardInterrupt).
+    """Serve the debug UI for ``target`` until SIGINT (Ctrl-C) or SIGTERM, then return.
+
+    Call it from the main thread (signals are delivered there); elsewhere use
+    ``start``.
 
     Args:
         target: What to show.
@@ -66,16 +70,21 @@ def serve(
     config = _config(host, port, quiet=ready is not None)
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            # hypercorn types ASGI messages as TypedDicts, Starlette as plain dicts.
-            serving = partial(hypercorn_serve, app, config)  # type: ignore[arg-type]
-            binds: list[str] = await nursery.start(serving)
-            url = binds[0] + "/"
-            if ready is not None:
-                ready(url)
-            if open_browser:
-                # webbrowser may start a program and wait for it: not on the loop.
-                nursery.start_soon(partial(trio.to_thread.run_sync, webbrowser.open, url))
+        stop = trio.Event()
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                # hypercorn types ASGI messages as TypedDicts, Starlette as plain dicts.
+                serving = partial(hypercorn_serve, app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+                binds: list[str] = await nursery.start(serving)
+                url = binds[0] + "/"
+                if ready is not None:
+                    ready(url)
+                if open_browser:
+                    # webbrowser may start a program and wait for it: not on the loop.
+                    nursery.start_soon(partial(trio.to_thread.run_sync, webbrowser.open, url))
+                async for _ in signals:
+                    stop.set()  # a graceful stop: requests in flight finish
+                    break
 
     trio.run(main)
 
