@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmarks; each prints figures next to a baseline measured in the same run.
-# Usage: scripts/bench.sh [all|tree|fuse|git|archive|host|tools] [--quick]
+# Usage: scripts/bench.sh [all|tree|fuse|git|archive|host|tools|debug] [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -13,6 +13,7 @@ case "$which" in
     archive) .venv/bin/python -m benchmarks.bench_archive "$@" ;;
     host) .venv/bin/python -m benchmarks.bench_host "$@" ;;
     tools) .venv/bin/python -m benchmarks.bench_tools "$@" ;;
+    debug) .venv/bin/python -m benchmarks.bench_debug "$@" ;;
     all)
         status=0
         .venv/bin/python -m benchmarks.bench_tree "$@" || status=1
@@ -21,7 +22,8 @@ case "$which" in
         .venv/bin/python -m benchmarks.bench_archive "$@" || status=1
         .venv/bin/python -m benchmarks.bench_host "$@" || status=1
         .venv/bin/python -m benchmarks.bench_tools "$@" || status=1
+        .venv/bin/python -m benchmarks.bench_debug "$@" || status=1
         exit $status
         ;;
-    *) echo "usage: $0 [all|tree|fuse|git|archive|host|tools] [--quick]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|tree|fuse|git|archive|host|tools|debug] [--quick]" >&2; exit 2 ;;
 esac

@@ -32,3 +32,9 @@ def test_host_benchmarks_run() -> None:
 
 def test_tools_benchmarks_run() -> None:
     assert bench_tools.main(["--quick"]) == 0
+
+
+def test_debug_benchmarks_run() -> None:
+    from benchmarks import bench_debug
+
+    assert bench_debug.main(["--quick"]) == 0

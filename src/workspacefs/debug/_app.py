@@ -315,13 +315,12 @@ class _Api:
 
     def filesystem_tree(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
-        files = sorted(
-            (entry for entry in self.target.walk(snapshot) if entry.kind != "directory"),
-            key=lambda entry: entry.path,
-        )
-        # Listed before the response starts, so an error still gets its status;
-        # then encoded in chunks, so the first bytes leave at once.
-        return StreamingResponse(_json_array(files), media_type="application/json")
+        files = (entry for entry in self.target.walk(snapshot) if entry.kind != "directory")
+        chunks = _json_array(files)
+        # The first chunk is made before the response starts, so that an error there
+        # still gets its status; the rest streams while the tree is walked.
+        first = next(chunks)
+        return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
 
     def filesystem_file(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
@@ -367,16 +366,20 @@ def _rechunk(blocks: Iterator[bytes], size: int = 1 << 16) -> Iterator[bytes]:
         yield buffer
 
 
-def _json_array(files: Sequence[TreeEntry]) -> Iterator[bytes]:
-    """The seed's tree: ``[{"path", "size_bytes", "kind"}, ...]``, in chunks."""
-    yield b"["
-    for start in range(0, len(files), TREE_CHUNK):
-        chunk = files[start : start + TREE_CHUNK]
+def _json_array(files: Iterator[TreeEntry]) -> Iterator[bytes]:
+    """The seed's tree, ``[{"path", "size_bytes", "kind"}, ...]``, in chunks of
+    ``TREE_CHUNK`` entries (the first chunk opens the array)."""
+    opening = b"["
+    while True:
+        chunk = list(itertools.islice(files, TREE_CHUNK))
+        if not chunk:
+            yield b"[]" if opening == b"[" else b"]"
+            return
         text = ",".join(
             json.dumps({"path": e.path, "size_bytes": e.size, "kind": e.kind}) for e in chunk
         )
-        yield (text if start == 0 else "," + text).encode("ascii")
-    yield b"]"
+        yield opening + text.encode("ascii")
+        opening = b","
 
 
 def _int(request: Request, name: str, default: int, cap: int) -> int:

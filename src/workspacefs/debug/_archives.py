@@ -9,7 +9,7 @@ resolved against a real directory.
 
 Checking an archive reads its central directory and every member header,
 about 50 microseconds a file, so indexes are built once (``warm`` builds the
-newest before the server starts) and a few are kept.
+two newest, which the page opens on, before the server starts) and a few are kept.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .._errors import (
     SnapshotNotFoundError,
 )
 from ..archive import ArchiveError, Entry, Reader, read_archive
-from ._model import Changes, EntryKind, SnapshotSummary, TargetInfo, TreeEntry
+from ._model import Changes, EntryKind, SnapshotSummary, TargetInfo, TreeEntry, depth_first
 from ._reader import BLOCK
 
 MANIFEST = "manifest.json"
@@ -121,6 +121,10 @@ class _Index:
             else:
                 crc = self.zip.getinfo(FILES + entry.path).CRC if kind == "file" else 0
                 self.signatures[entry.path] = (entry.mode, entry.size, crc, entry.target)
+        entries, children = self.entries, self.children
+        self.order = list(
+            depth_first(lambda e: (entries[p] for p in children["" if e is None else e.path]))
+        )
 
     def entry(self, path: str) -> TreeEntry:
         found = self.entries.get(path)
@@ -277,8 +281,7 @@ class ArchivesTarget:
         return sorted((index.entries[p] for p in index.children[path]), key=lambda e: e.path)
 
     def walk(self, snapshot: str) -> Iterator[TreeEntry]:
-        index = self._index(snapshot)
-        return (entry for path, entry in index.entries.items() if path)
+        return iter(self._index(snapshot).order)
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:
         return self._index(snapshot).entry(path)
@@ -327,9 +330,9 @@ class ArchivesTarget:
         )
 
     def warm(self) -> None:
-        snapshots = self.snapshots()
-        if snapshots:
-            self._index(snapshots[-1].id)
+        # The page opens on the newest snapshot and offers the diff from the one before.
+        for summary in self.snapshots()[-2:]:
+            self._index(summary.id)
 
     def close(self) -> None:
         with self._lock:

@@ -31,7 +31,14 @@ from .._errors import (
     SnapshotError,
     SnapshotNotFoundError,
 )
-from ._model import Changes, SnapshotSummary, TargetInfo, TreeEntry, origin_from_tag
+from ._model import (
+    Changes,
+    SnapshotSummary,
+    TargetInfo,
+    TreeEntry,
+    depth_first,
+    origin_from_tag,
+)
 from ._reader import BLOCK
 
 _PREFIX = "refs/workspacefs/"
@@ -207,16 +214,28 @@ class GitTarget:
 
     def walk(self, snapshot: str) -> Iterator[TreeEntry]:
         with self._lock:
-            _, tree = self._resolve(snapshot, "")
-            assert isinstance(tree, pygit2.Tree), "a commit's tree is a tree"
-            try:
-                entries = [
-                    self._entry(path, mode, oid)
-                    for path, mode, oid in git.walk_tree(self._repo, tree)
-                ]
-            except (KeyError, ValueError, pygit2.GitError) as exc:
-                raise SnapshotError(f"damaged snapshot {snapshot}: {exc}", self._path) from exc
-        return iter(entries)
+            _, root = self._resolve(snapshot, "")  # an unknown snapshot raises now
+        trees: dict[str, pygit2.Oid] = {}
+
+        def children(entry: TreeEntry | None) -> list[TreeEntry]:
+            # One directory per lock hold: the stream is read from several threads.
+            with self._lock:
+                prefix = "" if entry is None else entry.path + "/"
+                try:
+                    tree = root if entry is None else self._repo[trees.pop(entry.path)]
+                    if not isinstance(tree, pygit2.Tree):
+                        raise SnapshotError(f"{prefix} is no tree", self._path)
+                    found = []
+                    for item in tree:
+                        path, mode = prefix + _name(item.raw_name), int(item.filemode)
+                        if mode == git.MODE_TREE:
+                            trees[path] = item.id
+                        found.append(self._entry(path, mode, item.id))
+                    return found
+                except (KeyError, ValueError, pygit2.GitError) as exc:
+                    raise SnapshotError(f"damaged snapshot {snapshot}: {exc}", self._path) from exc
+
+        return depth_first(children)
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:
         with self._lock:

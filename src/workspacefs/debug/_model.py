@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -165,6 +165,31 @@ class TreeEntry:
         if self.target is not None:
             data["target"] = self.target
         return data
+
+
+def tree_order(entry: TreeEntry) -> str:
+    """The key that sorts one directory's entries as git does: a directory's name as if
+    it ended with "/". Walking a tree depth first in this order lists its files sorted
+    by path, as ``git ls-tree -r`` does."""
+    return entry.name + "/" if entry.kind == "directory" else entry.name
+
+
+def depth_first(
+    children: Callable[[TreeEntry | None], Iterable[TreeEntry]],
+) -> Iterator[TreeEntry]:
+    """Every entry below the root, depth first in ``tree_order``, lazily.
+
+    ``children(None)`` lists the root, ``children(entry)`` a directory, in any order.
+    """
+    stack = [iter(sorted(children(None), key=tree_order))]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        yield entry
+        if entry.kind == "directory":
+            stack.append(iter(sorted(children(entry), key=tree_order)))
 
 
 @dataclass(frozen=True, slots=True)

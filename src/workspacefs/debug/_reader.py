@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from .._errors import IsADirectoryFsError, NotADirectoryFsError, NotFoundError
 from ..fs import FileStat, Filesystem, InMemoryFilesystem, TreeFilesystem
 from ..tree import Directory, File, Node, Symlink, Tree, TreeView
-from ._model import TreeEntry
+from ._model import TreeEntry, depth_first
 
 BLOCK = 1 << 20
 """Bytes read per call when a file is streamed."""
@@ -67,8 +67,15 @@ class TreeReader:
         return sorted(entries, key=lambda entry: entry.path)
 
     def walk(self) -> Iterator[TreeEntry]:
-        for path, _, node in self._view.walk():
-            yield _node_entry(path, node)
+        view = self._view
+
+        def children(entry: TreeEntry | None) -> list[TreeEntry]:
+            path = "" if entry is None else entry.path
+            directory = self._node(path)
+            assert isinstance(directory, Directory), "walked into directories only"
+            return [_node_entry(_join(path, n), view.node(i)) for n, i in directory.entries.items()]
+
+        return depth_first(children)
 
     def stat(self, path: str) -> TreeEntry:
         return _node_entry(path, self._node(path))
@@ -113,13 +120,7 @@ class ProtocolReader:
         return sorted(entries, key=lambda entry: entry.path)
 
     def walk(self) -> Iterator[TreeEntry]:
-        pending = [""]
-        while pending:
-            directory = pending.pop()
-            for entry in self.list(directory):
-                yield entry
-                if entry.kind == "directory":
-                    pending.append(entry.path)
+        return depth_first(lambda entry: self.list("" if entry is None else entry.path))
 
     def stat(self, path: str) -> TreeEntry:
         try:

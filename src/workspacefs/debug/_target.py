@@ -42,7 +42,9 @@ class DebugTarget(Protocol):
         ...
 
     def walk(self, snapshot: str) -> Iterator[TreeEntry]:
-        """Every entry below the root, in no particular order."""
+        """Every entry below the root, lazily, depth first in git's tree order
+        (``tree_order``), so that files alone come out sorted by path. An unknown
+        snapshot raises at the call, not on the first ``next``."""
         ...
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:
