@@ -97,13 +97,12 @@ def git_first_byte_ms(repo: Path, *args: str) -> float:
     times = []
     for _ in range(5):
         started = time.perf_counter()
-        process = subprocess.Popen(["git", f"--git-dir={repo}", *args], env=GIT_ENV,
-                                   stdout=subprocess.PIPE)  # fmt: skip
-        assert process.stdout is not None
-        process.stdout.read(1)
-        times.append((time.perf_counter() - started) * 1000)
-        process.stdout.read()
-        process.wait()
+        with subprocess.Popen(["git", f"--git-dir={repo}", *args], env=GIT_ENV,
+                              stdout=subprocess.PIPE) as process:  # fmt: skip
+            assert process.stdout is not None
+            process.stdout.read(1)
+            times.append((time.perf_counter() - started) * 1000)
+            process.stdout.read()
     return statistics.median(times)
 
 
