@@ -225,8 +225,6 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
         assert page.locator("#file-lines tr.changed td.ln").all_inner_texts() == ["5"]
         assert background_at(page, "#file-lines tr.changed td.src") == {CHANGED}
         keep(page.screenshot(), "debug-ui-file.png", tmp_path)
-
-        # A binary file says so and offers the download.
         page.close()
         assert problems == []
 
