@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +81,21 @@ def test_command_refuses_what_it_cannot_show(tmp_path: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert message in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    fs = InMemoryFilesystem()
+    export_archive(fs, tmp_path / "a.zip")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError) as raised:
+            start(LiveTarget(fs), port=port)
+        assert raised.value.errno == errno.EADDRINUSE
+        command, env = module_command(str(tmp_path / "a.zip"), "--port", str(port))
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 2
+        assert "Address already in use" in done.stderr

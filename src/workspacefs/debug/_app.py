@@ -20,7 +20,6 @@ slow archive or git read never blocks the event loop.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -43,6 +42,8 @@ from ._http import (
     checked_path,
     download_url,
     exception_response,
+    json_array_chunks,
+    positive_int,
     query,
 )
 from ._model import SnapshotSummary, TreeEntry
@@ -57,8 +58,6 @@ PATCH_LINES = 2_000
 """Lines ``/api/diff?patch=1`` returns unless ``max_lines`` says otherwise."""
 MAX_PATCH_LINES = 50_000
 """The most ``max_lines`` may ask for."""
-TREE_CHUNK = 2_000
-"""Entries per chunk of a streamed tree."""
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Host headers accepted by default: a page on another site that resolves its own
@@ -211,7 +210,7 @@ class _Api:
         changes = self.target.diff(base, target)
         body: dict[str, Any] = {"from": base, "to": target, **changes.to_json()}
         if request.query_params.get("patch") in ("1", "true", "yes"):
-            limit = _int(request, "max_lines", PATCH_LINES, MAX_PATCH_LINES)
+            limit = positive_int(request, "max_lines", PATCH_LINES, MAX_PATCH_LINES)
             lines, more = self._patch(base, target, changes.added, changes.modified,
                                       changes.deleted, limit)  # fmt: skip
             body["patch"] = "\n".join(lines)
@@ -316,7 +315,7 @@ class _Api:
     def filesystem_tree(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
         files = (entry for entry in self.target.walk(snapshot) if entry.kind != "directory")
-        chunks = _json_array(files)
+        chunks = json_array_chunks(files)
         # The first chunk is made before the response starts, so that an error there
         # still gets its status; the rest streams while the tree is walked.
         first = next(chunks)
@@ -364,31 +363,6 @@ def _rechunk(blocks: Iterator[bytes], size: int = 1 << 16) -> Iterator[bytes]:
             buffer = buffer[size:]
     if buffer:
         yield buffer
-
-
-def _json_array(files: Iterator[TreeEntry]) -> Iterator[bytes]:
-    """The seed's tree, ``[{"path", "size_bytes", "kind"}, ...]``, in chunks of
-    ``TREE_CHUNK`` entries (the first chunk opens the array)."""
-    opening = b"["
-    while True:
-        chunk = list(itertools.islice(files, TREE_CHUNK))
-        if not chunk:
-            yield b"[]" if opening == b"[" else b"]"
-            return
-        text = ",".join(
-            json.dumps({"path": e.path, "size_bytes": e.size, "kind": e.kind}) for e in chunk
-        )
-        yield opening + text.encode("ascii")
-        opening = b","
-
-
-def _int(request: Request, name: str, default: int, cap: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ApiError(400, "bad_request", f"{name} must be a positive integer")
-    return min(int(raw), cap)
 
 
 _EXPECTED = (ApiError, HTTPException, OSError, ValueError, LookupError)

@@ -27,9 +27,10 @@ and those errors carry its URL.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -45,11 +46,14 @@ from .._errors import (
     SnapshotError,
     SnapshotNotFoundError,
 )
+from ._model import TreeEntry
 
 log = logging.getLogger(__name__)
 
 MAX_PATH = 4096
 """Longest ``?path=`` accepted (PATH_MAX)."""
+TREE_CHUNK = 2_000
+"""Entries per chunk of a streamed tree."""
 
 
 class JsonResponse(Response):
@@ -145,6 +149,32 @@ def checked_path(raw: str) -> str:
     if ".." in parts:
         raise ApiError(400, "path_escape", "paths with '..' are not served", path=raw)
     return "/".join(part for part in parts if part not in ("", "."))
+
+
+def json_array_chunks(files: Iterator[TreeEntry]) -> Iterator[bytes]:
+    """The seed's tree, ``[{"path", "size_bytes", "kind"}, ...]``, in chunks of
+    ``TREE_CHUNK`` entries (the first chunk opens the array)."""
+    opening = b"["
+    while True:
+        chunk = list(itertools.islice(files, TREE_CHUNK))
+        if not chunk:
+            yield b"[]" if opening == b"[" else b"]"
+            return
+        text = ",".join(
+            json.dumps({"path": e.path, "size_bytes": e.size, "kind": e.kind}) for e in chunk
+        )
+        yield opening + text.encode("ascii")
+        opening = b","
+
+
+def positive_int(request: Request, name: str, default: int, cap: int) -> int:
+    """A query parameter that must be a positive integer; at most ``cap``."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ApiError(400, "bad_request", f"{name} must be a positive integer")
+    return min(int(raw), cap)
 
 
 def download_url(snapshot: str, path: str) -> str:

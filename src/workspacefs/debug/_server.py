@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import socket
 import threading
 import webbrowser
 from collections.abc import Callable, Sequence
@@ -34,6 +35,17 @@ def allowed_hosts_for(host: str) -> list[str]:
     if host in _ANY:
         return ["*"]  # listening everywhere was asked for; any name may reach it
     return list(dict.fromkeys([host, *LOCAL_HOSTS]))
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise the ``OSError`` of a port that cannot be bound (EADDRINUSE, say), here,
+    before the server starts: hypercorn reports it from inside its loop instead."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as hypercorn does
+        probe.bind((host, port))
 
 
 def _config(host: str, port: int, quiet: bool) -> Config:
@@ -65,6 +77,7 @@ def serve(
         open_browser: Open the page in the default browser once it serves.
         ready: Called with the page's URL once the server listens.
     """
+    check_port(host, port)
     target.warm()
     app = create_app(target, allowed_hosts=allowed_hosts_for(host))
     config = _config(host, port, quiet=ready is not None)
@@ -91,7 +104,7 @@ def serve(
 
 class DebugServer:
     """The debug UI served from a background thread (for tests, notebooks, or an
-    agent process showing its own workspace). Use ``start`` to make one.
+    agent process showing its own workspace); ``start()`` makes one and starts it.
     """
 
     def __init__(
@@ -104,6 +117,7 @@ class DebugServer:
     ) -> None:
         self._app = create_app(target, allowed_hosts=allowed_hosts or allowed_hosts_for(host))
         self._config = _config(host, port, quiet=True)
+        self._address = (host, port)
         self._started = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
@@ -139,7 +153,14 @@ class DebugServer:
             self._url = binds[0] + "/"
             self._started.set()
 
-    def _begin(self, timeout: float) -> None:
+    def start(self, timeout: float = 10.0) -> None:
+        """Start serving; return once the server listens.
+
+        Raises:
+            OSError: The port cannot be bound (EADDRINUSE: it is taken).
+            BackendUnavailableError: It did not start within ``timeout`` seconds.
+        """
+        check_port(*self._address)
         self._thread.start()
         if not self._started.wait(timeout) or self._url is None:
             self.close()
@@ -168,5 +189,5 @@ def start(
     Close the returned server (or use it as a context manager) to stop it.
     """
     server = DebugServer(target, host=host, port=port)
-    server._begin(timeout)
+    server.start(timeout)
     return server

@@ -676,7 +676,7 @@ function onTimelineKey(event) {
 function onGlobalKey(event) {
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   const typing = event.target.closest("input, select, textarea");
-  if (typing && event.key !== "Escape") return;
+  if ((typing || $("#help").open) && event.key !== "Escape") return;
   const actions = {
     s: () => $("#timeline").focus(),
     t: () => {
