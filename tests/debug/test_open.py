@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 
 import pygit2
@@ -109,3 +110,32 @@ def test_indexes_are_kept_a_few_at_a_time(tmp_path: Path) -> None:
         target.list(f"s{number}", "")
     assert b"".join(stream) == b"0"
     assert target.diff("s0", "s5").modified == ("n.txt",)
+
+
+def test_a_running_workspace_through_connect(tmp_path: Path) -> None:
+    fs = InMemoryFilesystem(workspace_id="running")
+    fs.write("a.txt", "a")
+    fs.snapshot(tag="one")
+    with socket.socket(socket.AF_UNIX) as control:
+        control.bind(str(tmp_path / "ws.sock"))
+        asked: list[str] = []
+
+        def connect(path: str) -> InMemoryFilesystem:
+            asked.append(path)
+            return fs
+
+        target = open_target(tmp_path / "ws.sock", connect=connect)
+        assert asked == [str(tmp_path / "ws.sock")]
+        assert target.info().kind == "live"
+        assert target.info().location == str(tmp_path / "ws.sock")
+        assert [s.tag for s in target.snapshots()] == ["one", None]
+        with pytest.raises(InvalidArgumentError, match="`workspacefs debug` connects"):
+            open_target(tmp_path / "ws.sock")
+
+
+def test_a_mount_point_that_is_no_workspace_is_a_directory() -> None:
+    def connect(path: str) -> InMemoryFilesystem:
+        raise NotFoundError("no running workspace here", path)
+
+    with pytest.raises(NotFoundError, match="no archives"):
+        open_target("/proc", connect=connect)

@@ -26,6 +26,7 @@ from ._model import SnapshotSummary as SnapshotSummary
 from ._model import TargetInfo as TargetInfo
 from ._model import TreeEntry as TreeEntry
 from ._model import origin_from_tag as origin_from_tag
+from ._open import Connect as Connect
 from ._open import open_target as open_target
 from ._server import DEFAULT_PORT as DEFAULT_PORT
 from ._server import DebugServer as DebugServer

@@ -6,20 +6,23 @@
 * a directory of ``<id>.session.json`` records: ``SessionCheckpoints``;
 * any other directory: every archive in it (``ArchiveSnapshots``, dumps).
 
-A mount point or a daemon's socket is a live workspace: the command line
-connects to it and passes the ``RemoteFilesystem`` to ``LiveTarget``.
+A running workspace's mount point or control socket is a live workspace when
+a ``connect`` function is given (the command line passes the daemon's, which
+returns a ``RemoteFilesystem``); any other mount point is a directory like any.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from .._errors import InvalidArgumentError, NotFoundError
 from ..archive import ArchiveError
 from ._archives import ArchiveMember, ArchivesTarget, read_session
 from ._gitrepo import GitTarget
+from ._live import BrowsableFilesystem, LiveTarget
 from ._target import DebugTarget
 
 _DUMP_ARCHIVE = ".fs.zip"
@@ -104,19 +107,48 @@ def _directory(directory: Path, filesystem: str | None) -> ArchivesTarget:
     return ArchivesTarget(members, kind="archives", label=directory.name, location=directory)
 
 
+Connect = Callable[[str], BrowsableFilesystem]
+"""Reaches a running workspace by its mount point or control socket
+(``workspacefs.connect``)."""
+
+
+def _live(location: Path, connect: Connect | None) -> DebugTarget | None:
+    """A running workspace at ``location``, if it is a socket or a mount point of one."""
+    is_socket = location.is_socket()
+    if not (is_socket or os.path.ismount(location)):
+        return None
+    if connect is None:
+        if not is_socket:
+            return None  # some other mount: a directory like any
+        raise InvalidArgumentError(
+            "a running workspace's socket: `workspacefs debug` connects to it", str(location)
+        )
+    try:
+        filesystem = connect(str(location))
+    except FileNotFoundError:
+        if is_socket:
+            raise
+        return None  # a mount point, but not a workspace's
+    return LiveTarget(filesystem, location=location)
+
+
 def open_target(
     path: str | os.PathLike[str],
     *,
     workspace: str | None = None,
     filesystem: str | None = None,
+    connect: Connect | None = None,
 ) -> DebugTarget:
     """The debug target a path names.
 
     Args:
-        path: A session dump, an archive, a git repository or a directory of archives.
+        path: A session dump, an archive, a git repository, a directory of archives,
+            or (with ``connect``) a running workspace's mount point or socket.
         workspace: For a git repository holding several workspaces: which one.
         filesystem: For checkpoints of several filesystems: which one (default:
             the only one, or ``workspace``).
+        connect: How to reach a running workspace (the command line passes the
+            daemon's ``connect``).
 
     Raises:
         NotFoundError: Nothing there, or nothing to debug in it.
@@ -125,6 +157,9 @@ def open_target(
         ArchiveError: A session or checkpoint record does not parse.
     """
     location = Path(path)
+    live = _live(location, connect)
+    if live is not None:
+        return live
     if location.is_dir():
         if _is_git_directory(location):
             return GitTarget(location, workspace=workspace)
