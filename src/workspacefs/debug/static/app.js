@@ -157,10 +157,15 @@ function renderTimeline() {
 }
 
 function setActive(index) {
+  // Only two rows change: a long timeline is not rebuilt on every key press.
+  const before = $(`#snapshot-${state.active}`);
   state.active = Math.max(0, Math.min(index, state.snapshots.length - 1));
-  renderTimeline();
   const row = $(`#snapshot-${state.active}`);
-  if (row) row.scrollIntoView({ block: "nearest" });
+  if (before) before.classList.remove("active");
+  if (!row) return;
+  row.classList.add("active");
+  $("#timeline").setAttribute("aria-activedescendant", row.id);
+  row.scrollIntoView({ block: "nearest" });
 }
 
 function renderSelects() {
