@@ -21,6 +21,18 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The debug UI's browser tests drive Debian's Chromium through playwright with
+# executable_path (playwright's own browser download does not work here). Without
+# recommends: a headless browser needs no desktop services.
+if ! dpkg -s chromium fonts-dejavu-core >/dev/null 2>&1; then
+    echo "setup: installing chromium"
+    SUDO=""
+    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+        chromium fonts-dejavu-core >/dev/null
+fi
+
 # Containers bind the mount, so it needs allow_other; non-root users may ask
 # for it only when /etc/fuse.conf says so.
 if ! grep -qx 'user_allow_other' /etc/fuse.conf 2>/dev/null; then

@@ -247,3 +247,55 @@ def test_run_a_container_on_the_workspace(workspace: Path) -> None:
     assert result.stdout == "print('hello')\n"
     assert "1 added, 0 modified, 0 deleted" in result.stderr
     assert (workspace / "out.txt").read_text() == "built\n"  # still mounted, inspectable
+
+
+def _serve_debug(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """Start ``workspacefs debug ... --port 0``; the process and the URL it serves."""
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workspacefs.cli", "debug", *args, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    assert " at http://127.0.0.1:" in line, line
+    return server, line.split(" at ", 1)[1].split()[0].rstrip("/")
+
+
+def _stop(server: subprocess.Popen[str]) -> None:
+    server.send_signal(signal.SIGINT)
+    server.wait(30)
+    for stream in (server.stdout, server.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def test_debug_serves_a_running_workspace_and_an_archive(workspace: Path, tmp_path: Path) -> None:
+    import httpx
+
+    assert cli("snapshot", str(workspace), "--tag", "first").returncode == 0
+    server, url = _serve_debug(str(workspace))
+    try:
+        snapshots = httpx.get(f"{url}/api/snapshots", timeout=30).json()
+        tree = httpx.get(f"{url}/api/filesystem/tree", timeout=30)
+    finally:
+        _stop(server)
+    assert "first" in json.dumps(snapshots)
+    assert "src/app.py" in tree.text
+    archive = tmp_path / "ws.fs.zip"
+    assert cli("export", str(workspace), str(archive)).returncode == 0
+    server, url = _serve_debug(str(archive))
+    try:
+        file = httpx.get(f"{url}/api/filesystem/file", params={"path": "README.md"}, timeout=30)
+        escape = httpx.get(f"{url}/api/filesystem/file", params={"path": "../x"}, timeout=30)
+    finally:
+        _stop(server)
+    assert "# demo" in file.text
+    assert escape.status_code in (400, 403, 404)
+    assert "error" in escape.json()
+
+
+def test_debug_refuses_a_missing_target_in_one_line(tmp_path: Path) -> None:
+    result = cli("debug", str(tmp_path / "nothing-here"))
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1

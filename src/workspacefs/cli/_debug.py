@@ -1,0 +1,47 @@
+"""debug: the web UI on an archive, a session dump, a git repository or a running mount."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ._app import app
+from ._output import stdout
+
+
+@app.command(
+    epilog="Examples: workspacefs debug session.fs.zip --open; workspacefs debug /home/me/ws"
+)
+def debug(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A session dump (.jsonl), a workspace archive (.fs.zip), a directory of "
+            "archives or checkpoints, a git repository of persisted workspaces, or the "
+            "mount point of a running workspace."
+        ),
+    ],
+    port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1 (0: any free).")] = 8765,
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the page.")] = False,
+    workspace: Annotated[
+        str | None, typer.Option(help="Which workspace of a git repository.")
+    ] = None,
+    filesystem: Annotated[
+        str | None, typer.Option(help="Which filesystem of session checkpoints.")
+    ] = None,
+) -> None:
+    """Browse snapshots, trees, files and diffs in a browser, until Ctrl-C."""
+    from ..daemon import connect
+    from ..debug import open_target, serve
+
+    opened = open_target(target, workspace=workspace, filesystem=filesystem, connect=connect)
+
+    def ready(url: str) -> None:
+        stdout.print(f"Serving {target} at {url} (Ctrl-C stops)")
+
+    try:
+        serve(opened, host=host, port=port, open_browser=open_browser, ready=ready)
+    finally:
+        opened.close()

@@ -1,0 +1,413 @@
+"""``create_app``: the debug UI's ASGI app (Starlette) over one ``DebugTarget``.
+
+Routes (all GET; errors as in ``_http``):
+
+* ``/`` the page, ``/app.js`` and ``/app.css`` its script and style;
+* ``/api/target``, ``/api/snapshots``, ``/api/snapshots/{id}`` (details);
+* ``/api/snapshots/{id}/tree?path=`` one directory;
+* ``/api/snapshots/{id}/file?path=[&against={id}]`` a text file, with the lines
+  that differ from ``against`` when given;
+* ``/api/snapshots/{id}/raw?path=`` any file, as a download;
+* ``/api/diff?from=&to=[&patch=1]`` the paths that changed (and a unified diff);
+* ``/api/diff/file?from=&to=&path=`` one file's hunks;
+* seed 003's ``/api/filesystem/meta``, ``/api/filesystem/tree`` and
+  ``/api/filesystem/file?path=``, on the newest snapshot unless ``?snapshot=``.
+
+Handlers are plain functions: Starlette runs them in worker threads, so a
+slow archive or git read never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import quote
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from .._errors import NotFoundError
+from ._http import (
+    ApiError,
+    JsonResponse,
+    SecurityHeaders,
+    checked_path,
+    download_url,
+    exception_response,
+    json_array_chunks,
+    positive_int,
+    query,
+)
+from ._model import SnapshotSummary, TreeEntry
+from ._target import DebugTarget
+from ._text import Hunk, changed_lines, decode_text, hunks, split_lines, unified
+
+TEXT_LIMIT = 1 << 20
+"""Largest file shown as text (bigger ones: 413, and a download)."""
+DIFF_LINE_LIMIT = 20_000
+"""Most lines per side that a file diff compares (difflib is quadratic at worst)."""
+PATCH_LINES = 2_000
+"""Lines ``/api/diff?patch=1`` returns unless ``max_lines`` says otherwise."""
+MAX_PATCH_LINES = 50_000
+"""The most ``max_lines`` may ask for."""
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+"""Host headers accepted by default: a page on another site that resolves its own
+name to 127.0.0.1 (DNS rebinding) gets a 400, not the workspace."""
+
+_STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/app.css": ("app.css", "text/css; charset=utf-8"),
+}
+
+
+def _static(name: str) -> bytes:
+    return (resources.files(__package__) / "static" / name).read_bytes()
+
+
+class _Api:
+    """The handlers, bound to one target."""
+
+    def __init__(self, target: DebugTarget) -> None:
+        self.target = target
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _newest(self) -> SnapshotSummary:
+        snapshots = self.target.snapshots()
+        if not snapshots:
+            raise ApiError(404, "unknown_snapshot", "the target holds no snapshots")
+        return snapshots[-1]
+
+    def _summary(self, snapshot: str) -> SnapshotSummary:
+        for summary in self.target.snapshots():
+            if summary.id == snapshot:
+                return summary
+        raise ApiError(404, "unknown_snapshot", "no such snapshot", snapshot=snapshot)
+
+    def _text(self, snapshot: str, path: str) -> tuple[TreeEntry, str | None]:
+        """A file's entry and text (None for a symlink); 413/415 for what is no text."""
+        entry = self.target.stat(snapshot, path)
+        if entry.kind == "directory":
+            raise ApiError(400, "is_directory", "is a directory", path=path)
+        if entry.kind == "symlink":
+            return entry, None
+        if entry.kind != "file":
+            raise ApiError(415, "binary", "not a regular file", path=path)
+        if entry.size > TEXT_LIMIT:
+            raise ApiError(
+                413,
+                "too_large",
+                f"{entry.size:,} bytes, over the {TEXT_LIMIT:,}-byte limit for text",
+                path=path,
+                size=entry.size,
+                limit=TEXT_LIMIT,
+                download=download_url(snapshot, path),
+            )
+        text = decode_text(self.target.read(snapshot, path, TEXT_LIMIT))
+        if text is None:
+            raise ApiError(
+                415,
+                "binary",
+                "binary file (a NUL byte, or not UTF-8)",
+                path=path,
+                size=entry.size,
+                download=download_url(snapshot, path),
+            )
+        return entry, text
+
+    def _version(self, snapshot: str, path: str) -> _Version:
+        """One side of a comparison: absent, text (a symlink as ``-> target``), or not text."""
+        try:
+            entry, text = self._text(snapshot, path)
+        except NotFoundError:
+            return _Version(None, "", "absent")
+        except ApiError as exc:
+            if exc.code not in ("binary", "too_large"):
+                raise
+            return _Version(self.target.stat(snapshot, path), None, exc.code)
+        if text is None:
+            return _Version(entry, f"-> {entry.target}\n", "text")
+        return _Version(entry, text, "text")
+
+    # -- the UI's routes ---------------------------------------------------------------
+
+    def target_info(self, request: Request) -> Response:
+        return JsonResponse(self.target.info().to_json())
+
+    def snapshots(self, request: Request) -> Response:
+        found = self.target.snapshots()
+        return JsonResponse({"snapshots": [s.to_json() for s in found]})
+
+    def snapshot(self, request: Request) -> Response:
+        snapshot = request.path_params["snapshot"]
+        summary = self._summary(snapshot)
+        return JsonResponse({"snapshot": summary.to_json(), **self.target.details(snapshot)})
+
+    def tree(self, request: Request) -> Response:
+        snapshot = request.path_params["snapshot"]
+        path = checked_path(query(request, "path", ""))
+        entries = self.target.list(snapshot, path)
+        return JsonResponse(
+            {"snapshot": snapshot, "path": path, "entries": [e.to_json() for e in entries]}
+        )
+
+    def file(self, request: Request) -> Response:
+        snapshot = request.path_params["snapshot"]
+        path = checked_path(query(request, "path"))
+        against = request.query_params.get("against")
+        entry, text = self._text(snapshot, path)
+        lines = split_lines(f"-> {entry.target}" if text is None else text)
+        body: dict[str, Any] = {
+            "snapshot": snapshot,
+            **entry.to_json(),
+            "content": text,
+            "line_count": len(lines),
+            "download": None if text is None else download_url(snapshot, path),
+        }
+        if against is not None and against != snapshot:
+            self._summary(against)  # an unknown id is a 404, not "every line changed"
+            other = self._version(against, path)
+            old = None if other.text is None else split_lines(other.text)
+            comparable = old is not None and max(len(old), len(lines)) <= DIFF_LINE_LIMIT
+            body["against"] = against
+            body["against_status"] = other.why
+            body["changed_lines"] = (
+                changed_lines(old, lines) if old is not None and comparable else None
+            )
+        return JsonResponse(body)
+
+    def raw(self, request: Request) -> Response:
+        snapshot = request.path_params["snapshot"]
+        path = checked_path(query(request, "path"))
+        entry = self.target.stat(snapshot, path)
+        if entry.kind == "directory":
+            raise ApiError(400, "is_directory", "is a directory", path=path)
+        if entry.kind != "file":
+            raise ApiError(404, "not_found", "not a regular file", path=path)
+        blocks = self.target.blocks(snapshot, path)
+        name = quote(entry.name or "file", safe="")
+        return StreamingResponse(
+            blocks,
+            media_type="application/octet-stream",
+            headers={
+                "content-disposition": f"attachment; filename*=UTF-8''{name}",
+                "content-length": str(entry.size),
+            },
+        )
+
+    def diff(self, request: Request) -> Response:
+        base, target = query(request, "from"), query(request, "to")
+        changes = self.target.diff(base, target)
+        body: dict[str, Any] = {"from": base, "to": target, **changes.to_json()}
+        if request.query_params.get("patch") in ("1", "true", "yes"):
+            limit = positive_int(request, "max_lines", PATCH_LINES, MAX_PATCH_LINES)
+            lines, more = self._patch(base, target, changes.added, changes.modified,
+                                      changes.deleted, limit)  # fmt: skip
+            body["patch"] = "\n".join(lines)
+            body["patch_lines_left_out"] = more
+        return JsonResponse(body)
+
+    def _patch(
+        self,
+        base: str,
+        target: str,
+        added: Sequence[str],
+        modified: Sequence[str],
+        deleted: Sequence[str],
+        limit: int,
+    ) -> tuple[list[str], int]:
+        shown: list[str] = []
+        more = 0
+        for path in sorted({*added, *modified, *deleted}):
+            for line in self._file_patch(base, target, path):
+                if len(shown) < limit:
+                    shown.append(line)
+                else:
+                    more += 1
+        return shown, more
+
+    def _file_patch(self, base: str, target: str, path: str) -> Iterator[str]:
+        old, new = self._version(base, path), self._version(target, path)
+        if old.text is None or new.text is None:
+            yield f"Binary or large file {path} differs"
+            return
+        old_lines, new_lines = split_lines(old.text), split_lines(new.text)
+        if max(len(old_lines), len(new_lines)) > DIFF_LINE_LIMIT:
+            yield f"Large file {path} differs"
+            return
+        yield from unified(old.name(path, "a"), new.name(path, "b"), hunks(old_lines, new_lines))
+
+    def diff_file(self, request: Request) -> Response:
+        base, target = query(request, "from"), query(request, "to")
+        path = checked_path(query(request, "path"))
+        old, new = self._version(base, path), self._version(target, path)
+        if old.entry is None and new.entry is None:
+            self._summary(base)  # unknown snapshot ids say so, rather than "no such file"
+            self._summary(target)
+            raise ApiError(404, "not_found", "no such file in either snapshot", path=path)
+        found: list[Hunk] = []
+        too_large = "too_large" in (old.why, new.why)
+        if old.text is not None and new.text is not None:
+            old_lines, new_lines = split_lines(old.text), split_lines(new.text)
+            too_large = max(len(old_lines), len(new_lines)) > DIFF_LINE_LIMIT
+            if not too_large:
+                found = hunks(old_lines, new_lines)
+        if old.entry is None or new.entry is None:
+            status = "added" if old.entry is None else "deleted"
+        elif old.entry.mode != new.entry.mode or old.entry.kind != new.entry.kind:
+            status = "modified"
+        elif old.text is not None and new.text is not None:
+            status = "unchanged" if old.text == new.text else "modified"
+        else:
+            status = "unchanged" if self._same_bytes(base, target, path) else "modified"
+        return JsonResponse(
+            {
+                "from": base,
+                "to": target,
+                "path": path,
+                "status": status,
+                "old": None if old.entry is None else old.entry.to_json(),
+                "new": None if new.entry is None else new.entry.to_json(),
+                "binary": "binary" in (old.why, new.why),
+                "too_large": too_large,
+                "downloads": {
+                    "old": download_url(base, path) if _is_file(old.entry) else None,
+                    "new": download_url(target, path) if _is_file(new.entry) else None,
+                },
+                "hunks": [hunk.to_json() for hunk in found],
+                "unified": "\n".join(unified(old.name(path, "a"), new.name(path, "b"), found)),
+            }
+        )
+
+    def _same_bytes(self, base: str, target: str, path: str) -> bool:
+        """Whether two versions of a file that is no text hold the same bytes."""
+        old = _rechunk(self.target.blocks(base, path))
+        new = _rechunk(self.target.blocks(target, path))
+        return all(a == b for a, b in itertools.zip_longest(old, new))
+
+    # -- seed 003 ----------------------------------------------------------------------
+
+    def _seed_snapshot(self, request: Request) -> str:
+        snapshot = request.query_params.get("snapshot")
+        return self._newest().id if snapshot is None else snapshot
+
+    def filesystem_meta(self, request: Request) -> Response:
+        snapshot = self._seed_snapshot(request)
+        summary = self._summary(snapshot)
+        return JsonResponse(
+            {
+                "target": self.target.info().to_json(),
+                "snapshot": summary.to_json(),
+                **self.target.details(snapshot),
+            }
+        )
+
+    def filesystem_tree(self, request: Request) -> Response:
+        snapshot = self._seed_snapshot(request)
+        files = (entry for entry in self.target.walk(snapshot) if entry.kind != "directory")
+        chunks = json_array_chunks(files)
+        # The first chunk is made before the response starts, so that an error there
+        # still gets its status; the rest streams while the tree is walked.
+        first = next(chunks)
+        return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
+
+    def filesystem_file(self, request: Request) -> Response:
+        snapshot = self._seed_snapshot(request)
+        path = checked_path(query(request, "path"))
+        entry, text = self._text(snapshot, path)
+        return JsonResponse(
+            {
+                "path": path,
+                "snapshot": snapshot,
+                "kind": entry.kind,
+                "size_bytes": entry.size,
+                "content": text,
+                "target": entry.target,
+            }
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """One side of a comparison; ``text`` is None when ``why`` is binary or too_large."""
+
+    entry: TreeEntry | None
+    text: str | None
+    why: str  # absent, text, binary, too_large
+
+    def name(self, path: str, side: str) -> str:
+        """How a unified diff names this side."""
+        return "/dev/null" if self.entry is None else f"{side}/{path}"
+
+
+def _is_file(entry: TreeEntry | None) -> bool:
+    return entry is not None and entry.kind == "file"
+
+
+def _rechunk(blocks: Iterator[bytes], size: int = 1 << 16) -> Iterator[bytes]:
+    buffer = b""
+    for block in blocks:
+        buffer += block
+        while len(buffer) >= size:
+            yield buffer[:size]
+            buffer = buffer[size:]
+    if buffer:
+        yield buffer
+
+
+_EXPECTED = (ApiError, HTTPException, OSError, ValueError, LookupError)
+"""Errors answered inside the middleware stack, so they get its headers too;
+``Exception`` is the last resort (logged, 500)."""
+
+
+def create_app(target: DebugTarget, *, allowed_hosts: Sequence[str] | None = None) -> Starlette:
+    """The debug UI's ASGI app over ``target``.
+
+    Args:
+        target: What to show.
+        allowed_hosts: Host header values served (default: 127.0.0.1,
+            localhost and ::1); ``["*"]`` serves any.
+    """
+    api = _Api(target)
+    pages = {path: (_static(name), media) for path, (name, media) in _STATIC.items()}
+
+    def page(request: Request) -> Response:
+        body, media = pages[request.url.path]
+        return Response(body, media_type=media)
+
+    routes = [Route(path, page) for path in pages]
+    routes += [
+        Route("/api/target", api.target_info),
+        Route("/api/snapshots", api.snapshots),
+        Route("/api/snapshots/{snapshot}", api.snapshot),
+        Route("/api/snapshots/{snapshot}/tree", api.tree),
+        Route("/api/snapshots/{snapshot}/file", api.file),
+        Route("/api/snapshots/{snapshot}/raw", api.raw),
+        Route("/api/diff", api.diff),
+        Route("/api/diff/file", api.diff_file),
+        Route("/api/filesystem/meta", api.filesystem_meta),
+        Route("/api/filesystem/tree", api.filesystem_tree),
+        Route("/api/filesystem/file", api.filesystem_file),
+    ]
+    hosts = list(allowed_hosts) if allowed_hosts is not None else list(LOCAL_HOSTS)
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+        ],
+        exception_handlers={
+            **dict.fromkeys(_EXPECTED, exception_response),
+            Exception: exception_response,
+        },
+    )

@@ -1,0 +1,181 @@
+"""A live workspace as a debug target: its kept snapshots, and its current state.
+
+Anything with the snapshot protocol plus ``snapshots()`` and ``at()`` works:
+an ``InMemoryFilesystem`` in this process, or a daemon's workspace through
+``RemoteFilesystem``. Snapshots are read through ``at(snapshot)`` views, so
+nothing is ever restored; the current state is the pseudo-snapshot ``live``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from .._errors import SnapshotNotFoundError
+from ..fs import Filesystem, FilesystemSnapshot, SnapshotableFilesystem
+from ._model import LIVE, Changes, Origin, SnapshotSummary, TargetInfo, TreeEntry, origin_from_tag
+from ._reader import StateReader, reader_for
+
+
+@runtime_checkable
+class BrowsableFilesystem(SnapshotableFilesystem, Protocol):
+    """A snapshotable filesystem that lists its snapshots and shows one without
+    restoring it (``InMemoryFilesystem``, ``RemoteFilesystem``)."""
+
+    def snapshots(self) -> Sequence[FilesystemSnapshot]:
+        """Every kept snapshot, oldest first."""
+        ...
+
+    def at(self, snapshot: FilesystemSnapshot) -> Filesystem:
+        """A read-only view of ``snapshot``."""
+        ...
+
+
+CallArguments = Callable[[str], Mapping[str, Any] | None]
+"""The arguments of a tool call by call id (None if unknown)."""
+
+
+def toolset_arguments(history: Callable[[], Sequence[Any]]) -> CallArguments:
+    """``CallArguments`` from an ``UndoableToolset``'s ``history`` (pass the bound
+    property getter, e.g. ``lambda: toolset.history``)."""
+
+    def find(call_id: str) -> Mapping[str, Any] | None:
+        for call in history():
+            if getattr(call, "call_id", None) == call_id:
+                arguments: Mapping[str, Any] = call.arguments
+                return arguments
+        return None
+
+    return find
+
+
+def _json_safe(value: Mapping[str, Any]) -> dict[str, Any]:
+    # Tool arguments come from a model: anything json cannot hold is shown as text.
+    safe: dict[str, Any] = json.loads(json.dumps(dict(value), default=repr))
+    return safe
+
+
+class LiveTarget:
+    """A live workspace's snapshots and current state.
+
+    Args:
+        filesystem: The workspace.
+        label: How the UI names it (default: its workspace id or type).
+        location: Where it lives, e.g. its mount point.
+        call_arguments: Finds a tool call's arguments by call id, so the
+            timeline can show them next to an undo snapshot (see
+            ``toolset_arguments``).
+    """
+
+    def __init__(
+        self,
+        filesystem: BrowsableFilesystem,
+        *,
+        label: str | None = None,
+        location: str | os.PathLike[str] | None = None,
+        call_arguments: CallArguments | None = None,
+    ) -> None:
+        self._fs = filesystem
+        workspace = getattr(filesystem, "workspace_id", None)
+        self._label = label or (str(workspace) if workspace else type(filesystem).__name__)
+        self._location = None if location is None else os.fspath(location)
+        self._arguments = call_arguments
+
+    def info(self) -> TargetInfo:
+        workspace = getattr(self._fs, "workspace_id", None)
+        return TargetInfo(
+            "live",
+            self._label,
+            self._location,
+            {"backend": type(self._fs).__name__, "workspace_id": workspace},
+        )
+
+    def _records(self) -> list[FilesystemSnapshot]:
+        return list(self._fs.snapshots())
+
+    def _record(self, snapshot: str) -> FilesystemSnapshot:
+        for record in self._records():
+            if str(record.snapshot_id) == snapshot:
+                return record
+        raise SnapshotNotFoundError("no such snapshot", snapshot)
+
+    def _origin(self, record: FilesystemSnapshot) -> Origin | None:
+        origin = origin_from_tag(record.tag)
+        if origin is None or self._arguments is None or origin.kind != "tool":
+            return origin
+        arguments = self._arguments(str(origin.details["call_id"]))
+        if arguments is None:
+            return origin
+        details = {**origin.details, "arguments": _json_safe(arguments)}
+        return Origin(origin.kind, origin.summary, details)
+
+    def snapshots(self) -> Sequence[SnapshotSummary]:
+        records = self._records()
+        known = {record.snapshot_id for record in records}
+        found = [
+            SnapshotSummary(
+                id=str(record.snapshot_id),
+                number=number,
+                created_at=record.created_at,
+                tag=record.tag,
+                parent=str(record.parent_id) if record.parent_id in known else None,
+                file_count=record.file_count,
+                total_bytes=record.total_bytes,
+                origin=self._origin(record),
+                source=record.ref.kind,
+            )
+            for number, record in enumerate(records, 1)
+        ]
+        current = self._fs.current_snapshot_id
+        found.append(
+            SnapshotSummary(
+                id=LIVE,
+                number=len(records) + 1,
+                created_at=None,
+                parent=str(current) if current in known else None,
+                source="live",
+            )
+        )
+        return found
+
+    def details(self, snapshot: str) -> Mapping[str, Any]:
+        if snapshot == LIVE:
+            return {}
+        return {"record": self._record(snapshot).to_dict()}
+
+    def _reader(self, snapshot: str) -> StateReader:
+        if snapshot == LIVE:
+            return reader_for(self._fs)
+        return reader_for(self._fs.at(self._record(snapshot)))
+
+    def list(self, snapshot: str, path: str) -> Sequence[TreeEntry]:
+        return self._reader(snapshot).list(path)
+
+    def walk(self, snapshot: str) -> Iterator[TreeEntry]:
+        return self._reader(snapshot).walk()
+
+    def stat(self, snapshot: str, path: str) -> TreeEntry:
+        return self._reader(snapshot).stat(path)
+
+    def read(self, snapshot: str, path: str, limit: int) -> bytes:
+        return self._reader(snapshot).read(path, limit)
+
+    def blocks(self, snapshot: str, path: str) -> Iterator[bytes]:
+        return self._reader(snapshot).blocks(path)
+
+    def diff(self, base: str, target: str) -> Changes:
+        if base == target:
+            return Changes(unchanged_count=None)
+        if base == LIVE:  # the protocol diffs from a snapshot; turn the result round
+            return self.diff(target, base).reversed()
+        after = None if target == LIVE else self._record(target)
+        found = self._fs.diff(self._record(base), after)
+        return Changes(found.added, found.modified, found.deleted, found.unchanged_count)
+
+    def warm(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

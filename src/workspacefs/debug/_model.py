@@ -1,0 +1,234 @@
+"""What the debug UI shows: targets, snapshots, tree entries, changes, and where a
+snapshot came from. Plain values, turned into JSON by ``to_json``."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+EntryKind = Literal["file", "directory", "symlink", "other"]
+
+LIVE = "live"
+"""The snapshot id that names a live workspace's current state."""
+
+_UNDO_TAG = re.compile(r"^undo:(?P<tool>[^:]+):(?P<call>.+)$")
+_EXEC_TAG = re.compile(r"^exec-(?P<number>\d+)-(?P<phase>before|after)$")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetInfo:
+    """What is being debugged.
+
+    Attributes:
+        kind: ``archive``, ``session``, ``checkpoints``, ``git`` or ``live``.
+        label: A short name for people (a file name, a workspace id).
+        location: Where it is (a path, a mount point), or None.
+        details: Kind-specific facts (the workspace id, the session id, ...).
+    """
+
+    kind: str
+    label: str
+    location: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "location": self.location,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What made a snapshot, as far as its record says.
+
+    Attributes:
+        kind: ``tool`` (an undo snapshot taken before a tool call) or ``exec``
+            (a sandbox command's before/after snapshot).
+        summary: One line for people, e.g. ``before write_file (call-3)``.
+        details: The parts: tool, call id, phase, the call's arguments where known.
+    """
+
+    kind: str
+    summary: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"kind": self.kind, "summary": self.summary, "details": dict(self.details)}
+
+
+def origin_from_tag(tag: str | None) -> Origin | None:
+    """The origin a snapshot's tag records, or None.
+
+    ``UndoableToolset`` tags the snapshot it takes before a mutating tool call
+    ``undo:<tool>:<call id>``; the sandbox tags the two around a command
+    ``exec-<n>-before`` and ``exec-<n>-after``.
+    """
+    if tag is None:
+        return None
+    undo = _UNDO_TAG.match(tag)
+    if undo is not None:
+        tool, call = undo["tool"], undo["call"]
+        return Origin(
+            "tool",
+            f"before {tool} ({call})",
+            {"tool": tool, "call_id": call, "phase": "before"},
+        )
+    command = _EXEC_TAG.match(tag)
+    if command is not None:
+        number, phase = int(command["number"]), command["phase"]
+        return Origin("exec", f"{phase} exec #{number}", {"exec": number, "phase": phase})
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotSummary:
+    """One snapshot in the timeline.
+
+    Attributes:
+        id: How the API names it (a UUID, an archive's id, or ``live``).
+        number: Its place in the timeline, from 1.
+        created_at: When it was taken (None for the live state).
+        tag: Its tag, if any.
+        parent: The id of the snapshot it was taken after, where recorded.
+        file_count: Files and symlinks (None where unknown, as for the live state).
+        total_bytes: Bytes in files (None where unknown).
+        origin: The tool call or command that it belongs to, where recorded.
+        source: Where the state is kept, for people (``memory``, a commit, an archive).
+    """
+
+    id: str
+    number: int
+    created_at: datetime | None
+    tag: str | None = None
+    parent: str | None = None
+    file_count: int | None = None
+    total_bytes: int | None = None
+    origin: Origin | None = None
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "id": self.id,
+            "number": self.number,
+            "created_at": None if self.created_at is None else self.created_at.isoformat(),
+            "tag": self.tag,
+            "parent": self.parent,
+            "file_count": self.file_count,
+            "total_bytes": self.total_bytes,
+            "origin": None if self.origin is None else self.origin.to_json(),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """One path of a snapshot.
+
+    Attributes:
+        path: Relative to the workspace root ("" is the root).
+        kind: ``file``, ``directory``, ``symlink`` or ``other`` (fifos, devices).
+        size: Bytes for a file, the target's length for a symlink, 0 otherwise.
+        mode: The full ``st_mode`` where known (0 if not).
+        target: A symlink's target.
+    """
+
+    path: str
+    kind: EntryKind
+    size: int = 0
+    mode: int = 0
+    target: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The last segment of the path."""
+        return self.path.rpartition("/")[2]
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "path": self.path,
+            "kind": self.kind,
+            "size": self.size,
+            "mode": self.mode,
+        }
+        if self.target is not None:
+            data["target"] = self.target
+        return data
+
+
+def tree_order(entry: TreeEntry) -> str:
+    """The key that sorts one directory's entries as git does: a directory's name as if
+    it ended with "/". Walking a tree depth first in this order lists its files sorted
+    by path, as ``git ls-tree -r`` does."""
+    return entry.name + "/" if entry.kind == "directory" else entry.name
+
+
+def depth_first(
+    children: Callable[[TreeEntry | None], Iterable[TreeEntry]],
+) -> Iterator[TreeEntry]:
+    """Every entry below the root, depth first in ``tree_order``, lazily.
+
+    ``children(None)`` lists the root, ``children(entry)`` a directory, in any order.
+    """
+    stack = [iter(sorted(children(None), key=tree_order))]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        yield entry
+        if entry.kind == "directory":
+            stack.append(iter(sorted(children(entry), key=tree_order)))
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """Files and symlinks that differ between two snapshots, each tuple sorted.
+
+    ``unchanged_count`` is None where the target cannot count it cheaply.
+    """
+
+    added: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    unchanged_count: int | None = None
+
+    def reversed(self) -> Changes:
+        """The same changes seen from the other side."""
+        return Changes(self.deleted, self.modified, self.added, self.unchanged_count)
+
+    def status(self, path: str) -> str:
+        """``added``, ``modified``, ``deleted`` or ``unchanged`` for one path."""
+        for name, paths in (
+            ("added", self.added),
+            ("modified", self.modified),
+            ("deleted", self.deleted),
+        ):
+            if _contains(paths, path):
+                return name
+        return "unchanged"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "added": list(self.added),
+            "modified": list(self.modified),
+            "deleted": list(self.deleted),
+            "unchanged_count": self.unchanged_count,
+        }
+
+
+def _contains(ordered: tuple[str, ...], item: str) -> bool:
+    index = bisect_left(ordered, item)
+    return index < len(ordered) and ordered[index] == item

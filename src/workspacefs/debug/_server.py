@@ -1,0 +1,193 @@
+"""Serving the app: ``serve`` until Ctrl-C, or ``start`` in a background thread.
+
+Hypercorn on trio, the loop the rest of the project uses (the FUSE layer,
+the daemon). Bound to 127.0.0.1 unless told otherwise, and then the Host
+header check admits that host too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve as hypercorn_serve
+
+from .._errors import BackendUnavailableError
+from ._app import LOCAL_HOSTS, create_app
+from ._target import DebugTarget
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8765
+_ANY = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts_for(host: str) -> list[str]:
+    """The Host header values a server bound to ``host`` answers."""
+    if host in _ANY:
+        return ["*"]  # listening everywhere was asked for; any name may reach it
+    return list(dict.fromkeys([host, *LOCAL_HOSTS]))
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise the ``OSError`` of a port that cannot be bound (EADDRINUSE, say), here,
+    before the server starts: hypercorn reports it from inside its loop instead."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as hypercorn does
+        probe.bind((host, port))
+
+
+def _config(host: str, port: int, quiet: bool) -> Config:
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    if quiet:
+        config.loglevel = "WARNING"
+    return config
+
+
+def serve(
+    target: DebugTarget,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    open_browser: bool = False,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the debug UI for ``target`` until SIGINT (Ctrl-C) or SIGTERM, then return.
+
+    Call it from the main thread (signals are delivered there); elsewhere use
+    ``start``.
+
+    Args:
+        target: What to show.
+        host: The interface to bind; 127.0.0.1 keeps it on this machine.
+        port: The TCP port (0: any free one).
+        open_browser: Open the page in the default browser once it serves.
+        ready: Called with the page's URL once the server listens.
+    """
+    check_port(host, port)
+    target.warm()
+    app = create_app(target, allowed_hosts=allowed_hosts_for(host))
+    config = _config(host, port, quiet=ready is not None)
+
+    async def main() -> None:
+        stop = trio.Event()
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                # hypercorn types ASGI messages as TypedDicts, Starlette as plain dicts.
+                serving = partial(hypercorn_serve, app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+                binds: list[str] = await nursery.start(serving)
+                url = binds[0] + "/"
+                if ready is not None:
+                    ready(url)
+                if open_browser:
+                    # webbrowser may start a program and wait for it: not on the loop.
+                    nursery.start_soon(partial(trio.to_thread.run_sync, webbrowser.open, url))
+                async for _ in signals:
+                    stop.set()  # a graceful stop: requests in flight finish
+                    break
+
+    trio.run(main)
+
+
+class DebugServer:
+    """The debug UI served from a background thread (for tests, notebooks, or an
+    agent process showing its own workspace); ``start()`` makes one and starts it.
+    """
+
+    def __init__(
+        self,
+        target: DebugTarget,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        allowed_hosts: Sequence[str] | None = None,
+    ) -> None:
+        self._app = create_app(target, allowed_hosts=allowed_hosts or allowed_hosts_for(host))
+        self._config = _config(host, port, quiet=True)
+        self._address = (host, port)
+        self._started = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._url: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="workspacefs-debug", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The page's URL, e.g. ``http://127.0.0.1:41234/``."""
+        assert self._url is not None, "start() returns a started server"
+        return self._url
+
+    def _run(self) -> None:
+        try:
+            trio.run(self._main)
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+        finally:
+            self._started.set()
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        stop = self._stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            serving = partial(
+                hypercorn_serve,
+                self._app,  # type: ignore[arg-type]  # TypedDict messages vs plain dicts
+                self._config,
+                shutdown_trigger=stop.wait,
+            )
+            binds: list[str] = await nursery.start(serving)
+            self._url = binds[0] + "/"
+            self._started.set()
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Start serving; return once the server listens.
+
+        Raises:
+            OSError: The port cannot be bound (EADDRINUSE: it is taken).
+            BackendUnavailableError: It did not start within ``timeout`` seconds.
+        """
+        check_port(*self._address)
+        self._thread.start()
+        if not self._started.wait(timeout) or self._url is None:
+            self.close()
+            raise BackendUnavailableError(f"the debug server did not start: {self._error!r}", None)
+
+    def close(self) -> None:
+        """Stop serving and wait for the thread (idempotent)."""
+        if self._token is not None and self._stop is not None and self._thread.is_alive():
+            with contextlib.suppress(trio.RunFinishedError):  # it stopped meanwhile
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    def __enter__(self) -> DebugServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start(
+    target: DebugTarget, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0
+) -> DebugServer:
+    """Serve ``target`` from a background thread; returns once it listens.
+
+    Close the returned server (or use it as a context manager) to stop it.
+    """
+    server = DebugServer(target, host=host, port=port)
+    server.start(timeout)
+    return server

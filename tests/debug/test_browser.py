@@ -1,0 +1,246 @@
+"""The page in a real headless Chromium (Debian's, driven by playwright): load it, pick
+two snapshots with the keyboard, see the diff, open a file at an old snapshot.
+
+The screenshot is checked where it matters: the pixels behind an added line, a
+removed line and a changed line carry their highlight colours. It is written
+to the test's temp dir, and to ``$WORKSPACEFS_SCREENSHOTS`` when set (that is
+how docs/debug-ui.png is made: ``WORKSPACEFS_SCREENSHOTS=docs pytest -m browser``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workspacefs import InMemoryFilesystem
+from workspacefs.debug import LiveTarget, start, toolset_arguments
+from workspacefs.tools import UndoableToolset, filesystem_tools
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+# No sandbox: tests run as root in a VM; the rest keeps Chromium off the network.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
+VIEWPORT = {"width": 1400, "height": 860}
+
+APP_V1 = "import os\n\n\ndef main():\n    print('hello')\n"
+APP_V2 = "import os\n\n\ndef main():\n    print('hello, world')\n    return 0\n"
+
+# The colours of app.css: added and removed diff lines, a changed line in the file view.
+ADDED = (0xDA, 0xFB, 0xE1)
+REMOVED = (0xFF, 0xEB, 0xE9)
+CHANGED = (0xFF, 0xF8, 0xC5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (scripts/setup.sh does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def agent_session() -> tuple[InMemoryFilesystem, UndoableToolset]:
+    """An agent's tool calls, each undoable (so each leaves a tagged snapshot)."""
+    fs = InMemoryFilesystem(workspace_id="agent-demo")
+    toolset = UndoableToolset(filesystem_tools(fs), fs)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("write_file", {"path": "src/app.py", "content": APP_V1}),
+        ("write_file", {"path": "README.md", "content": "# demo\n\nRun `python -m app`.\n"}),
+        ("edit_file", {"path": "src/app.py", "old_string": "    print('hello')\n",
+                       "new_string": "    print('hello, world')\n    return 0\n"}),
+        ("write_file", {"path": "src/util.py", "content": "X = 1\n"}),
+        ("write_file", {"path": "tests/test_app.py", "content": "def test_main():\n    pass\n"}),
+        ("rm", {"path": "README.md"}),
+    ]  # fmt: skip
+    for name, arguments in calls:
+        assert toolset.call(name, arguments).success, name
+    return fs, toolset
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def png_pixels(data: bytes) -> list[tuple[int, int, int]]:
+    """The RGB pixels of a small 8-bit, non-interlaced PNG, row by row."""
+    png_size(data)
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert (depth, interlace) == (8, 0)
+    assert color in (2, 6), color
+    channels = 3 if color == 2 else 4
+    raw, stride = zlib.decompress(idat), width * channels
+    previous = bytearray(stride)
+    pixels = []
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                guess = left + up - corner
+                near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up),
+                           (abs(guess - corner), 2, corner))  # fmt: skip
+                line[i] = (line[i] + near[2]) & 255
+        pixels += [tuple(line[x : x + 3]) for x in range(0, stride, channels)]
+        previous = line
+    return pixels  # type: ignore[return-value]
+
+
+def background_at(page: Any, selector: str) -> set[tuple[int, int, int]]:
+    """The colours of a small patch at the right end of an element, where text rarely is."""
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None, selector
+    assert box["y"] >= 0, selector
+    assert box["y"] + box["height"] <= VIEWPORT["height"], f"{selector} is off screen"
+    clip = {"x": box["x"] + box["width"] - 8, "y": box["y"] + 2, "width": 4, "height": 4}
+    return set(png_pixels(page.screenshot(clip=clip)))
+
+
+def keep(shot: bytes, name: str, tmp_path: Path) -> None:
+    (tmp_path / name).write_bytes(shot)
+    wanted = os.environ.get("WORKSPACEFS_SCREENSHOTS")
+    if wanted:
+        Path(wanted).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / name, Path(wanted) / name)
+
+
+def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path: Path) -> None:
+    fs, toolset = agent_session()
+    target = LiveTarget(fs, call_arguments=toolset_arguments(lambda: toolset.history))
+    ids = [str(s.snapshot_id) for s in fs.snapshots()]
+    assert len(ids) == 6  # one before each mutating call
+    with start(target) as server:
+        page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on(
+            "request",
+            lambda r: None if r.url.startswith(server.url) else problems.append(r.url),
+        )
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready='1']")
+
+        # The timeline: every snapshot, what made it, and the live state last.
+        rows = page.locator("#timeline li")
+        assert rows.count() == 7
+        assert (
+            rows.nth(2)
+            .locator(".origin")
+            .inner_text()
+            .startswith('before edit_file (call-3) {"path":"src/app.py","old_string"')
+        )
+        assert rows.nth(6).locator(".id").inner_text() == "live"
+
+        # Keyboard only: from = #3 (before the edit), to = #5 (after it and util.py).
+        page.keyboard.press("s")
+        for key in ["Home", "ArrowDown", "ArrowDown", "a", "ArrowDown", "ArrowDown", "b"]:
+            page.keyboard.press(key)
+        assert page.locator("#from-select").input_value() == ids[2]
+        assert page.locator("#to-select").input_value() == ids[4]
+        page.keyboard.press("Enter")  # browse #5 in the tree
+        page.wait_for_selector("#tree-snapshot:has-text('#5')")
+        page.keyboard.press("d")
+        page.wait_for_selector("#diff-lines")
+
+        changed = page.locator("#changed-files li")
+        assert changed.all_inner_texts() == ["Msrc/app.py", "Asrc/util.py"]
+        assert page.locator("#diff-lines td.del").all_inner_texts() == ["    print('hello')"]
+        assert page.locator("#diff-lines td.add").all_inner_texts() == [
+            "    print('hello, world')",
+            "    return 0",
+        ]
+        # The tree marks what changed: src/ holds changes.
+        page.wait_for_selector("#tree li.contains-changes[data-path='src']")
+        page.keyboard.press("t")
+        page.keyboard.press("End")  # src/ is the last entry at the top
+        page.keyboard.press("ArrowRight")
+        page.wait_for_selector("#tree li.modified[data-path='src/app.py']")
+        assert page.locator("#tree li.added[data-path='src/util.py']").count() == 1
+
+        shot = page.screenshot()
+        assert png_size(shot) == (VIEWPORT["width"], VIEWPORT["height"])
+        assert background_at(page, "#diff-lines td.add") == {ADDED}
+        assert background_at(page, "#diff-lines td.del") == {REMOVED}
+        keep(shot, "debug-ui.png", tmp_path)
+
+        page.keyboard.press("u")  # unified
+        assert page.locator("#diff-lines.unified td.op.add").count() == 2
+
+        # The file at an old snapshot: #3, before the edit.
+        page.keyboard.press("s")
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#tree-snapshot:has-text('#3')")
+        page.keyboard.press("t")
+        page.keyboard.press("End")
+        page.keyboard.press("ArrowRight")  # expand src/
+        page.wait_for_selector("#tree li[data-path='src/app.py']")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#file-lines")
+        assert page.locator("#file-view .view-header").inner_text().startswith("src/app.py")
+        lines = page.locator("#file-lines td.src").all_inner_texts()
+        assert lines == APP_V1.splitlines()
+        assert "at #3" in page.locator("#file-view .view-header").inner_text()
+
+        # Against #5 (the diff's other end), the changed line is highlighted.
+        assert page.locator("#file-lines tr.changed td.ln").all_inner_texts() == ["5"]
+        assert background_at(page, "#file-lines tr.changed td.src") == {CHANGED}
+        keep(page.screenshot(), "debug-ui-file.png", tmp_path)
+        page.close()
+        assert problems == []
+
+
+def test_errors_reach_the_page(browser: Any) -> None:
+    fs = InMemoryFilesystem()
+    fs.write_bytes("blob.bin", b"\0" * 10)
+    snapshot = fs.snapshot()
+    with start(LiveTarget(fs)) as server:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{server.url}#snapshot={snapshot.snapshot_id}&file=blob.bin")
+        page.wait_for_selector("body[data-ready='1']")
+        error = page.locator("#file-view .error")
+        assert error.get_attribute("data-error") == "binary"
+        link = page.locator("#file-view a[download]")
+        assert link.get_attribute("href") == (
+            f"/api/snapshots/{snapshot.snapshot_id}/raw?path=blob.bin"
+        )
+        page.close()

@@ -1,0 +1,101 @@
+"""The server for real: a background thread, and ``python -m workspacefs.debug``."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+import workspacefs
+from workspacefs import InMemoryFilesystem
+from workspacefs.archive import export_archive
+from workspacefs.debug import LiveTarget, start
+from workspacefs.debug._server import allowed_hosts_for
+
+
+def test_background_server_serves_over_tcp_then_stops() -> None:
+    fs = InMemoryFilesystem()
+    fs.write("a.txt", "a\n")
+    snapshot = fs.snapshot(tag="one")
+    with start(LiveTarget(fs)) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        response = httpx.get(server.url + f"api/snapshots/{snapshot.snapshot_id}/file?path=a.txt")
+        assert response.json()["content"] == "a\n"
+        page = httpx.get(server.url)
+        assert "workspacefs debug" in page.text
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.url, timeout=2)
+
+
+def test_allowed_hosts() -> None:
+    assert allowed_hosts_for("127.0.0.1") == ["127.0.0.1", "localhost", "::1", "[::1]"]
+    assert allowed_hosts_for("10.1.2.3")[0] == "10.1.2.3"
+    assert allowed_hosts_for("0.0.0.0") == ["*"]
+
+
+def module_command(*args: str) -> tuple[list[str], dict[str, str]]:
+    source = str(Path(workspacefs.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)
+    return [sys.executable, "-m", "workspacefs.debug", *args], {**os.environ, "PYTHONPATH": path}
+
+
+def test_command_serves_an_archive_until_interrupted(tmp_path: Path) -> None:
+    fs = InMemoryFilesystem()
+    fs.write("notes.md", "# notes\n")
+    export_archive(fs, tmp_path / "run.fs.zip")
+    command, env = module_command(str(tmp_path / "run.fs.zip"), "--port", "0")
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "serving" in line, line + (process.stderr.read() if process.stderr else "")
+        url = line.split(" at ")[1].split()[0]
+        meta = httpx.get(url + "api/filesystem/meta").json()
+        assert meta["manifest"]["file_count"] == 1
+        assert httpx.get(url + "api/filesystem/file?path=notes.md").json()["content"] == "# notes\n"
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+
+
+def test_command_refuses_what_it_cannot_show(tmp_path: Path) -> None:
+    (tmp_path / "junk.fs.zip").write_bytes(b"not a zip")
+    for target, message in (
+        (tmp_path / "missing.zip", "no such file or directory"),
+        (tmp_path / "junk.fs.zip", "malformed archive"),
+    ):
+        command, env = module_command(str(target), "--port", "0")
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    fs = InMemoryFilesystem()
+    export_archive(fs, tmp_path / "a.zip")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError) as raised:
+            start(LiveTarget(fs), port=port)
+        assert raised.value.errno == errno.EADDRINUSE
+        command, env = module_command(str(tmp_path / "a.zip"), "--port", str(port))
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 2
+        assert "Address already in use" in done.stderr
