@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
+from ops.consistency import check_consistent
 from workspacefs.tree import ROOT_INO, Tree, diff_versions
-
-from tests.ops.consistency import check_consistent
 
 DEPTH = max(3000, sys.getrecursionlimit() + 500)
 

@@ -12,9 +12,8 @@ import errno
 
 import pytest
 
+from ops.consistency import check_consistent
 from workspacefs.tree import ROOT_INO, Tree
-
-from tests.ops.consistency import check_consistent
 
 
 @pytest.fixture
