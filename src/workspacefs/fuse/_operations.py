@@ -32,7 +32,14 @@ from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
 from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
-from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
+from ._attributes import (
+    BLOCK_SIZE,
+    DEFAULT_CACHE,
+    CachePolicy,
+    capacity,
+    entry_attributes,
+    missing_entry,
+)
 from ._lookups import LookupCounts
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 
@@ -55,6 +62,9 @@ def fuse_errors(
             raise
         except OSError as exc:
             raise FUSEError(exc.errno or errno.EIO) from None
+        except MemoryError:  # the process ran out below the budget: refuse, stay alive
+            log.warning("out of memory in %s: is the budget too high?", handler.__name__)
+            raise FUSEError(errno.ENOSPC) from None
         except Exception:
             log.exception("bug in FUSE handler %s", handler.__name__)
             raise FUSEError(errno.EIO) from None
@@ -85,7 +95,6 @@ class WorkspaceOperations(pyfuse3.Operations):
         view: The live ``Tree``, or a frozen version (always read-only).
         read_only: Refuse every write with EROFS.
         cache: How long the kernel may trust entries and attributes.
-        capacity_bytes: The size statfs reports.
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
     """
 
@@ -99,7 +108,6 @@ class WorkspaceOperations(pyfuse3.Operations):
         *,
         read_only: bool = False,
         cache: CachePolicy = DEFAULT_CACHE,
-        capacity_bytes: int = 64 << 30,
         snapshots: SnapshotLister | None = None,
     ) -> None:
         super().__init__()
@@ -114,7 +122,6 @@ class WorkspaceOperations(pyfuse3.Operations):
             live.lock.unpublished if live is not None else contextlib.nullcontext()
         )
         self._cache = cache
-        self._capacity = capacity_bytes
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
@@ -243,10 +250,10 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         with self._locked():
-            used = self._view.total_bytes if isinstance(self._view, Tree) else 0
+            size, free = capacity(self._view)
             files = self._view.file_count if isinstance(self._view, Tree) else 0
-        blocks = self._capacity // BLOCK_SIZE
-        free = max(0, blocks - (used + BLOCK_SIZE - 1) // BLOCK_SIZE)
+        blocks = size // BLOCK_SIZE
+        free = free // BLOCK_SIZE
         data = pyfuse3.StatvfsData()
         data.f_bsize = data.f_frsize = BLOCK_SIZE
         data.f_blocks = blocks
