@@ -211,6 +211,8 @@ class Mount:
             trio.run(self._main)
         except BaseException as exc:
             failure = exc
+            while isinstance(failure, BaseExceptionGroup) and len(failure.exceptions) == 1:
+                failure = failure.exceptions[0]  # trio's nurseries wrap what killed the loop
         self._token = None
         if failure is None and not self._stopping:
             failure = BackendUnavailableError(
