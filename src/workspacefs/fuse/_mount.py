@@ -25,8 +25,6 @@ A mount left by a process killed with SIGKILL answers ENOTCONN; ``recover``
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
 import os
@@ -51,6 +49,7 @@ from .._errors import (
 )
 from ..fs import TreeFilesystem
 from ..tree import Tree
+from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
 from ._invalidate import Invalidator
 from ._operations import WorkspaceOperations
@@ -87,23 +86,6 @@ def fuse_mounts() -> dict[str, str]:
                 point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
                 mounts[point] = kind
     return mounts
-
-
-def _tune_allocator() -> None:
-    """Keep large request buffers on the heap and freed memory in the process.
-
-    Every FUSE write arrives in a fresh 1 MiB buffer; with glibc's defaults
-    each is an mmap and each free an munmap, so every write pays its page
-    faults again (measured: a second 512 MiB `dd` fell from ~820 to ~190 MB/s).
-    Raising the mmap and trim thresholds keeps it at ~830 MB/s.
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, 256 << 20)
-    libc.mallopt(m_trim_threshold, 1 << 30)
 
 
 def is_stale(mountpoint: str) -> bool:
@@ -381,10 +363,12 @@ def mount(
     # Each step undoes itself on the way out, in reverse order: the API stops
     # invalidating, the loop stops and the kernel mount goes (with SIGTERM
     # still turned into SystemExit), then the old SIGTERM handler returns,
-    # and the session is released last.
+    # the trimmer stops, and the session is released last.
     with contextlib.ExitStack() as stack:
         stack.enter_context(_one_session(path))
-        _tune_allocator()
+        tune()
+        if isinstance(filesystem.view, Tree):
+            stack.enter_context(_trimming(filesystem.view))
         stack.enter_context(_terminate_on_sigterm())
         handle = stack.enter_context(
             _serving(Mount(filesystem, path, read_only, on_lost), operations, options)
@@ -461,6 +445,17 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
         invalidator.close()
 
     handle._cleanups.append(stop)
+
+
+@contextlib.contextmanager
+def _trimming(tree: Tree) -> Iterator[None]:
+    """Return freed file data to the system while mounted (see ``_allocator``)."""
+    trimmer = Trimmer(tree.budget)
+    trimmer.start()
+    try:
+        yield
+    finally:
+        trimmer.stop()
 
 
 @contextlib.contextmanager

@@ -35,19 +35,28 @@ class MemoryBudget:
         limit: The most bytes the tree's file data may hold; None for no limit.
     """
 
-    __slots__ = ("_held", "_lock", "limit")
+    __slots__ = ("_held", "_lock", "_peak", "limit")
 
     def __init__(self, limit: int | None = None) -> None:
         if limit is not None and limit < 0:
             raise ValueError("a memory budget cannot be negative")
         self.limit = limit
         self._held = 0
+        self._peak = 0
         self._lock = threading.Lock()
 
     @property
     def held(self) -> int:
         """Bytes of file data alive now, in the live tree and every version."""
         return self._held
+
+    def take_peak(self) -> int:
+        """The most held since the last call (or since the budget was made); from
+        now on the peak starts again at what is held. What it exceeds ``held`` by
+        was freed meanwhile and may sit in the allocator (see the FUSE trimmer)."""
+        with self._lock:
+            peak, self._peak = self._peak, self._held
+        return peak
 
     @property
     def free(self) -> int | None:
@@ -73,6 +82,8 @@ class MemoryBudget:
         """Count ``nbytes`` more held (a chunk was made or grew)."""
         with self._lock:
             self._held += nbytes
+            if self._held > self._peak:
+                self._peak = self._held
 
     def release(self, nbytes: int) -> None:
         """Count ``nbytes`` less held (a chunk was freed or shrank)."""
