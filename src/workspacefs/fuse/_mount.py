@@ -51,6 +51,7 @@ from ..fs import TreeFilesystem
 from ..tree import Tree
 from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
+from ._fallocate import install as install_fallocate
 from ._invalidate import Invalidator
 from ._operations import WorkspaceOperations
 from ._snapshots_dir import snapshot_lister
@@ -188,6 +189,7 @@ class Mount:
             self._ready.set()
             return
         self._fuse_fd = min(_fuse_descriptors() - before, default=None)
+        install_fallocate(operations.fallocate)
         failure: BaseException | None = None
         try:
             trio.run(self._main)

@@ -487,3 +487,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         tree = self._writable(inode)
         with self._locked():
             tree.removexattr(inode, name)
+
+    # -- fallocate -------------------------------------------------------------
+    # pyfuse3 has no hook for it: ``_fallocate`` calls this from the session's
+    # callback table, synchronously, in the FUSE thread.
+
+    def fallocate(self, inode: InodeT, mode: int, offset: int, length: int) -> None:
+        """fallocate(2) on ``inode`` (see ``Tree.fallocate``); raises FUSEError or OSError."""
+        tree = self._writable(inode)
+        with self._locked():
+            tree.fallocate(inode, mode, offset, length)
