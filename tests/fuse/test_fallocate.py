@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 from pathlib import Path
 
 import pytest
 
 from workspacefs import InMemoryFilesystem, mount
+from workspacefs.fuse._fallocate import install
 
 from .conftest import Mounted
 from .posix import FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, fallocate
@@ -100,3 +102,10 @@ def test_a_hole_punched_after_a_snapshot_leaves_it_intact(mounted: Mounted) -> N
         100 * KIB
     )
     assert Path(mounted.path(".snapshots/before/f")).read_bytes() == b"\x01" * (300 * KIB)
+
+
+def test_the_hook_leaves_what_it_does_not_recognise_alone(caplog: pytest.LogCaptureFixture) -> None:
+    """Without a session (no mount running) there is no table to fill: nothing is written."""
+    with caplog.at_level(logging.INFO, logger="workspacefs"):
+        assert not install(lambda inode, mode, offset, length: None)
+    assert "no pyfuse3 session" in caplog.text
