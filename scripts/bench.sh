@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
 # Runs the benchmarks; each prints figures next to a baseline measured in the same run.
-# Usage: scripts/bench.sh [all|tree|fuse|git|archive|host|soak] [--quick]
+# Usage: scripts/bench.sh [all|NAME...] [--quick]   (NAME: benchmarks/bench_NAME.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-which="${1:-all}"
-[[ $# -gt 0 ]] && shift
-case "$which" in
-    tree) .venv/bin/python -m benchmarks.bench_tree "$@" ;;
-    fuse) .venv/bin/python -m benchmarks.bench_fuse "$@" ;;
-    git) .venv/bin/python -m benchmarks.bench_git "$@" ;;
-    archive) .venv/bin/python -m benchmarks.bench_archive "$@" ;;
-    host) .venv/bin/python -m benchmarks.bench_host "$@" ;;
-    soak) .venv/bin/python -m benchmarks.soak "$@" ;;
-    all)
-        status=0
-        .venv/bin/python -m benchmarks.bench_tree "$@" || status=1
-        .venv/bin/python -m benchmarks.bench_fuse "$@" || status=1
-        .venv/bin/python -m benchmarks.bench_git "$@" || status=1
-        .venv/bin/python -m benchmarks.bench_archive "$@" || status=1
-        .venv/bin/python -m benchmarks.bench_host "$@" || status=1
-        exit $status
-        ;;
-    *) echo "usage: $0 [all|tree|fuse|git|archive|host|soak] [--quick]" >&2; exit 2 ;;
-esac
+names=()
+while [[ $# -gt 0 && $1 != -* ]]; do names+=("$1"); shift; done
+available=$(ls benchmarks/bench_*.py | sed 's|benchmarks/bench_||; s|\.py$||' | sort)
+if [[ ${#names[@]} -eq 0 || ${names[0]} == all ]]; then
+    mapfile -t names <<<"$available"
+fi
+status=0
+for name in "${names[@]}"; do
+    if ! grep -qx "$name" <<<"$available"; then
+        echo "usage: $0 [all|$(tr '\n' '|' <<<"$available" | sed 's/|$//')] [--quick]" >&2
+        exit 2
+    fi
+    .venv/bin/python -m "benchmarks.bench_$name" "$@" || status=1
+done
+exit $status

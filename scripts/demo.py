@@ -1,136 +1,90 @@
-"""The main job: a workspace mounted for a Podman container and the Python API at once.
+"""The main job, driven by the ``workspacefs`` command: mount a workspace, run a Podman
+container on it, snapshot, diff, restore, persist to git, and load it back.
 
-Run with scripts/demo.sh. Each step prints what it did.
+Run with scripts/demo.sh. Every step prints the command and what it answered.
+Idempotent: everything lives in a fresh scratch directory that is unmounted
+and removed at the end, whatever happens.
 """
 
 from __future__ import annotations
 
-import os
+import json
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from workspacefs import HostMount, InMemoryFilesystem, git, mount
-
 REPO = Path(__file__).resolve().parent.parent
-CONTAINERS_CONF = REPO / "config" / "containers.conf"
+WORKSPACEFS = [sys.executable, "-m", "workspacefs.cli"]
 
 
-def step(title: str) -> None:
-    print(f"\n== {title}")
-
-
-def container(mountpoint: Path, script: str) -> str:
-    """Run ``script`` in a Podman container with the workspace at /workspace."""
-    result = subprocess.run(
-        ["podman", "run", "--rm", "--network=none", "-v", f"{mountpoint}:/workspace:rw",
-         "-w", "/workspace", "--rootfs", "/:O", "/bin/sh", "-c", script],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)},
-    )  # fmt: skip
-    if result.returncode != 0:
-        raise SystemExit(f"container failed: {result.stderr}")
+def workspacefs(*args: str, check: bool = True, show: int = 12) -> str:
+    """Run one command, print it and (up to ``show`` lines of) its output."""
+    print(f"\n$ workspacefs {shlex.join(args)}")
+    result = subprocess.run([*WORKSPACEFS, *args], capture_output=True, text=True, check=False)
+    lines = (result.stdout + result.stderr).rstrip().splitlines()
+    for line in lines[:show]:
+        print(f"  {line}")
+    if show and len(lines) > show:
+        print(f"  ... ({len(lines) - show} more lines)")
+    if check and result.returncode != 0:
+        raise SystemExit(f"demo: `workspacefs {args[0]}` failed with status {result.returncode}")
     return result.stdout
 
 
 def main() -> None:
-    fs = InMemoryFilesystem(mount_point="/workspace")
+    scratch = Path(tempfile.mkdtemp(prefix="workspacefs-demo-"))
+    ws, again, repo = scratch / "ws", scratch / "again", scratch / "snapshots.git"
+    ws.mkdir()
+    again.mkdir()
+    try:
+        print("== is this machine ready?")
+        workspacefs("doctor", check=False)
 
-    step("hydrate the workspace from this repository's sources")
-    count = fs.hydrate_from_host(
-        HostMount("src", include_glob=("*.py",), mount_path="/workspace/src"),
-        allowed_roots=[REPO],
-    )
-    print(f"copied {count} files; {fs.tree.file_count} files, {fs.tree.total_bytes:,} bytes")
+        print("\n== mount a workspace holding this repository's sources (a daemon owns it)")
+        workspacefs("mount", str(ws), "--from", str(REPO / "src"), "--persist", str(repo))
+        workspacefs("snapshot", str(ws), "--tag", "hydrated")
 
-    with tempfile.TemporaryDirectory(prefix="workspacefs-demo-") as scratch:
-        mountpoint = Path(scratch) / "workspace"
-        mountpoint.mkdir()
-        with mount(fs, mountpoint, allow_other=True):
-            step(f"mounted at {mountpoint} (FUSE); snapshot before the agent starts (O(1))")
-            started = time.perf_counter()
-            base = fs.snapshot(tag="hydrated")
-            elapsed_us = (time.perf_counter() - started) * 1e6
-            print(f"snapshot '{base.tag}' {base.snapshot_id} in {elapsed_us:.0f} us")
+        print("\n== an agent works in a Podman container on /workspace")
+        workspacefs(
+            "run", "--mountpoint", str(ws), "--", "/bin/sh", "-c",
+            "python3 -m compileall -q workspacefs && echo compiled; "
+            "grep -rl 'def snapshot' workspacefs | sort | head -3; "
+            "mkdir -p notes && echo '# plan' > notes/plan.md; "
+            "sed -i 's/O(1)/constant time/' workspacefs/tree/_tree.py; "
+            "rm -r workspacefs/testing",
+        )  # fmt: skip
 
-            step("an agent works in a Podman container on /workspace")
-            print(
-                container(
-                    mountpoint,
-                    "python3 -m compileall -q src && echo compiled; "
-                    "grep -rl 'def snapshot' src | sort; "
-                    "mkdir -p notes && echo '# plan' > notes/plan.md; "
-                    "sed -i 's/O(1)/constant time/' src/workspacefs/tree/_tree.py; "
-                    "rm -r src/workspacefs/testing",
-                ),
-                end="",
-            )
+        print("\n== what changed since the snapshot (O(changes)), and the workspace's state")
+        changes = json.loads(workspacefs("diff", str(ws), "hydrated", "--json", show=0))
+        print(f"  added {len(changes['added'])} (notes/plan.md and .pyc files), "
+              f"modified {changes['modified']}, deleted {len(changes['deleted'])}")  # fmt: skip
+        workspacefs("diff", str(ws), "hydrated", "--patch", show=8)
+        workspacefs("status", str(ws))
 
-            step("... and through the Python API, on the same live tree")
-            fs.write("notes/plan.md", "- snapshot before risky edits\n", mode="append")
-            print(fs.read("notes/plan.md").content, end="")
-            print("grep:", sorted({m.path for m in fs.grep("constant time", glob="*.py")}))
+        print("\n== restore the snapshot: the mount shows it at once")
+        workspacefs("restore", str(ws), "hydrated")
+        print(f"  notes/ exists after restore: {(ws / 'notes').exists()}")
+        workspacefs("diff", str(ws), "hydrated")
 
-            step("diff against the snapshot (O(changes))")
-            diff = fs.diff(base)
-            compiled = [p for p in diff.added if p.endswith(".pyc")]
-            print(f"added {len(diff.added)} ({len(compiled)} .pyc), e.g. notes/plan.md: "
-                  f"{'notes/plan.md' in diff.added}")  # fmt: skip
-            print(f"modified {list(diff.modified)}")
-            print(f"deleted {list(diff.deleted)}")
+        print("\n== persist to git (incremental), then load it back in a new daemon")
+        (ws / "notes.md").write_text("# persisted through the mount\n")
+        workspacefs("persist", str(ws), "--tag", "with-notes")
+        workspacefs("log", str(ws))
+        workspacefs("mount", str(again), "--from", f"{repo}#with-notes")
+        print(f"  {again}/notes.md: {(again / 'notes.md').read_text().strip()}")
+        workspacefs("list")
 
-            step("restore (O(1) plus invalidating what changed); the container sees it")
-            started = time.perf_counter()
-            fs.restore(base)
-            print(f"restored in {(time.perf_counter() - started) * 1e3:.1f} ms")
-            print(container(mountpoint, "ls /workspace; ls src/workspacefs | head -3"), end="")
-            print("diff after restore is empty:", not fs.diff(base).changed)
-
-            step("browse the snapshot read-only, without restoring: API and /.snapshots")
-            print(fs.at(base).read("src/workspacefs/tree/_tree.py", limit=1).content, end="")
-            print(container(mountpoint, "ls /workspace/.snapshots; "
-                            "head -1 /workspace/.snapshots/hydrated/src/workspacefs/__init__.py"),
-                  end="")  # fmt: skip
-
-            step("persist to git (pygit2): the snapshot, then the agent's work incrementally")
-            repo = Path(scratch) / "snapshots.git"
-            first = git.persist(fs, base, repo)
-            print(f"{first.ref} -> {first.commit[:12]} ({first.objects_written} objects)")
-            fs.write("notes/plan.md", "# plan\n- persisted\n")
-            later = fs.snapshot(tag="with-notes")
-            second = git.persist(fs, later, repo)
-            print(f"{second.ref} -> {second.commit[:12]} ({second.objects_written} objects)")
-            log = subprocess.run(
-                ["git", f"--git-dir={repo}", "log", "--shortstat", "--format=%h %s", second.ref],
-                capture_output=True, text=True, check=True,
-            ).stdout  # fmt: skip
-            print(log.strip())
-
-            step("load it back in a fresh process (lazily) and read from it")
-            loader = (
-                "from workspacefs import git\n"
-                f"fs = git.load({str(repo)!r}, 'with-notes', workspace={fs.workspace_id!r})\n"
-                "print(fs.read('notes/plan.md').content, end='')\n"
-                "print(fs.tree.file_count, 'files')\n"
-            )
-            print(subprocess.run([sys.executable, "-c", loader], capture_output=True,
-                                 text=True, check=True).stdout, end="")  # fmt: skip
-
-        step("bad input gets clear errors and changes nothing")
-        attempts: list[tuple[Callable[[], object], str]] = [
-            (lambda: fs.read("../../etc/passwd"), "path escape"),
-            (lambda: fs.read("/etc/passwd"), "absolute path outside /workspace"),
-            (lambda: fs.write("big.txt", "x" * 48_001), "oversize write"),
-            (lambda: fs.grep(r"(a)\1"), "unsupported regex"),
-        ]
-        for action, label in attempts:
-            try:
-                action()
-            except (OSError, ValueError) as exc:
-                print(f"{label:<34} -> {type(exc).__name__}: {exc}")
+        print("\n== bad input gets one clear line and an exit code")
+        workspacefs("restore", str(ws), "no-such-snapshot", check=False)
+        workspacefs("status", str(scratch), check=False)
+    finally:
+        for mountpoint in (ws, again):
+            subprocess.run([*WORKSPACEFS, "unmount", str(mountpoint)], capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("\n== done: both workspaces unmounted")
 
 
 if __name__ == "__main__":

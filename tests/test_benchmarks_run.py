@@ -1,7 +1,7 @@
 """The benchmarks still run (tiny sizes, no timing asserted)."""
 
 import pytest
-from benchmarks import bench_archive, bench_fuse, bench_git, bench_host, bench_tree
+from benchmarks import bench_archive, bench_fuse, bench_git, bench_host, bench_tools, bench_tree
 
 from workspacefs.fuse import unavailable_reason
 
@@ -28,3 +28,7 @@ def test_archive_benchmarks_run() -> None:
 
 def test_host_benchmarks_run() -> None:
     assert bench_host.main(["--quick"]) == 0
+
+
+def test_tools_benchmarks_run() -> None:
+    assert bench_tools.main(["--quick"]) == 0

@@ -64,9 +64,12 @@ from .fs import WriteMode as WriteMode
 from .fs import WriteResult as WriteResult
 
 if TYPE_CHECKING:
+    from . import daemon as daemon
     from . import fuse as fuse
     from . import git as git
     from . import host as host
+    from .daemon import RemoteFilesystem as RemoteFilesystem
+    from .daemon import connect as connect
     from .fuse import CachePolicy as CachePolicy
     from .fuse import Mount as Mount
     from .fuse import mount as mount
@@ -77,8 +80,10 @@ __version__ = "0.1.0"
 # The layers that load pyfuse3, trio or pygit2 are imported on first use (PEP 562), so a
 # program that only needs the in-memory protocol does not pay for them. The block above
 # gives type checkers the same names.
-_LAZY_SUBPACKAGES = frozenset({"fuse", "git", "host"})
+_LAZY_SUBPACKAGES = frozenset({"daemon", "fuse", "git", "host"})
 _LAZY_NAMES = {
+    "RemoteFilesystem": "daemon",
+    "connect": "daemon",
     "CachePolicy": "fuse",
     "Mount": "fuse",
     "mount": "fuse",

@@ -14,7 +14,10 @@ import workspacefs
 
 HEAVY = ("pyfuse3", "trio", "pygit2")
 # What the top level exports without importing it: the layers that load HEAVY.
-LAZY = ["CachePolicy", "HostFilesystem", "Mount", "fuse", "git", "host", "mount"]
+LAZY = [
+    "CachePolicy", "HostFilesystem", "Mount", "RemoteFilesystem", "connect", "daemon", "fuse",
+    "git", "host", "mount",
+]  # fmt: skip
 
 
 def python(code: str) -> str:

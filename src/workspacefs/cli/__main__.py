@@ -1,0 +1,5 @@
+"""``python -m workspacefs.cli``: the ``workspacefs`` command."""
+
+from ._main import run
+
+run()

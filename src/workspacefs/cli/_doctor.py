@@ -1,0 +1,119 @@
+"""doctor: is this machine ready, and is anything left behind by a dead daemon?"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from typing import Annotated, Literal
+
+import typer
+
+from ._app import EXIT_PROBLEMS, JsonOption, app
+from ._container import containers_conf
+from ._output import emit_json, stdout
+
+Status = Literal["ok", "warning", "problem", "fixed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    status: Status
+    detail: str
+
+
+def _tool(name: str, *version: str) -> Check:
+    path = shutil.which(name)
+    if path is None:
+        return Check(name, "problem", "not installed (scripts/setup.sh installs it)")
+    try:
+        out = subprocess.run([path, *version], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name, "problem", f"{path} does not run: {exc}")
+    line = (out.stdout or out.stderr).strip().splitlines()
+    return Check(name, "ok" if out.returncode == 0 else "problem", line[0] if line else path)
+
+
+def _machine_checks() -> list[Check]:
+    checks = []
+    if not os.path.exists("/dev/fuse"):
+        checks.append(Check("/dev/fuse", "problem", "missing (no FUSE kernel module)"))
+    elif os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        checks.append(Check("/dev/fuse", "problem", "no permission to open it"))
+    else:
+        checks.append(Check("/dev/fuse", "ok", "present"))
+    checks.append(_tool("fusermount3", "--version"))
+    try:
+        with open("/etc/fuse.conf", encoding="utf-8") as fuse_conf:
+            allowed = any(line.strip() == "user_allow_other" for line in fuse_conf)
+    except OSError:
+        allowed = False
+    if allowed:
+        checks.append(Check("user_allow_other", "ok", "set in /etc/fuse.conf"))
+    else:
+        status: Status = "ok" if os.geteuid() == 0 else "problem"
+        why = "root needs none" if status == "ok" else "containers cannot enter your mounts"
+        checks.append(Check("user_allow_other", status, f"not in /etc/fuse.conf ({why})"))
+    checks.append(_tool("podman", "--version"))
+    conf = containers_conf()
+    if conf is None:
+        checks.append(Check("podman config", "warning", "no containers.conf found; defaults"))
+    elif os.path.isfile(conf):
+        checks.append(Check("podman config", "ok", conf))
+    else:
+        checks.append(Check("podman config", "problem", f"CONTAINERS_CONF names {conf}: missing"))
+    checks.append(_tool("git", "--version"))
+    return checks
+
+
+def _leftover_checks(fix: bool) -> list[Check]:
+    """Stale workspacefs mounts and dead daemons' runtime files (cleaned with ``fix``)."""
+    from ..daemon import known_mounts, remove_files, runtime_dir
+    from ..fuse import fuse_mounts, is_stale, recover
+
+    checks = [Check("runtime dir", "ok", str(runtime_dir()))]
+    for point, kind in sorted(fuse_mounts().items()):
+        if kind != "fuse.workspacefs" or not is_stale(point):
+            continue
+        if fix:
+            recover(point)
+            checks.append(Check("stale mount", "fixed", f"{point}: detached"))
+        else:
+            checks.append(Check("stale mount", "problem", f"{point}: its daemon is gone (--fix)"))
+    for known in known_mounts():
+        record = known.record
+        if known.alive:
+            checks.append(Check("workspace", "ok", f"{record.mountpoint} (pid {record.pid})"))
+        elif fix:
+            remove_files(known.paths)
+            checks.append(Check("dead daemon", "fixed", f"{record.mountpoint}: files removed"))
+        else:
+            where = f"{record.mountpoint} (pid {record.pid}, socket {record.socket})"
+            checks.append(Check("dead daemon", "problem", f"{where} (--fix)"))
+    return checks
+
+
+STYLE = {"ok": "green", "warning": "yellow", "problem": "red", "fixed": "cyan"}
+
+
+@app.command(epilog="Example: workspacefs doctor --fix")
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Detach stale mounts; remove dead daemons' files.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Check FUSE, podman, git and leftovers of dead daemons; exit 4 if something is wrong."""
+    checks = _machine_checks() + _leftover_checks(fix)
+    if as_json:
+        emit_json([asdict(check) for check in checks])
+    else:
+        for check in checks:
+            mark = f"[{STYLE[check.status]}]{check.status:<8}[/]"
+            stdout.print(f"{mark} {check.name:<17} {check.detail}")
+    if any(check.status == "problem" for check in checks):
+        raise typer.Exit(EXIT_PROBLEMS)

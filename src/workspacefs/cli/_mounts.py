@@ -1,0 +1,128 @@
+"""mount, unmount, list, status."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ._app import JsonOption, app, split_mountpoint, workspace
+from ._output import emit_json, size, stdout, working
+
+MountArgs = Annotated[
+    list[str] | None,
+    typer.Argument(metavar="[MOUNTPOINT]", help="Default: the one holding the current directory."),
+]
+
+
+@app.command(epilog="Example: workspacefs mount ./ws --from ./src --persist ./snapshots.git")
+def mount(
+    mountpoint: Annotated[str, typer.Argument(help="An existing empty directory.")],
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="Start from DIR, FILE.zip, REPO.git or REPO.git#REF."),
+    ] = None,
+    persist: Annotated[
+        str | None, typer.Option("--persist", metavar="REPO", help="Git repository for persist.")
+    ] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Refuse every write.")] = False,
+    foreground: Annotated[
+        bool, typer.Option("--foreground", help="Serve in this process until Ctrl-C.")
+    ] = False,
+    private: Annotated[
+        bool, typer.Option("--private", help="No allow_other: only you (no containers) get in.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted."""
+    from ..daemon import DaemonOptions, parse_source, run_daemon, start
+
+    if foreground:
+        parse_source(source)  # a bad --from fails here with its own message
+
+        def ready(message: dict[str, Any]) -> None:
+            if not message.get("ok"):
+                return  # run_daemon's failure is raised below as one line
+            if as_json:
+                print(json.dumps(message["record"]), flush=True)
+            else:
+                stdout.print(f"Mounted {message['record']['mountpoint']}; Ctrl-C unmounts")
+
+        options = DaemonOptions(mountpoint, source, persist, read_only, allow_other=not private)
+        raise typer.Exit(run_daemon(options, ready))
+    with working(f"mounting {mountpoint}", quiet=as_json):
+        record = start(
+            mountpoint, source=source, repository=persist, read_only=read_only,
+            allow_other=not private,
+        )  # fmt: skip
+    if as_json:
+        emit_json(record.to_dict())
+        return
+    mode = " (read-only)" if record.read_only else ""
+    stdout.print(f"Mounted {record.mountpoint}{mode}: daemon pid {record.pid}")
+    stdout.print(f"  socket     {record.socket}")
+    stdout.print(f"  workspace  {record.workspace_id}")
+    stdout.print(f"  persist to {record.repository}")
+
+
+@app.command(epilog="Example: workspacefs unmount ./ws")
+def unmount(args: MountArgs = None, as_json: JsonOption = False) -> None:
+    """Stop the workspace's daemon and remove its mount (its unpersisted state is gone)."""
+    point, _ = split_mountpoint(args or [], 0, 0)
+    fs = workspace(point)
+    mountpoint, pid = fs.mountpoint, fs.pid
+    with working(f"unmounting {mountpoint}", quiet=as_json):
+        fs.unmount()
+    if as_json:
+        emit_json({"mountpoint": mountpoint, "pid": pid, "unmounted": True})
+    else:
+        stdout.print(f"Unmounted {mountpoint}")
+
+
+@app.command(name="list", epilog="Example: workspacefs list --json")
+def list_(as_json: JsonOption = False) -> None:
+    """List this user's running workspaces."""
+    from ..daemon import running_mounts
+
+    records = running_mounts()
+    if as_json:
+        emit_json([record.to_dict() for record in records])
+        return
+    if not records:
+        stdout.print("No workspace is mounted.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("MOUNTPOINT", "PID", "WORKSPACE", "STARTED", "MODE"):
+        table.add_column(column)
+    for r in records:
+        mode = "ro" if r.read_only else "rw"
+        table.add_row(r.mountpoint, str(r.pid), r.workspace_id[:12], r.started_at, mode)
+    stdout.print(table)
+
+
+@app.command(epilog="Example: workspacefs status ./ws")
+def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
+    """Show the daemon and the workspace: pid, socket, files, bytes, memory, snapshots."""
+    point, _ = split_mountpoint(args or [], 0, 0)
+    with workspace(point) as fs:
+        facts = fs.status()
+    if as_json:
+        emit_json(facts)
+        return
+    rows = [
+        ("mountpoint", facts["mountpoint"] + (" (read-only)" if facts["read_only"] else "")),
+        ("daemon pid", str(facts["pid"])),
+        ("socket", facts["socket"]),
+        ("workspace", facts["workspace_id"]),
+        ("files", f"{facts['files']:,}"),
+        ("bytes", size(facts["bytes"])),
+        ("memory", size(facts["memory_bytes"])),
+        ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
+        ("persist to", facts["repository"]),
+        ("started", facts["started_at"]),
+        ("log", facts["log"]),
+    ]
+    for key, value in rows:
+        stdout.print(f"{key:<11} {value}")

@@ -1,0 +1,44 @@
+"""How the commands print: human text on a rich console, or one JSON document."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+# Piped output is read by scripts: no terminal width to fit, so tables never truncate.
+stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 500)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as the command's one JSON document."""
+    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+
+
+def size(count: int) -> str:
+    """``count`` bytes for people: 1.5 MiB."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def working(description: str, *, quiet: bool = False) -> Iterator[None]:
+    """A spinner with the elapsed time on stderr while long work runs (only on a
+    terminal, and never in --json mode, so scripts read clean output)."""
+    if quiet or not stderr.is_terminal:
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as progress:
+        progress.add_task(description, total=None)
+        yield

@@ -1,0 +1,173 @@
+"""snapshot, restore, diff, log."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from .._errors import SnapshotNotFoundError
+from ._app import JsonOption, app, split_mountpoint, workspace
+from ._output import emit_json, size, stdout
+
+if TYPE_CHECKING:
+    from ..daemon import RemoteFilesystem
+    from ..fs import Filesystem, FilesystemSnapshot
+
+MIN_PREFIX = 4
+
+
+def find_snapshot(fs: RemoteFilesystem, ref: str) -> FilesystemSnapshot:
+    """The snapshot ``ref`` names: a tag (the newest with it), an id, or a unique id prefix."""
+    records = fs.snapshots()
+    tagged = [r for r in records if r.tag == ref]
+    if tagged:
+        return tagged[-1]
+    key = ref.strip().lower()
+    found = []
+    if len(key) >= MIN_PREFIX:
+        found = [r for r in records if str(r.snapshot_id).startswith(key)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise SnapshotNotFoundError(f"id prefix matches {len(found)} snapshots", ref)
+    raise SnapshotNotFoundError("no snapshot has this tag or id", ref)
+
+
+def describe(record: FilesystemSnapshot) -> str:
+    tag = f" ({record.tag})" if record.tag else ""
+    return f"{str(record.snapshot_id)[:8]}{tag}"
+
+
+@app.command(epilog="Example: workspacefs snapshot ./ws --tag before-refactor")
+def snapshot(
+    args: Annotated[list[str] | None, typer.Argument(metavar="[MOUNTPOINT]")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Name it.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Take an O(1) snapshot of the live workspace."""
+    point, _ = split_mountpoint(args or [], 0, 0)
+    with workspace(point) as fs:
+        record = fs.snapshot(tag=tag)
+    if as_json:
+        emit_json(record.to_dict())
+    else:
+        stdout.print(
+            f"Snapshot {describe(record)}: {record.file_count:,} files, {size(record.total_bytes)}"
+        )
+
+
+@app.command(epilog="Example: workspacefs restore ./ws before-refactor")
+def restore(
+    args: Annotated[list[str], typer.Argument(metavar="[MOUNTPOINT] SNAPSHOT")],
+    as_json: JsonOption = False,
+) -> None:
+    """Return the workspace to a snapshot (by tag, id or id prefix); the mount shows it at once."""
+    point, rest = split_mountpoint(args, 1, 1)
+    with workspace(point) as fs:
+        record = find_snapshot(fs, rest[0])
+        fs.restore(record)
+    if as_json:
+        emit_json(record.to_dict())
+    else:
+        stdout.print(f"Restored {describe(record)}")
+
+
+def _content(fs: Filesystem, path: str) -> bytes | None:
+    if not fs.exists(path):
+        return None
+    data = b""
+    while True:
+        part = fs.read_bytes(path, offset=len(data))
+        data += part.content
+        if not part.truncated or not part.content:
+            return data
+
+
+def unified_patch(before: Filesystem, after: Filesystem, paths: list[str]) -> str:
+    """A unified diff of ``paths`` between two states, as ``git diff`` prints it."""
+    out: list[str] = []
+    for path in paths:
+        old, new = _content(before, path), _content(after, path)
+        try:
+            old_text = [] if old is None else old.decode().splitlines(keepends=True)
+            new_text = [] if new is None else new.decode().splitlines(keepends=True)
+        except UnicodeDecodeError:
+            out.append(f"Binary files a/{path} and b/{path} differ\n")
+            continue
+        left = "/dev/null" if old is None else f"a/{path}"
+        right = "/dev/null" if new is None else f"b/{path}"
+        for line in difflib.unified_diff(old_text, new_text, left, right):
+            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+@app.command(epilog="Example: workspacefs diff ./ws before-refactor --patch")
+def diff(
+    args: Annotated[list[str], typer.Argument(metavar="[MOUNTPOINT] BASE [TARGET]")],
+    patch: Annotated[bool, typer.Option("--patch", "-p", help="Print a unified diff.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """What changed from snapshot BASE to TARGET (default: the live workspace)."""
+    point, rest = split_mountpoint(args, 1, 2)
+    with workspace(point) as fs:
+        base = find_snapshot(fs, rest[0])
+        target = find_snapshot(fs, rest[1]) if len(rest) > 1 else None
+        changes = fs.diff(base, target)
+        text = None
+        if patch:
+            after = fs if target is None else fs.at(target)
+            paths = sorted([*changes.added, *changes.modified, *changes.deleted])
+            text = unified_patch(fs.at(base), after, paths)
+    if as_json:
+        result: dict[str, Any] = {
+            "base": str(base.snapshot_id),
+            "target": None if target is None else str(target.snapshot_id),
+            "added": list(changes.added),
+            "modified": list(changes.modified),
+            "deleted": list(changes.deleted),
+            "unchanged_count": changes.unchanged_count,
+        }
+        if text is not None:
+            result["patch"] = text
+        emit_json(result)
+    elif text is not None:
+        print(text, end="")
+    else:
+        for mark, names in (("A", changes.added), ("M", changes.modified), ("D", changes.deleted)):
+            for name in names:
+                print(f"{mark}\t{name}")
+
+
+@app.command(epilog="Example: workspacefs log ./ws")
+def log(
+    args: Annotated[list[str] | None, typer.Argument(metavar="[MOUNTPOINT]")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the workspace's snapshots: id, tag, parent, time, files, bytes (* = current)."""
+    point, _ = split_mountpoint(args or [], 0, 0)
+    with workspace(point) as fs:
+        records = fs.snapshots()
+        current = fs.current_snapshot_id
+    if as_json:
+        emit_json([{**r.to_dict(), "current": r.snapshot_id == current} for r in records])
+        return
+    if not records:
+        stdout.print("No snapshots yet.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("", "ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"):
+        table.add_column(column, justify="right" if column in ("FILES", "BYTES") else "left")
+    for r in records:
+        table.add_row(
+            "*" if r.snapshot_id == current else "",
+            str(r.snapshot_id)[:8],
+            r.tag or "",
+            str(r.parent_id)[:8] if r.parent_id else "",
+            r.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+            f"{r.file_count:,}",
+            size(r.total_bytes),
+        )
+    stdout.print(table)

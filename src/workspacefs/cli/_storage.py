@@ -1,0 +1,110 @@
+"""persist, push, fetch, export, import."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Annotated
+
+import typer
+
+from ._app import JsonOption, app, split_mountpoint, workspace
+from ._output import emit_json, stdout, working
+from ._snapshots import describe, find_snapshot
+
+
+@app.command(epilog="Example: workspacefs persist ./ws --tag reviewed --remote ../backup.git")
+def persist(
+    args: Annotated[list[str] | None, typer.Argument(metavar="[MOUNTPOINT]")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Tag the new snapshot.")] = None,
+    snapshot: Annotated[
+        str | None, typer.Option("--snapshot", "-s", help="Persist this snapshot, not a new one.")
+    ] = None,
+    remote: Annotated[
+        str | None, typer.Option("--remote", metavar="URL", help="Then push to this git remote.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Snapshot the workspace and write it to its git repository (incremental)."""
+    point, _ = split_mountpoint(args or [], 0, 0)
+    with workspace(point) as fs:
+        record = None if snapshot is None else find_snapshot(fs, snapshot)
+        with working("persisting", quiet=as_json):
+            result = fs.persist(record, tag=tag, remote=remote)
+    if as_json:
+        emit_json({**dataclasses.asdict(result), "snapshot": result.snapshot.to_dict()})
+        return
+    stdout.print(
+        f"Persisted {describe(result.snapshot)} as {result.ref} "
+        f"(commit {result.commit[:12]}, {result.objects_written} objects) in {result.repository}"
+    )
+    if result.pushed_to:
+        stdout.print(f"Pushed to {result.pushed_to}")
+
+
+def _remote(verb: str, args: list[str], as_json: bool) -> None:
+    point, rest = split_mountpoint(args, 1, 1)
+    with workspace(point) as fs:
+        with working(f"{verb} {rest[0]}", quiet=as_json):
+            (fs.push if verb == "push" else fs.fetch)(rest[0])
+        repository = fs.info()["repository"]
+    if as_json:
+        emit_json({"repository": repository, "url": rest[0], verb: True})
+    else:
+        stdout.print(f"{'Pushed' if verb == 'push' else 'Fetched'} {repository} "
+                     f"{'to' if verb == 'push' else 'from'} {rest[0]}")  # fmt: skip
+
+
+@app.command(epilog="Example: workspacefs push ./ws ssh://host/backup.git")
+def push(
+    args: Annotated[list[str], typer.Argument(metavar="[MOUNTPOINT] URL")],
+    as_json: JsonOption = False,
+) -> None:
+    """Push the workspace's persisted snapshots to a git remote."""
+    _remote("push", args, as_json)
+
+
+@app.command(epilog="Example: workspacefs fetch ./ws ssh://host/backup.git")
+def fetch(
+    args: Annotated[list[str], typer.Argument(metavar="[MOUNTPOINT] URL")],
+    as_json: JsonOption = False,
+) -> None:
+    """Fetch the workspace's persisted snapshots from a git remote into its repository."""
+    _remote("fetch", args, as_json)
+
+
+@app.command(name="export", epilog="Example: workspacefs export ./ws ws.zip --snapshot before")
+def export_(
+    args: Annotated[list[str], typer.Argument(metavar="[MOUNTPOINT] FILE.zip")],
+    snapshot: Annotated[
+        str | None, typer.Option("--snapshot", "-s", help="Export this snapshot, not the live one.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write the workspace (or a snapshot) as a ZIP archive."""
+    point, rest = split_mountpoint(args, 1, 1)
+    path = os.path.abspath(rest[0])
+    with workspace(point) as fs:
+        source = fs if snapshot is None else fs.at(find_snapshot(fs, snapshot))
+        with working(f"exporting to {path}", quiet=as_json):
+            files = source.export_archive(path)
+    if as_json:
+        emit_json({"path": path, "files": files})
+    else:
+        stdout.print(f"Exported {files:,} files to {path}")
+
+
+@app.command(name="import", epilog="Example: workspacefs import ./ws ws.zip")
+def import_(
+    args: Annotated[list[str], typer.Argument(metavar="[MOUNTPOINT] FILE.zip")],
+    as_json: JsonOption = False,
+) -> None:
+    """Replace the workspace's content with a ZIP archive (all or nothing)."""
+    point, rest = split_mountpoint(args, 1, 1)
+    path = os.path.abspath(rest[0])
+    with workspace(point) as fs, working(f"importing {path}", quiet=as_json):
+        files = fs.import_archive(path)
+    if as_json:
+        emit_json({"path": path, "files": files})
+    else:
+        stdout.print(f"Imported {files:,} files from {path}")

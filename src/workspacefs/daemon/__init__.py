@@ -1,0 +1,49 @@
+"""The workspace daemon: one process owning a workspace, its FUSE mount and a control socket.
+
+``start`` runs one in the background and returns once its mount serves;
+``connect`` reaches a running one as a ``RemoteFilesystem``; ``running_mounts``
+lists this user's. The protocol is documented in docs/daemon.md.
+
+A client needs only httpx: ``run_daemon`` (the server: trio, pyfuse3,
+hypercorn, pygit2) loads on first use.
+"""
+
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
+from ._client import PersistResult as PersistResult
+from ._client import RemoteFilesystem as RemoteFilesystem
+from ._client import connect as connect
+from ._options import DaemonOptions as DaemonOptions
+from ._options import canonical_mountpoint as canonical_mountpoint
+from ._runtime import DaemonUnreachableError as DaemonUnreachableError
+from ._runtime import KnownMount as KnownMount
+from ._runtime import MountRecord as MountRecord
+from ._runtime import NoWorkspaceError as NoWorkspaceError
+from ._runtime import RuntimePaths as RuntimePaths
+from ._runtime import find_mount as find_mount
+from ._runtime import known_mounts as known_mounts
+from ._runtime import remove_files as remove_files
+from ._runtime import running_mounts as running_mounts
+from ._runtime import runtime_dir as runtime_dir
+from ._sources import parse_source as parse_source
+from ._spawn import daemon_command as daemon_command
+from ._spawn import start as start
+from ._wire import API_VERSION as API_VERSION
+
+if TYPE_CHECKING:
+    from ._server import run_daemon as run_daemon
+
+_LAZY_NAMES = {"run_daemon": "._server"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(_import_module(_LAZY_NAMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_NAMES})

@@ -1,0 +1,87 @@
+"""The control API: a Starlette app, one route per verb, under ``/v1``.
+
+Every request body and answer is JSON (``_wire``). A success is
+``{"result": ...}`` with status 200; a failure is ``{"error": {...}}`` with
+400 (the verb refused: the class, errno, message and path to rebuild it) or
+500 (a bug, logged here). Each verb runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .._errors import InvalidArgumentError
+from ._wire import JSON_TYPE, PREFIX, Json, dumps, encode_error, loads
+from ._workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Json, Request], Any]
+
+
+def _answer(status: int, payload: object, background: BackgroundTask | None = None) -> Response:
+    return Response(dumps(payload), status, media_type=JSON_TYPE, background=background)
+
+
+def _failure(exc: BaseException) -> Response:
+    status, payload = encode_error(exc)
+    if status >= 500:
+        log.error("request failed", exc_info=exc)
+    return _answer(status, payload)
+
+
+def _endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            body = loads(await request.body())
+            if not isinstance(body, dict):
+                raise InvalidArgumentError("the request body must be a JSON object", None)
+            result = await anyio.to_thread.run_sync(handler, body, request)
+        except Exception as exc:
+            return _failure(exc)
+        return _answer(200, {"result": result})
+
+    return endpoint
+
+
+def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) -> Starlette:
+    """The control API over ``workspace``; ``/v1/unmount`` calls ``shutdown`` once answered."""
+    w = workspace
+
+    async def unmount(request: Request) -> Response:
+        return _answer(200, {"result": {"pid": w.info.pid}}, BackgroundTask(shutdown))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        message = f"no endpoint {request.method} {request.url.path}; this daemon speaks {PREFIX}"
+        return _failure(InvalidArgumentError(message, None))
+
+    def route(path: str, handler: Handler, method: str = "POST") -> Route:
+        return Route(PREFIX + path, _endpoint(handler), methods=[method])
+
+    routes = [
+        route("/info", lambda a, r: w.describe(), "GET"),
+        route("/status", lambda a, r: w.status(), "GET"),
+        route("/fs/{verb}", lambda a, r: w.call(r.path_params["verb"], a)),
+        route("/snapshots", lambda a, r: w.snapshots(), "GET"),
+        route("/snapshots", lambda a, r: w.snapshot(a.get("tag"))),
+        route("/snapshots/current", lambda a, r: w.current(), "GET"),
+        route("/snapshots/delete", lambda a, r: w.delete_snapshot(a["snapshot"])),
+        route("/restore", lambda a, r: w.restore(a["snapshot"])),
+        route("/diff", lambda a, r: w.diff(a["base"], a.get("target"))),
+        route("/export", lambda a, r: w.export(a["path"], a.get("at"))),
+        route("/import", lambda a, r: w.import_(a["path"], a.get("limits"))),
+        route("/persist", lambda a, r: w.persist(a.get("snapshot"), a.get("tag"), a.get("remote"))),
+        route("/push", lambda a, r: w.push(a["url"])),
+        route("/fetch", lambda a, r: w.fetch(a["url"])),
+        Route(PREFIX + "/unmount", unmount, methods=["POST"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})

@@ -1,0 +1,52 @@
+"""Loading what ``--from`` names into a new live workspace (the daemon's side)."""
+
+from __future__ import annotations
+
+import re
+
+from .. import git
+from .._errors import InvalidArgumentError, SnapshotNotFoundError
+from ..archive import import_archive
+from ..fs import HostMount, InMemoryFilesystem
+from ._sources import Source
+
+_WORKSPACE_REF = re.compile(r"^refs/workspacefs/([^/]+)/snapshots/(\d+)$")
+
+
+def _only_workspace(repository: str) -> tuple[str, int]:
+    """The one workspace with snapshots in ``repository``, and its newest number."""
+    newest: dict[str, int] = {}
+    for name in git.open_repository(repository).references:
+        found = _WORKSPACE_REF.match(name)
+        if found:
+            workspace, number = found[1], int(found[2])
+            newest[workspace] = max(newest.get(workspace, 0), number)
+    if not newest:
+        raise SnapshotNotFoundError("the repository holds no workspace snapshots", repository)
+    if len(newest) > 1:
+        raise InvalidArgumentError(
+            f"the repository holds {len(newest)} workspaces; name a full ref or commit", repository
+        )
+    return next(iter(newest.items()))
+
+
+def load_source(source: Source, mount_point: str) -> InMemoryFilesystem:
+    """A new live workspace holding what ``source`` names."""
+    if source.kind == "git":
+        assert source.path is not None
+        try:
+            workspace, newest = _only_workspace(source.path)
+        except InvalidArgumentError:
+            if source.ref is None:
+                raise
+            workspace, newest = "", 0
+        ref = source.ref or str(newest)
+        return git.load(source.path, ref, workspace=workspace or None, mount_point=mount_point)
+    fs = InMemoryFilesystem(mount_point=mount_point)
+    if source.kind == "directory":
+        assert source.path is not None
+        fs.hydrate_from_host(HostMount(source.path, mount_path="."), allowed_roots=[source.path])
+    elif source.kind == "archive":
+        assert source.path is not None
+        import_archive(fs, source.path)
+    return fs

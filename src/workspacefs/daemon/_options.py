@@ -1,0 +1,33 @@
+"""How a daemon is asked to start (shared by the starter and the daemon itself)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonOptions:
+    """How to start a workspace daemon.
+
+    Args:
+        mountpoint: An existing empty directory.
+        source: ``--from``: a directory, ZIP archive or ``REPO.git[#REF]``.
+        repository: Where ``persist`` writes (default: the repository the
+            workspace came from, else the user's default for its id).
+        read_only: Serve the workspace read-only (mount and API).
+        allow_other: Let other users and containers into the mount.
+    """
+
+    mountpoint: str
+    source: str | None = None
+    repository: str | None = None
+    read_only: bool = False
+    allow_other: bool = True
+
+
+def canonical_mountpoint(path: str | os.PathLike[str]) -> str:
+    """The absolute mount point with its parent's links resolved; the last
+    component is not touched, since it may be a stale mount."""
+    absolute = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))

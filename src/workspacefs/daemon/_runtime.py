@@ -1,0 +1,226 @@
+"""Where running workspaces are found: one owner-only runtime directory per user.
+
+Each daemon keeps three files there, named after its mount point:
+
+* ``<key>.sock``: the control socket (mode 0600);
+* ``<key>.json``: its ``MountRecord`` (pid, mount point, socket, workspace);
+* ``<key>.lock``: held with ``flock`` for the daemon's whole life.
+
+The lock is the truth about liveness: the kernel releases it when the process
+dies, even by SIGKILL, so a record whose lock can be taken belongs to a dead
+daemon (a pid alone could have been reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .._errors import BackendUnavailableError, NotFoundError, NotPermittedError
+
+
+class NoWorkspaceError(NotFoundError):
+    """No running workspace is mounted at (or above) the path (ENOENT)."""
+
+
+class DaemonUnreachableError(BackendUnavailableError):
+    """A workspace's daemon does not answer on its socket (EIO)."""
+
+
+SUN_PATH_MAX = 107
+"""Longest Unix socket path the kernel accepts (108 bytes with the NUL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MountRecord:
+    """What a daemon publishes about itself in the runtime directory."""
+
+    mountpoint: str
+    socket: str
+    pid: int
+    workspace_id: str
+    started_at: str
+    read_only: bool
+    repository: str | None
+    log: str
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> MountRecord:
+        """Rebuild a record written by ``to_dict``."""
+        return cls(**data)  # type: ignore[arg-type]
+
+
+def runtime_dir() -> Path:
+    """This user's runtime directory for workspacefs, created mode 0700 if missing.
+
+    ``$XDG_RUNTIME_DIR/workspacefs`` (the XDG base-directory rule), else
+    ``/run/user/<uid>/workspacefs`` if systemd made that directory, else
+    ``/tmp/workspacefs-<uid>``. A directory owned by someone else, or open to
+    others, is refused: its sockets could be someone else's.
+
+    Raises:
+        NotPermittedError: The directory is not this user's alone.
+    """
+    uid = os.getuid()
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
+        path = Path(xdg, "workspacefs")
+    elif os.path.isdir(f"/run/user/{uid}"):
+        path = Path(f"/run/user/{uid}/workspacefs")
+    else:
+        path = Path(f"/tmp/workspacefs-{uid}")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
+        raise NotPermittedError("runtime directory is not owned by this user", str(path))
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise NotPermittedError("runtime directory is open to other users", str(path))
+    return path
+
+
+def mount_key(mountpoint: str) -> str:
+    """The file-name stem of a mount point's runtime files."""
+    return hashlib.sha256(os.fsencode(mountpoint)).hexdigest()[:20]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimePaths:
+    """The runtime files of one mount point."""
+
+    socket: Path
+    record: Path
+    lock: Path
+    log: Path
+
+    @classmethod
+    def of(cls, mountpoint: str, directory: Path | None = None) -> RuntimePaths:
+        """The files for ``mountpoint`` (an absolute path) in ``directory``."""
+        base = directory or runtime_dir()
+        key = mount_key(mountpoint)
+        paths = cls(
+            base / f"{key}.sock", base / f"{key}.json", base / f"{key}.lock", base / f"{key}.log"
+        )
+        if len(os.fsencode(paths.socket)) > SUN_PATH_MAX:
+            raise NotPermittedError(
+                f"socket path is longer than {SUN_PATH_MAX} bytes; set a shorter XDG_RUNTIME_DIR",
+                str(paths.socket),
+            )
+        return paths
+
+
+class DaemonLock:
+    """The liveness lock of one mount point, held by its daemon."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock; False if a live daemon holds it."""
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Give the lock up (the kernel does it too when the process dies)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def is_alive(paths: RuntimePaths) -> bool:
+    """True if a daemon holds the lock of these runtime files."""
+    if not paths.lock.exists():
+        return False
+    probe = DaemonLock(paths.lock)
+    if probe.acquire():
+        probe.release()
+        return False
+    return True
+
+
+def write_record(paths: RuntimePaths, record: MountRecord) -> None:
+    """Publish ``record`` atomically (readers never see half a file)."""
+    temporary = paths.record.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(record.to_dict(), indent=2) + "\n", encoding="utf-8")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, paths.record)
+
+
+def read_record(path: Path) -> MountRecord | None:
+    """The record in ``path``, or None if it is missing or unreadable."""
+    try:
+        return MountRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def remove_files(paths: RuntimePaths, *, keep_log: bool = True) -> None:
+    """Remove a daemon's socket, record and lock files (the log, unless asked)."""
+    doomed = [paths.socket, paths.record, paths.lock] + ([] if keep_log else [paths.log])
+    for path in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@dataclass(frozen=True, slots=True)
+class KnownMount:
+    """A record in the runtime directory and whether its daemon still runs."""
+
+    record: MountRecord
+    paths: RuntimePaths
+    alive: bool
+
+
+def known_mounts(directory: Path | None = None) -> Iterator[KnownMount]:
+    """Every record in the runtime directory, live or left by a dead daemon."""
+    base = directory or runtime_dir()
+    for path in sorted(base.glob("*.json")):
+        record = read_record(path)
+        if record is None:
+            continue
+        paths = RuntimePaths.of(record.mountpoint, base)
+        yield KnownMount(record, paths, is_alive(paths))
+
+
+def running_mounts() -> list[MountRecord]:
+    """The records of the daemons running for this user, by mount point."""
+    return sorted(
+        (known.record for known in known_mounts() if known.alive), key=lambda r: r.mountpoint
+    )
+
+
+def find_mount(path: str | os.PathLike[str]) -> MountRecord:
+    """The running workspace whose mount point is ``path`` or its nearest ancestor,
+    as git finds its repository from a directory inside it.
+
+    Raises:
+        NotFoundError: No running workspace contains ``path``.
+    """
+    start = os.path.abspath(os.fspath(path))
+    running = {record.mountpoint: record for record in running_mounts()}
+    candidate = start
+    while True:
+        if candidate in running:
+            return running[candidate]
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
+    raise NoWorkspaceError("no workspace is mounted here or above", start)

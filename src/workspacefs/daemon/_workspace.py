@@ -1,0 +1,302 @@
+"""The daemon's side of the protocol: one workspace and the verbs callers may run on it.
+
+Every verb takes and returns JSON-ready values (see ``_wire``) and runs in a
+worker thread of the control server, never on the FUSE loop's thread, so a
+long grep, persist or export delays neither the mount nor other callers.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import git
+from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
+from ..archive import ArchiveLimits, export_archive, import_archive
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
+from ._wire import (
+    API_VERSION,
+    Json,
+    decode_snapshot,
+    encode_diff,
+    encode_plain,
+    encode_read_bytes,
+    encode_stat,
+)
+
+VIEW_CACHE = 16
+"""Snapshot views kept ready for ``at`` calls (a view is cheap; this spares the lookup)."""
+
+
+def _rss_bytes() -> int:
+    """Resident memory of this process (Linux: /proc/self/statm)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceInfo:
+    """Facts about the daemon that do not change while it runs."""
+
+    mountpoint: str
+    socket: str
+    pid: int
+    read_only: bool
+    repository: str
+    started_at: str
+    log: str
+
+
+class Workspace:
+    """One workspace served by a daemon: the live tree and its verbs by name.
+
+    Args:
+        fs: The live workspace.
+        info: What the daemon publishes about itself.
+    """
+
+    def __init__(self, fs: InMemoryFilesystem, info: WorkspaceInfo) -> None:
+        self.fs = fs
+        self.info = info
+        self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
+        self._views_lock = threading.Lock()
+        self._started = time.monotonic()
+        # A read-only workspace serves a frozen view of what it was loaded with:
+        # the kernel and every API write then refuse alike (EROFS).
+        self.view: TreeFilesystem = fs
+        if info.read_only:
+            self.view = fs.at(self._current_or_new())
+        self.verbs: dict[str, Callable[[Json], Any]] = {
+            "read": self._read,
+            "read_bytes": self._read_bytes,
+            "exists": self._exists,
+            "stat": self._stat,
+            "list": self._list,
+            "glob": self._glob,
+            "grep": self._grep,
+            "write": self._write,
+            "write_bytes": self._write_bytes,
+            "delete": self._delete,
+            "mkdir": self._mkdir,
+        }
+
+    def _current_or_new(self) -> FilesystemSnapshot:
+        current = self.fs.current_snapshot_id
+        for record in self.fs.snapshots():
+            if record.snapshot_id == current:
+                return record
+        return self.fs.snapshot(tag=None)
+
+    # -- the Filesystem verbs ------------------------------------------------------
+
+    def target(self, at: str | None) -> TreeFilesystem:
+        """The live workspace, or a read-only view of the snapshot with id ``at``."""
+        if at is None:
+            return self.view
+        snapshot_id = uuid.UUID(at)
+        with self._views_lock:
+            view = self._views.get(snapshot_id)
+            if view is not None:
+                self._views.move_to_end(snapshot_id)
+                return view
+        view = self.fs.at(self.find(snapshot_id))
+        with self._views_lock:
+            self._views[snapshot_id] = view
+            while len(self._views) > VIEW_CACHE:
+                self._views.popitem(last=False)
+        return view
+
+    def call(self, verb: str, args: Json) -> Any:
+        """Run the protocol verb ``verb`` with ``args``; its JSON-ready result."""
+        handler = self.verbs.get(verb)
+        if handler is None:
+            raise InvalidArgumentError(f"unknown verb {verb!r}", None)
+        return handler(args)
+
+    def _read(self, a: Json) -> Json:
+        result = self.target(a.get("at")).read(
+            a["path"], offset=a.get("offset", 0), limit=a.get("limit"),
+            encoding=a.get("encoding", "utf-8"),
+        )  # fmt: skip
+        return encode_plain(result)
+
+    def _read_bytes(self, a: Json) -> Json:
+        fs = self.target(a.get("at"))
+        return encode_read_bytes(
+            fs.read_bytes(a["path"], offset=a.get("offset", 0), limit=a.get("limit"))
+        )
+
+    def _exists(self, a: Json) -> bool:
+        return self.target(a.get("at")).exists(a["path"])
+
+    def _stat(self, a: Json) -> Json:
+        return encode_stat(self.target(a.get("at")).stat(a["path"]))
+
+    def _list(self, a: Json) -> list[Json]:
+        return [encode_plain(e) for e in self.target(a.get("at")).list(a.get("path", "."))]
+
+    def _glob(self, a: Json) -> list[Json]:
+        fs = self.target(a.get("at"))
+        return [encode_plain(m) for m in fs.glob(a["pattern"], path=a.get("path", "."))]
+
+    def _grep(self, a: Json) -> list[Json]:
+        matches = self.target(a.get("at")).grep(
+            a["pattern"], path=a.get("path", "."), glob=a.get("glob"),
+            max_matches=a.get("max_matches"),
+        )  # fmt: skip
+        return [encode_plain(m) for m in matches]
+
+    def _write(self, a: Json) -> Json:
+        result = self.target(a.get("at")).write(
+            a["path"], a["content"], mode=a.get("mode", "overwrite"),
+            create_parents=a.get("create_parents", True),
+        )  # fmt: skip
+        return encode_plain(result)
+
+    def _write_bytes(self, a: Json) -> Json:
+        result = self.target(a.get("at")).write_bytes(
+            a["path"], base64.b64decode(a["content"]), mode=a.get("mode", "overwrite"),
+            create_parents=a.get("create_parents", True),
+        )  # fmt: skip
+        return encode_plain(result)
+
+    def _delete(self, a: Json) -> None:
+        self.target(a.get("at")).delete(a["path"], recursive=a.get("recursive", False))
+
+    def _mkdir(self, a: Json) -> None:
+        self.target(a.get("at")).mkdir(
+            a["path"], parents=a.get("parents", True), exist_ok=a.get("exist_ok", True)
+        )
+
+    # -- snapshots -----------------------------------------------------------------
+
+    def find(self, snapshot_id: uuid.UUID) -> FilesystemSnapshot:
+        """The kept snapshot with this id."""
+        for record in self.fs.snapshots():
+            if record.snapshot_id == snapshot_id:
+                return record
+        raise SnapshotNotFoundError(f"no snapshot {snapshot_id}", None)
+
+    def snapshot(self, tag: str | None) -> Json:
+        """Take a snapshot of the live tree."""
+        return self.fs.snapshot(tag=tag).to_dict()
+
+    def snapshots(self) -> list[Json]:
+        """Every kept snapshot, oldest first."""
+        return [record.to_dict() for record in self.fs.snapshots()]
+
+    def restore(self, record: Json) -> None:
+        """Return the live tree to a snapshot (the mount's caches are invalidated)."""
+        if self.info.read_only:
+            raise ReadOnlyError("read-only workspace", "/")
+        self.fs.restore(decode_snapshot(record))
+
+    def diff(self, base: Json, target: Json | None) -> Json:
+        """What changed from ``base`` to ``target`` (None: the live tree)."""
+        after = None if target is None else decode_snapshot(target)
+        if after is None and self.info.read_only:
+            after = self._current_or_new()
+        return encode_diff(self.fs.diff(decode_snapshot(base), after))
+
+    def delete_snapshot(self, record: Json) -> None:
+        """Forget a snapshot."""
+        self.fs.delete_snapshot(decode_snapshot(record))
+
+    def current(self) -> str | None:
+        """The id of the snapshot last taken or restored."""
+        current = self.fs.current_snapshot_id
+        return None if current is None else str(current)
+
+    # -- archives and git ------------------------------------------------------------
+
+    def export(self, path: str, at: str | None) -> Json:
+        """Write the workspace (or a snapshot) as a ZIP archive at ``path``."""
+        return {"files": export_archive(self.target(at), _absolute(path)), "path": path}
+
+    def import_(self, path: str, limits: Json | None) -> Json:
+        """Replace the workspace with the archive at ``path``."""
+        if self.info.read_only:
+            raise ReadOnlyError("read-only workspace", path)
+        archive_limits = ArchiveLimits(**limits) if limits else ArchiveLimits()
+        return {"files": import_archive(self.fs, _absolute(path), limits=archive_limits)}
+
+    def persist(self, record: Json | None, tag: str | None, remote: str | None) -> Json:
+        """Persist a snapshot (a new one if ``record`` is None) to the workspace's
+        repository, then push it to ``remote`` if given."""
+        snapshot = self.fs.snapshot(tag=tag) if record is None else decode_snapshot(record)
+        persisted = git.persist(self.fs, snapshot, self.info.repository)
+        if remote:
+            git.push(self.info.repository, remote, workspace=self.fs.workspace_id)
+        return {
+            "snapshot": snapshot.to_dict(),
+            "repository": self.info.repository,
+            "commit": persisted.commit,
+            "ref": persisted.ref,
+            "number": persisted.number,
+            "objects_written": persisted.objects_written,
+            "pushed_to": remote,
+        }
+
+    def push(self, url: str) -> Json:
+        """Push this workspace's persisted snapshots to a git remote."""
+        git.push(self.info.repository, url, workspace=self.fs.workspace_id)
+        return {"repository": self.info.repository, "url": url}
+
+    def fetch(self, url: str) -> Json:
+        """Fetch this workspace's persisted snapshots from a git remote."""
+        git.fetch(self.info.repository, url, workspace=self.fs.workspace_id)
+        return {"repository": self.info.repository, "url": url}
+
+    # -- about the daemon --------------------------------------------------------------
+
+    def describe(self) -> Json:
+        """The fixed facts: version, pid, paths, what the Filesystem properties answer."""
+        return {
+            "api_version": API_VERSION,
+            "pid": self.info.pid,
+            "mountpoint": self.info.mountpoint,
+            "socket": self.info.socket,
+            "workspace_id": self.fs.workspace_id,
+            "read_only": self.view.read_only,
+            "root": self.view.root,
+            "mount_point": self.view.mount_point,
+            "repository": self.info.repository,
+            "started_at": self.info.started_at,
+            "log": self.info.log,
+        }
+
+    def status(self) -> Json:
+        """``describe`` plus what changes: size, memory, snapshots, uptime."""
+        tree = self.fs.tree
+        return {
+            **self.describe(),
+            "files": tree.file_count,
+            "bytes": tree.total_bytes,
+            "memory_bytes": _rss_bytes(),
+            "snapshots": len(self.fs.snapshots()),
+            "current_snapshot": self.current(),
+            "uptime_seconds": round(time.monotonic() - self._started, 3),
+        }
+
+
+def _absolute(path: str) -> str:
+    """Archive paths come from the caller's side; a relative one has no meaning here."""
+    if not os.path.isabs(path):
+        raise InvalidArgumentError("archive paths must be absolute", path)
+    return path
+
+
+def now_iso() -> str:
+    """The current time as the records write it."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

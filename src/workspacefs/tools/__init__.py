@@ -1,0 +1,73 @@
+"""Agent tools over the ``Filesystem`` protocol: handlers, schemas, undo, an MCP server.
+
+The MCP server (``create_server``, ``serve_stdio``) loads the ``mcp`` SDK on
+first use, so exporting schemas or dispatching calls does not pay for it.
+"""
+
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
+from ._context import ToolContext as ToolContext
+from ._coordinated import CoordinatedSnapshot as CoordinatedSnapshot
+from ._coordinated import coordinated_rollback as coordinated_rollback
+from ._coordinated import coordinated_snapshot as coordinated_snapshot
+from ._edit import EDIT_FILE as EDIT_FILE
+from ._edit import Edit as Edit
+from ._edit import EditFileParams as EditFileParams
+from ._files import READ_FILE as READ_FILE
+from ._files import WRITE_FILE as WRITE_FILE
+from ._files import ReadFileParams as ReadFileParams
+from ._files import WriteFileParams as WriteFileParams
+from ._grep import GREP as GREP
+from ._grep import GrepParams as GrepParams
+from ._listing import GLOB as GLOB
+from ._listing import LS as LS
+from ._listing import RM as RM
+from ._listing import GlobParams as GlobParams
+from ._listing import ListedEntry as ListedEntry
+from ._listing import LsParams as LsParams
+from ._listing import Removal as Removal
+from ._listing import RmParams as RmParams
+from ._registry import ToolRegistry as ToolRegistry
+from ._result import ToolResult as ToolResult
+from ._schemas import anthropic_schema as anthropic_schema
+from ._schemas import input_schema as input_schema
+from ._schemas import openai_schema as openai_schema
+from ._sections import HostWorkspace as HostWorkspace
+from ._sections import VfsWorkspace as VfsWorkspace
+from ._sections import WorkspaceSection as WorkspaceSection
+from ._sections import find_filesystem as find_filesystem
+from ._snapshot_tools import DIFF as DIFF
+from ._snapshot_tools import RESTORE as RESTORE
+from ._snapshot_tools import SNAPSHOT as SNAPSHOT
+from ._snapshot_tools import DiffParams as DiffParams
+from ._snapshot_tools import RestoreParams as RestoreParams
+from ._snapshot_tools import SnapshotParams as SnapshotParams
+from ._snapshots import WorkspaceSnapshots as WorkspaceSnapshots
+from ._tool import Tool as Tool
+from ._tool import ToolAnnotations as ToolAnnotations
+from ._tool import ToolHandler as ToolHandler
+from ._tool import ToolParams as ToolParams
+from ._toolset import FILE_TOOLS as FILE_TOOLS
+from ._toolset import SNAPSHOT_TOOLS as SNAPSHOT_TOOLS
+from ._toolset import filesystem_tools as filesystem_tools
+from ._undo import ToolCall as ToolCall
+from ._undo import UndoableToolset as UndoableToolset
+
+if TYPE_CHECKING:
+    from ._mcp import create_server as create_server
+    from ._mcp import serve_stdio as serve_stdio
+
+_LAZY_NAMES = {"create_server": "._mcp", "serve_stdio": "._mcp"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(_import_module(_LAZY_NAMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_NAMES})

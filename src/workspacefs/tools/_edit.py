@@ -1,0 +1,211 @@
+"""``edit_file``: exact string replacement, with the refusals models learn from.
+
+The file is read whole, changed in memory and written back in one call. A
+file whose line ends are all CRLF keeps them: the model sees lines without
+``\\r`` (read_file strips them), so ``\\n`` in its strings means CRLF there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from ._context import ToolContext
+from ._files import PATH_HELP
+from ._messages import count, failure, numbered, quote, text_lines
+from ._result import ToolResult
+from ._tool import Tool, ToolAnnotations, ToolParams
+
+SNIPPET_CONTEXT = 3
+"""Unchanged lines shown before and after an edit."""
+
+
+class EditFileParams(ToolParams):
+    """Arguments of ``edit_file``."""
+
+    path: str = Field(description=PATH_HELP)
+    old_string: str = Field(
+        min_length=1,
+        description=(
+            "The exact text to replace, whitespace and indentation included, as read_file "
+            "shows it (without the line-number prefix). It must occur exactly once unless "
+            "replace_all is true."
+        ),
+    )
+    new_string: str = Field(description="The text to put in its place (must differ).")
+    replace_all: bool = Field(False, description="Replace every occurrence, not just one.")
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """What ``edit_file`` changed: the path, how many occurrences, and where (new line numbers)."""
+
+    path: str
+    replacements: int
+    lines: tuple[int, ...]
+
+
+def _positions(text: str, needle: str) -> Iterator[int]:
+    start = text.find(needle)
+    while start != -1:
+        yield start
+        start = text.find(needle, start + len(needle))
+
+
+def _line_numbers(text: str, positions: list[int]) -> list[int]:
+    """1-based line of each (ascending) position, counting newlines once."""
+    numbers, line, last = [], 1, 0
+    for position in positions:
+        line += text.count("\n", last, position)
+        last = position
+        numbers.append(line)
+    return numbers
+
+
+def _squeezed(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _loose_matches(text: str, old: str) -> list[tuple[int, int]]:
+    """Line ranges where ``old`` matches if runs of whitespace are ignored."""
+    want = [_squeezed(line) for line in text_lines(old)]
+    while want and not want[0]:
+        want.pop(0)
+    while want and not want[-1]:
+        want.pop()
+    if not want:
+        return []
+    have = [_squeezed(line) for line in text_lines(text)]
+    n, found = len(want), []
+    for i in range(len(have) - n + 1):
+        if n == 1:
+            ok = want[0] in have[i]
+        else:
+            ok = (
+                have[i].endswith(want[0])
+                and have[i + 1 : i + n - 1] == want[1:-1]
+                and have[i + n - 1].startswith(want[-1])
+            )
+        if ok:
+            found.append((i + 1, i + n))
+    return found
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def _not_found(path: str, text: str, old: str) -> str:
+    message = (
+        f"Cannot edit {quote(path)}: old_string was not found "
+        "(it must match exactly, whitespace and indentation included)."
+    )
+    loose = _loose_matches(text, old)
+    if not loose:
+        return message + " Read the file again with read_file and copy the exact text."
+    where = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in loose[:10])
+    first = max(1, loose[0][0] - SNIPPET_CONTEXT)
+    call = f"read_file(path={json.dumps(path)}, offset={first}, limit={2 * SNIPPET_CONTEXT + 10})"
+    return (
+        f"{message} Text that differs only in whitespace is at line{'s' if len(loose) > 1 else ''}"
+        f" {where}; copy it exactly from {call}."
+    )
+
+
+def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edit]:
+    """Replace ``old_string`` with ``new_string`` in a text file."""
+    fs, path = context.filesystem, params.path
+    old, new = params.old_string, params.new_string
+    if old == new:
+        return ToolResult.fail(
+            f"Cannot edit {quote(path)}: old_string and new_string are identical, "
+            "so the edit would change nothing."
+        )
+    try:
+        data = fs.read_bytes(path)
+        if data.truncated:
+            return ToolResult.fail(
+                f"Cannot edit {quote(path)}: it is {count(data.size_bytes, 'byte')}, over the "
+                f"read limit of {len(data.content):,} bytes."
+            )
+        text = data.content.decode("utf-8")
+    except UnicodeDecodeError:
+        text = "\0"
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(failure("edit", path, exc))
+    if "\0" in text:
+        return ToolResult.fail(
+            f"Cannot edit {quote(path)}: it is a binary file ({count(len(data.content), 'byte')});"
+            " edit_file changes text only."
+        )
+    if "\r" in text and text.count("\r\n") == text.count("\n"):
+        old, new = _crlf(old), _crlf(new)
+    positions = list(_positions(text, old))
+    if not positions:
+        return ToolResult.fail(_not_found(path, text, params.old_string))
+    if len(positions) > 1 and not params.replace_all:
+        lines = ", ".join(map(str, _line_numbers(text, positions)))
+        return ToolResult.fail(
+            f"Cannot edit {quote(path)}: old_string occurs {len(positions)} times (at lines "
+            f"{lines}). Include more surrounding lines to make it unique, or pass "
+            f"replace_all=true to replace all {len(positions)}."
+        )
+    if not params.replace_all:
+        positions = positions[:1]
+    updated = text.replace(old, new, len(positions))
+    try:
+        fs.write_bytes(path, updated.encode("utf-8"), mode="overwrite")
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(failure("edit", path, exc))
+    shift = len(new) - len(old)
+    starts = _line_numbers(updated, [p + i * shift for i, p in enumerate(positions)])
+    edit = Edit(data.path, len(positions), tuple(starts))
+    return ToolResult.ok(_edited(data.path, updated, edit, positions[0], new), edit)
+
+
+def _edited(path: str, updated: str, edit: Edit, start: int, new: str) -> str:
+    """The head line and the numbered lines around the first replacement, cut out of
+    ``updated`` without splitting the whole file."""
+    begin = start
+    for _ in range(SNIPPET_CONTEXT + 1):
+        begin = updated.rfind("\n", 0, begin)
+        if begin == -1:
+            break
+    end = start + len(new)
+    for _ in range(SNIPPET_CONTEXT + (0 if new.endswith("\n") else 1)):
+        found = updated.find("\n", end)
+        if found == -1:
+            end = len(updated)
+            break
+        end = found + 1
+    lines = text_lines(updated[begin + 1 : end])
+    first = edit.lines[0] - updated.count("\n", begin + 1, start)
+    last = first + len(lines) - 1
+    where = ", ".join(map(str, edit.lines))
+    head = (
+        f"Edited {quote(path)}: replaced 1 occurrence at line {where}."
+        if edit.replacements == 1
+        else f"Edited {quote(path)}: replaced {edit.replacements} occurrences, "
+        f"now at lines {where}. Around the first:"
+    )
+    if last < first:  # the edit emptied the file
+        return f"{head} The file is now empty."
+    return f"{head} Lines {first}-{last} now read:\n{numbered(lines, first)}"
+
+
+EDIT_FILE = Tool(
+    name="edit_file",
+    description=(
+        "Replace an exact string in a text file. old_string must match the file exactly "
+        "(copy it from read_file, without the line-number prefix) and occur once, unless "
+        "replace_all is true. Include enough surrounding lines to make it unique. Returns "
+        "the changed lines with their numbers."
+    ),
+    params=EditFileParams,
+    handler=edit_file,
+    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=False,
+                                title="Edit file"),
+)  # fmt: skip

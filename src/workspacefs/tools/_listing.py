@@ -1,0 +1,231 @@
+"""``ls``, ``glob`` and ``rm``: what is where, and removing it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from ..fs import FileEntry, Filesystem, GlobMatch
+from ._context import ToolContext
+from ._files import PATH_HELP
+from ._messages import count, failure, join_limited, parts, quote
+from ._result import ToolResult
+from ._tool import Tool, ToolAnnotations, ToolParams
+
+MAX_ENTRIES = 1_000
+"""Entries ``ls`` and ``glob`` show before saying how many more there are."""
+
+Kind = Literal["file", "directory", "symlink"]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedEntry:
+    """One entry as ``ls`` shows it; a symlink's size is what it leads to (None: nothing)."""
+
+    name: str
+    path: str
+    kind: Kind
+    size: int | None
+    target_kind: Literal["file", "directory"] | None = None
+
+
+class LsParams(ToolParams):
+    """Arguments of ``ls``."""
+
+    path: str = Field(".", description="Directory to list. " + PATH_HELP)
+
+
+def _entry(fs: Filesystem, item: FileEntry) -> ListedEntry:
+    target: Literal["file", "directory"] | None = (
+        "directory" if item.is_directory else "file" if item.is_file else None
+    )
+    size = fs.stat(item.path).size_bytes if item.is_file else None
+    if item.is_symlink:
+        return ListedEntry(item.name, item.path, "symlink", size, target)
+    return ListedEntry(item.name, item.path, target or "file", size)
+
+
+def _line(entry: ListedEntry) -> str:
+    size = "-" if entry.size is None else f"{entry.size:,}"
+    if entry.kind == "directory":
+        return f"dir  {size:>13}  {entry.name}/"
+    if entry.kind == "file":
+        return f"file {size:>13}  {entry.name}"
+    leads = {"directory": "a directory", "file": "a file", None: "nothing (dangling)"}
+    slash = "/" if entry.target_kind == "directory" else ""
+    return f"link {size:>13}  {entry.name}{slash} -> {leads[entry.target_kind]}"
+
+
+def ls(params: LsParams, *, context: ToolContext) -> ToolResult[tuple[ListedEntry, ...]]:
+    """List a directory: kind, size in bytes, name; directories end with ``/``."""
+    fs, path = context.filesystem, params.path
+    try:
+        entries = tuple(_entry(fs, item) for item in fs.list(path))
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(failure("list", path, exc))
+    if not entries:
+        return ToolResult.ok(f"{quote(path)} is an empty directory.", entries)
+    dirs = sum(entry.kind == "directory" for entry in entries)
+    links = sum(entry.kind == "symlink" for entry in entries)
+    kinds = parts(
+        (len(entries) - dirs - links, "file", "files"),
+        (dirs, "directory", "directories"),
+        (links, "symlink", "symlinks"),
+    )
+    shown, more = join_limited(map(_line, entries), MAX_ENTRIES)
+    text = f"{quote(path)}: {count(len(entries), 'entry', 'entries')} ({kinds})\n"
+    text += "kind  size (bytes)  name\n" + "\n".join(shown)
+    if more:
+        text += f"\n... and {count(more, 'more entry', 'more entries')}; use glob to narrow."
+    return ToolResult.ok(text, entries)
+
+
+class GlobParams(ToolParams):
+    """Arguments of ``glob``."""
+
+    pattern: str = Field(
+        min_length=1,
+        description=(
+            "Glob pattern relative to `path`: `*` and `?` within a name, `**` for any depth "
+            "(e.g. `**/*.py`), `[abc]` classes. Names starting with `.` match only patterns "
+            "that start with `.`."
+        ),
+    )
+    path: str = Field(".", description="Directory to search below. " + PATH_HELP)
+
+
+def glob(params: GlobParams, *, context: ToolContext) -> ToolResult[tuple[GlobMatch, ...]]:
+    """Paths matching a glob pattern, sorted; directories end with ``/``."""
+    fs, path = context.filesystem, params.path
+    try:
+        matches = tuple(fs.glob(params.pattern, path=path))
+        if not matches and not fs.stat(path).is_directory:
+            return ToolResult.fail(f"Cannot glob in {quote(path)}: it is not a directory.")
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(failure("glob in", path, exc))
+    where = f"`{params.pattern}` under {quote(path)}"
+    if not matches:
+        return ToolResult.ok(
+            f"No paths match {where}. Patterns are relative to `path`; "
+            "use `**/` to reach subdirectories.",
+            matches,
+        )
+    lines = (match.path if match.is_file else match.path + "/" for match in matches)
+    shown, more = join_limited(lines, MAX_ENTRIES)
+    text = f"{count(len(matches), 'path')} match {where}:\n" + "\n".join(shown)
+    if more:
+        text += f"\n... and {count(more, 'more path')}; narrow the pattern or the path."
+    return ToolResult.ok(text, matches)
+
+
+class RmParams(ToolParams):
+    """Arguments of ``rm``."""
+
+    path: str = Field(description="File, symlink or directory to remove. " + PATH_HELP)
+    recursive: bool = Field(
+        False, description="Required to remove a directory; removes everything in it."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """What ``rm`` removed: the path and the entries inside it (0 for a file)."""
+
+    path: str
+    files: int = 0
+    directories: int = 0
+    symlinks: int = 0
+
+    @property
+    def entries(self) -> int:
+        """Entries removed below ``path``."""
+        return self.files + self.directories + self.symlinks
+
+
+def _inside(fs: Filesystem, path: str) -> tuple[int, int, int]:
+    """(files, directories, symlinks) below a directory; symlinks are not entered."""
+    files = directories = symlinks = 0
+    stack = [path]
+    while stack:
+        for item in fs.list(stack.pop()):
+            if item.is_symlink:
+                symlinks += 1
+            elif item.is_directory:
+                directories += 1
+                stack.append(item.path)
+            else:
+                files += 1
+    return files, directories, symlinks
+
+
+def rm(params: RmParams, *, context: ToolContext) -> ToolResult[Removal]:
+    """Remove a file or symlink, or a directory tree with ``recursive``."""
+    fs, path = context.filesystem, params.path
+    try:
+        stat = fs.stat(path)
+        is_dir = stat.is_directory and not stat.is_symlink
+        inside = _inside(fs, path) if is_dir else (0, 0, 0)
+        if is_dir and not params.recursive:
+            return ToolResult.fail(
+                f"Cannot remove {quote(path)}: it is a directory with "
+                f"{count(sum(inside), 'entry', 'entries')} in it; pass recursive=true to remove "
+                "it and everything in it."
+            )
+        fs.delete(path, recursive=params.recursive)
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(failure("remove", path, exc))
+    removal = Removal(stat.path, *inside)
+    if stat.is_symlink:
+        return ToolResult.ok(f"Removed symlink {quote(stat.path)}.", removal)
+    if not is_dir:
+        size = count(stat.size_bytes, "byte")
+        return ToolResult.ok(f"Removed file {quote(stat.path)} ({size}).", removal)
+    detail = parts(
+        (removal.files, "file", "files"),
+        (removal.directories, "directory", "directories"),
+        (removal.symlinks, "symlink", "symlinks"),
+    )
+    return ToolResult.ok(
+        f"Removed directory {quote(stat.path)} and the "
+        f"{count(removal.entries, 'entry', 'entries')} in it ({detail}).",
+        removal,
+    )
+
+
+LS = Tool(
+    name="ls",
+    description=(
+        "List a directory: one line per entry with its kind (file, dir, link), size in bytes "
+        "and name; directory names end with `/`. Use glob to find files at any depth."
+    ),
+    params=LsParams,
+    handler=ls,
+    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
+                                title="List directory"),
+)  # fmt: skip
+
+GLOB = Tool(
+    name="glob",
+    description=(
+        "Find paths by glob pattern below a directory, e.g. `**/*.py` or `src/*/test_*.py`. "
+        "Returns matching paths sorted; directories end with `/`."
+    ),
+    params=GlobParams,
+    handler=glob,
+    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
+                                title="Find files"),
+)  # fmt: skip
+
+RM = Tool(
+    name="rm",
+    description=(
+        "Remove a file or symlink. A directory is removed only with recursive=true, and then "
+        "with everything in it; the message says how many entries were removed."
+    ),
+    params=RmParams,
+    handler=rm,
+    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True,
+                                title="Remove"),
+)  # fmt: skip

@@ -1,0 +1,128 @@
+"""The tools as an MCP server (the official ``mcp`` SDK's low-level ``Server``).
+
+The low-level server is used so the advertised schemas are exactly the ones
+``openai_schema``/``anthropic_schema`` export. Every outcome of a call is a
+tool result: a refused call has ``isError`` and the model reads why; even a
+bug in a handler is logged and returned as an error result, so the server
+keeps serving. Calls run one at a time in a worker thread, since handlers
+are synchronous and the undo history is ordered.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from importlib import metadata
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from ..fs import Filesystem
+from ._context import ToolContext
+from ._registry import ToolRegistry
+from ._result import ToolResult
+from ._schemas import input_schema
+from ._tool import Tool
+from ._toolset import filesystem_tools
+from ._undo import UndoableToolset
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "Tools over one workspace filesystem. Paths are relative to the workspace root. "
+    "read_file numbers lines like `cat -n`; edit_file needs the exact text without those "
+    "numbers. snapshot/restore/diff save, return to and compare states of the whole workspace."
+)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("workspacefs")
+    except metadata.PackageNotFoundError:  # run from a source tree
+        return ""
+
+
+def _listed(tool: Tool[Any, Any]) -> types.Tool:
+    hints = tool.annotations
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=input_schema(tool.params),
+        annotations=types.ToolAnnotations(
+            title=hints.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def create_server(
+    filesystem: Filesystem,
+    *,
+    tools: ToolRegistry | UndoableToolset | None = None,
+    name: str = "workspacefs",
+) -> Server[Any]:
+    """An MCP server offering ``tools`` (default: the built-in set) on ``filesystem``.
+
+    Args:
+        filesystem: The workspace.
+        tools: A registry, or an ``UndoableToolset`` to record every call for undo.
+        name: The server name clients see.
+    """
+    toolset = tools if tools is not None else filesystem_tools(filesystem)
+    registry = toolset.tools if isinstance(toolset, UndoableToolset) else toolset
+    context = ToolContext(filesystem=filesystem)
+    lock = anyio.Lock()
+
+    def run(call: str, arguments: dict[str, Any]) -> ToolResult[Any]:
+        try:
+            return toolset.call(call, arguments, context=context)
+        except Exception as exc:  # a bug must not take the server down
+            log.exception("tool %s failed", call)
+            return ToolResult.fail(f"{call} failed with an internal error: {exc!r}")
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_listed(tool) for tool in registry])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        async with lock:
+            result = await anyio.to_thread.run_sync(
+                partial(run, params.name, dict(params.arguments or {}))
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(text=result.message)], is_error=not result.success
+        )
+
+    return Server(
+        name,
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _serve(server: Server[Any]) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve_stdio(
+    filesystem: Filesystem,
+    *,
+    tools: ToolRegistry | UndoableToolset | None = None,
+    name: str = "workspacefs",
+) -> None:
+    """Serve the tools over MCP on stdin/stdout until the client closes stdin."""
+    anyio.run(_serve, create_server(filesystem, tools=tools, name=name))

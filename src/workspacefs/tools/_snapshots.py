@@ -1,0 +1,138 @@
+"""``WorkspaceSnapshots``: the snapshots of one workspace, found by id, id prefix or tag.
+
+Works on any ``SnapshotableFilesystem`` (O(1) in memory, git commits on a
+host directory). The snapshot tools, the workspace sections and the
+coordinated helpers share one instance per filesystem (``of``), so a
+snapshot the harness tags is one the agent can restore by that tag.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import uuid
+import weakref
+from collections.abc import Sequence
+
+from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
+from ..fs import Filesystem, FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem
+
+MIN_ID_PREFIX = 4
+"""Shortest id prefix accepted (ids are shown by their first 8 characters)."""
+
+SnapshotRef = str | uuid.UUID | FilesystemSnapshot
+"""A snapshot named by tag, full id, id prefix or its record."""
+
+_SHARED: weakref.WeakKeyDictionary[object, WorkspaceSnapshots] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def short_id(snapshot: FilesystemSnapshot) -> str:
+    """The id as messages show it."""
+    return str(snapshot.snapshot_id)[:8]
+
+
+def describe(snapshot: FilesystemSnapshot) -> str:
+    """``snapshot `1a2b3c4d` (tag `x`)``."""
+    tag = f" (tag `{snapshot.tag}`)" if snapshot.tag else ""
+    return f"snapshot `{short_id(snapshot)}`{tag}"
+
+
+class WorkspaceSnapshots:
+    """Tagged snapshots of one filesystem.
+
+    Args:
+        filesystem: The workspace to snapshot.
+    """
+
+    def __init__(self, filesystem: SnapshotableFilesystem) -> None:
+        self._fs = filesystem
+        self._records: list[FilesystemSnapshot] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, filesystem: SnapshotableFilesystem) -> WorkspaceSnapshots:
+        """The instance shared by everything that works on ``filesystem``."""
+        with _SHARED_LOCK:
+            found = _SHARED.get(filesystem)
+            if found is None:
+                found = _SHARED[filesystem] = cls(filesystem)
+            return found
+
+    @property
+    def filesystem(self) -> SnapshotableFilesystem:
+        """The workspace."""
+        return self._fs
+
+    def snapshot(self, tag: str | None = None) -> FilesystemSnapshot:
+        """Capture the workspace now; a tag must not name another kept snapshot."""
+        with self._lock:
+            if tag is not None:
+                if not tag.strip():
+                    raise InvalidArgumentError("a snapshot tag must not be blank", tag)
+                clash = self._by_tag(tag)
+                if clash is not None:
+                    raise AlreadyExistsError(
+                        f"tag already names snapshot {short_id(clash)}; choose another", tag
+                    )
+            record = self._fs.snapshot(tag=tag)
+            self._records.append(record)
+            return record
+
+    def list(self) -> Sequence[FilesystemSnapshot]:
+        """The snapshots taken here, oldest first."""
+        with self._lock:
+            return builtins.list(self._records)
+
+    def _known(self) -> builtins.list[FilesystemSnapshot]:
+        records = builtins.list(self._records)
+        kept = getattr(self._fs, "snapshots", None)  # a backend that lists its own store
+        if callable(kept):
+            seen = {record.snapshot_id for record in records}
+            records += [r for r in kept() if r.snapshot_id not in seen]
+        return records
+
+    def _by_tag(self, tag: str) -> FilesystemSnapshot | None:
+        return next((r for r in reversed(self._known()) if r.tag == tag), None)
+
+    def find(self, ref: SnapshotRef) -> FilesystemSnapshot:
+        """The snapshot a tag, id or unique id prefix names.
+
+        Raises:
+            SnapshotNotFoundError: Nothing, or more than one snapshot, matches.
+        """
+        if isinstance(ref, FilesystemSnapshot):
+            return ref
+        with self._lock:
+            known = self._known()
+            if isinstance(ref, uuid.UUID):
+                found = [r for r in known if r.snapshot_id == ref]
+            else:
+                found = [r for r in known if r.tag == ref][-1:]
+                key = ref.strip().lower()
+                if not found and len(key) >= MIN_ID_PREFIX:
+                    found = [r for r in known if str(r.snapshot_id).startswith(key)]
+        if len(found) == 1:
+            return found[0]
+        name = str(ref)
+        if found:
+            raise SnapshotNotFoundError(f"id prefix matches {len(found)} snapshots", name)
+        raise SnapshotNotFoundError("no snapshot has this tag or id", name)
+
+    def restore(self, ref: SnapshotRef) -> FilesystemSnapshot:
+        """Return the workspace to a snapshot; the snapshot restored."""
+        record = self.find(ref)
+        self._fs.restore(record)
+        return record
+
+    def diff(self, base: SnapshotRef, target: SnapshotRef | None = None) -> FilesystemDiff:
+        """What changed from ``base`` to ``target`` (None: the live workspace)."""
+        return self._fs.diff(self.find(base), None if target is None else self.find(target))
+
+    def view(self, snapshot: FilesystemSnapshot | None) -> Filesystem | None:
+        """A filesystem showing ``snapshot`` (None: live), or None if the backend cannot
+        show a snapshot without restoring it."""
+        if snapshot is None:
+            return self._fs
+        at = getattr(self._fs, "at", None)
+        return at(snapshot) if callable(at) else None

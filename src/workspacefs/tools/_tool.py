@@ -1,0 +1,116 @@
+"""``Tool``: a name, a description, a pydantic parameter model and a handler.
+
+A handler has the seed's shape, ``handler(params, *, context) -> ToolResult``.
+``Tool.invoke`` validates raw arguments (a model's JSON) against the model
+first: wrong types, missing or unknown fields come back as a failed result
+naming each field, never as an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._context import ToolContext
+from ._messages import cause
+from ._result import ToolResult
+
+P = TypeVar("P", bound=BaseModel)
+P_contra = TypeVar("P_contra", bound=BaseModel, contravariant=True)
+T = TypeVar("T")
+
+
+class ToolParams(BaseModel):
+    """Base of parameter models: unknown fields are refused, so a misspelt one is named."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolHandler(Protocol[P_contra, T]):
+    """``handler(params, *, context) -> ToolResult``."""
+
+    def __call__(self, params: P_contra, /, *, context: ToolContext) -> ToolResult[T]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnnotations:
+    """Hints about a tool's effects (MCP's tool annotations use the same three).
+
+    Attributes:
+        read_only: Never changes the workspace; undo takes no snapshot for it.
+        destructive: May delete or overwrite what was there (meaningful if not read-only).
+        idempotent: Repeating the call with the same arguments changes nothing more.
+        title: A human-readable name.
+    """
+
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tool(Generic[P, T]):
+    """One tool an agent can call.
+
+    Attributes:
+        name: The name models call it by.
+        description: What it does and when to use it, written for a model.
+        params: The pydantic model its arguments are validated against.
+        handler: ``handler(params, *, context) -> ToolResult``.
+        annotations: Hints about its effects.
+    """
+
+    name: str
+    description: str
+    params: type[P]
+    handler: ToolHandler[P, T]
+    annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
+
+    @property
+    def mutating(self) -> bool:
+        """True if the tool may change the workspace."""
+        return not self.annotations.read_only
+
+    def validate(self, arguments: Mapping[str, Any] | P | None) -> P | str:
+        """The validated parameters, or a message naming every bad field."""
+        if isinstance(arguments, self.params):
+            return arguments
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return f"{self.name}: arguments must be a JSON object of named parameters."
+        try:
+            return self.params.model_validate(dict(arguments))
+        except ValidationError as exc:
+            return invalid_arguments(self.name, exc)
+
+    def invoke(
+        self, arguments: Mapping[str, Any] | P | None, *, context: ToolContext
+    ) -> ToolResult[T]:
+        """Validate ``arguments`` and run the handler.
+
+        A filesystem error (``OSError``) or bad value (``ValueError``) that the
+        handler did not word itself becomes a failed result; anything else is
+        a bug and propagates.
+        """
+        params = self.validate(arguments)
+        if isinstance(params, str):
+            return ToolResult.fail(params)
+        try:
+            return self.handler(params, context=context)
+        except (OSError, ValueError) as exc:
+            return ToolResult.fail(f"{self.name} failed: {cause(exc)}.")
+
+
+def invalid_arguments(tool: str, exc: ValidationError) -> str:
+    """One line per bad field: ``- `limit`: Input should be ... (got 0)``."""
+    lines = [f"{tool}: invalid arguments, nothing was done:"]
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        got = "" if error["type"] == "missing" else f" (got {error['input']!r:.80})"
+        lines.append(f"- `{where}`: {error['msg']}{got}")
+    return "\n".join(lines)

@@ -1,0 +1,32 @@
+"""The built-in tool set over the ``Filesystem`` protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..fs import Filesystem, SnapshotableFilesystem
+from ._edit import EDIT_FILE
+from ._files import READ_FILE, WRITE_FILE
+from ._grep import GREP
+from ._listing import GLOB, LS, RM
+from ._registry import ToolRegistry
+from ._snapshot_tools import DIFF, RESTORE, SNAPSHOT
+from ._tool import Tool
+
+FILE_TOOLS: tuple[Tool[Any, Any], ...] = (LS, READ_FILE, WRITE_FILE, EDIT_FILE, GLOB, GREP, RM)
+"""The tools every ``Filesystem`` supports."""
+
+SNAPSHOT_TOOLS: tuple[Tool[Any, Any], ...] = (SNAPSHOT, RESTORE, DIFF)
+"""The tools a ``SnapshotableFilesystem`` supports too."""
+
+
+def filesystem_tools(filesystem: Filesystem | None = None) -> ToolRegistry:
+    """A new registry of the built-in tools.
+
+    Args:
+        filesystem: If given and it cannot snapshot, the snapshot tools are left out.
+    """
+    tools = list(FILE_TOOLS)
+    if filesystem is None or isinstance(filesystem, SnapshotableFilesystem):
+        tools += SNAPSHOT_TOOLS
+    return ToolRegistry(tools)

@@ -1,0 +1,68 @@
+"""Real daemons for tests, each cleaned up even when its test fails.
+
+Every test here runs with its own runtime directory (``XDG_RUNTIME_DIR``), so
+it neither sees nor disturbs the user's own workspaces; at the end of the
+session any daemon still alive there is killed and its mount detached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workspacefs.daemon import MountRecord, known_mounts
+from workspacefs.fuse import unavailable_reason
+
+from .support import Daemons, stop
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    reason = unavailable_reason()
+    for item in items:
+        if "tests/daemon/" in str(item.fspath):
+            item.add_marker(pytest.mark.fuse)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def runtime_dir() -> Iterator[Path]:
+    """A private runtime directory for the whole session (short: socket paths are limited)."""
+    base = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))
+    previous = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(base)
+    try:
+        yield base / "workspacefs"
+    finally:
+        for known in list(known_mounts()):
+            if known.alive:
+                stop(known.record)
+        if previous is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[Daemons]:
+    manager = Daemons(tmp_path)
+    try:
+        yield manager
+    finally:
+        manager.close()
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MountRecord]:
+    """One daemon for a whole module (the compliance suite resets it per test)."""
+    manager = Daemons(tmp_path_factory.mktemp("shared"))
+    try:
+        yield manager.start()
+    finally:
+        manager.close()

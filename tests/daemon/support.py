@@ -1,0 +1,64 @@
+"""Helpers for the daemon and command-line tests: start, stop, run the command."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import workspacefs
+from workspacefs.daemon import MountRecord, connect, start
+from workspacefs.fuse import is_stale, recover
+
+SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
+
+
+def stop(record: MountRecord) -> None:
+    """Unmount through the API; failing that, kill the daemon and detach its mount."""
+    try:
+        with connect(record.socket, timeout=10) as fs:
+            fs.unmount(wait=10)
+        return
+    except OSError:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGKILL)
+    if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
+        recover(record.mountpoint)
+        subprocess.run(["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False)
+
+
+class Daemons:
+    """Starts daemons for one test and stops every one of them afterwards."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.started: list[MountRecord] = []
+
+    def mountpoint(self, name: str = "ws") -> Path:
+        path = self.base / name
+        path.mkdir(exist_ok=True)
+        return path
+
+    def start(self, name: str = "ws", **options: object) -> MountRecord:
+        record = start(self.mountpoint(name), **options)  # type: ignore[arg-type]
+        self.started.append(record)
+        return record
+
+    def close(self) -> None:
+        for record in reversed(self.started):
+            stop(record)
+
+
+def cli(
+    *args: str, cwd: str | Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``workspacefs`` command in a subprocess, as a user would."""
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "workspacefs.cli", *args],
+        capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False,
+    )  # fmt: skip

@@ -1,0 +1,249 @@
+"""Every ``workspacefs`` command in a subprocess against real daemons: output, --json, exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workspacefs.daemon import MountRecord
+
+from .support import SOURCE_ROOT, cli, stop
+
+COMMANDS = ["mount", "unmount", "list", "status", "snapshot", "restore", "diff", "log",
+            "persist", "push", "fetch", "export", "import", "run", "doctor", "mcp"]  # fmt: skip
+
+
+def ok(*args: str, cwd: str | Path | None = None) -> str:
+    result = cli(*args, cwd=cwd)
+    assert result.returncode == 0, (args, result.stdout, result.stderr)
+    return result.stdout
+
+
+def as_json(*args: str, cwd: str | Path | None = None) -> object:
+    return json.loads(ok(*args, "--json", cwd=cwd))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Path]:
+    """A workspace mounted with ``workspacefs mount`` from a small source tree."""
+    source = tmp_path / "source"
+    (source / "src").mkdir(parents=True)
+    (source / "src" / "app.py").write_text("print('hello')\n")
+    (source / "README.md").write_text("# demo\n")
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    record = as_json("mount", str(mountpoint), "--from", str(source),
+                     "--persist", str(tmp_path / "snapshots.git"))  # fmt: skip
+    assert isinstance(record, dict)
+    try:
+        yield mountpoint
+    finally:
+        if os.path.exists(record["socket"]):
+            stop(MountRecord.from_dict(record))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_has_an_example(command: str) -> None:
+    out = ok(command, "--help")
+    assert "Example" in out
+    assert "Usage: workspacefs " + command in " ".join(out.split())
+
+
+def test_mount_status_list_unmount(workspace: Path) -> None:
+    status = as_json("status", str(workspace))
+    assert isinstance(status, dict)
+    assert (status["mountpoint"], status["files"], status["bytes"]) == (str(workspace), 2, 22)
+    human = ok("status", cwd=workspace / "src")  # found from a directory inside it
+    assert f"mountpoint  {workspace}" in human
+    assert "files       2" in human
+    listed = as_json("list")
+    assert isinstance(listed, list)
+    assert str(workspace) in [r["mountpoint"] for r in listed]
+    assert str(workspace) in ok("list")
+    gone = as_json("unmount", str(workspace))
+    assert gone == {"mountpoint": str(workspace), "pid": status["pid"], "unmounted": True}
+    assert not os.path.ismount(workspace)
+    after = cli("status", str(workspace))
+    assert after.returncode == 3
+    assert (
+        after.stderr == f"workspacefs: error: no workspace is mounted here or above: {workspace}\n"
+    )
+    assert "No workspace is mounted." in ok("list") or str(workspace) not in ok("list")
+
+
+def test_snapshot_diff_restore_log(workspace: Path) -> None:
+    first = as_json("snapshot", str(workspace), "--tag", "start")
+    assert isinstance(first, dict)
+    assert (first["tag"], first["file_count"]) == ("start", 2)
+    (workspace / "new.txt").write_text("new\n")
+    (workspace / "src" / "app.py").write_text("print('changed')\n")
+    assert ok("diff", str(workspace), "start").splitlines() == ["A\tnew.txt", "M\tsrc/app.py"]
+    patch = ok("diff", "start", "--patch", cwd=workspace)
+    assert "-print('hello')\n+print('changed')\n" in patch
+    assert "+++ b/new.txt" in patch
+    changes = as_json("diff", str(workspace), "start")
+    assert changes == {"base": first["snapshot_id"], "target": None, "added": ["new.txt"],
+                       "modified": ["src/app.py"], "deleted": [], "unchanged_count": 1}  # fmt: skip
+    second = as_json("snapshot", "--tag", "second", cwd=workspace)
+    assert isinstance(second, dict)
+    between = as_json("diff", str(workspace), "start", "second")
+    assert isinstance(between, dict)
+    assert between["target"] == second["snapshot_id"]
+    assert (
+        ok("restore", str(workspace), "start") == f"Restored {first['snapshot_id'][:8]} (start)\n"
+    )
+    assert (workspace / "src" / "app.py").read_text() == "print('hello')\n"
+    assert not (workspace / "new.txt").exists()
+    log = as_json("log", str(workspace))
+    assert isinstance(log, list)
+    assert [(e["tag"], e["current"]) for e in log] == [("start", True), ("second", False)]
+    lines = ok("log", str(workspace)).splitlines()
+    assert lines[0].split() == ["ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"]
+    assert lines[1].split()[:3] == ["*", first["snapshot_id"][:8], "start"]
+    by_prefix = ok("restore", second["snapshot_id"][:6], cwd=workspace)
+    assert by_prefix.startswith(f"Restored {second['snapshot_id'][:8]}")
+
+
+def test_errors_are_one_line_with_exit_codes(workspace: Path, tmp_path: Path) -> None:
+    missing = cli("restore", str(workspace), "no-such-tag")
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr == "workspacefs: error: no snapshot has this tag or id: no-such-tag\n"
+    debug = cli("--debug", "restore", str(workspace), "no-such-tag")
+    assert debug.returncode == 1
+    assert "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.endswith(
+        "workspacefs: error: no snapshot has this tag or id: no-such-tag\n"
+    )
+    usage = cli("snapshot", "--no-such-option")
+    assert usage.returncode == 2
+    nowhere = cli("mount", str(tmp_path / "absent"))
+    assert nowhere.returncode == 1
+    assert nowhere.stderr.splitlines() == [
+        f"workspacefs: error: mount point does not exist: {tmp_path / 'absent'}"
+    ]
+    bad_source = cli("mount", str(tmp_path), "--from", str(tmp_path / "nothing"))
+    assert bad_source.returncode == 1
+    assert "--from: no such file or directory" in bad_source.stderr
+    outside = cli("snapshot", cwd=tmp_path)
+    assert outside.returncode == 3
+
+
+def test_persist_then_load_back_and_move(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "notes.md").write_text("persisted\n")
+    persisted = as_json("persist", str(workspace), "--tag", "saved")
+    assert isinstance(persisted, dict)
+    repository = str(tmp_path / "snapshots.git")
+    assert persisted["repository"] == repository
+    assert persisted["ref"].endswith("/snapshots/1")
+    human = ok("persist", str(workspace), "--snapshot", "saved")
+    assert human.startswith(f"Persisted {persisted['snapshot']['snapshot_id'][:8]} (saved) as ")
+    backup = tmp_path / "backup.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(backup)], check=True)
+    assert as_json("push", str(workspace), str(backup)) == {
+        "repository": repository, "url": str(backup), "push": True}  # fmt: skip
+    assert "Fetched" in ok("fetch", str(workspace), str(backup))
+    again = tmp_path / "again"
+    again.mkdir()
+    ok("mount", str(again), "--from", f"{backup}#saved")
+    try:
+        assert (again / "notes.md").read_text() == "persisted\n"
+        assert (again / "src" / "app.py").read_text() == "print('hello')\n"
+    finally:
+        ok("unmount", str(again))
+
+
+def test_export_and_import(workspace: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "ws.zip"
+    assert as_json("export", str(workspace), str(archive)) == {"path": str(archive), "files": 2}
+    (workspace / "extra.txt").write_text("x")
+    assert ok("import", str(archive), cwd=workspace) == f"Imported 2 files from {archive}\n"
+    assert not (workspace / "extra.txt").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    ok("mount", str(other), "--from", str(archive), "--read-only")
+    try:
+        assert (other / "README.md").read_text() == "# demo\n"
+        refused = cli("import", str(other), str(archive))
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("workspacefs: error: read-only workspace")
+    finally:
+        ok("unmount", str(other))
+
+
+def test_foreground_mount_serves_until_sigterm(tmp_path: Path) -> None:
+    mountpoint = tmp_path / "fg"
+    mountpoint.mkdir()
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workspacefs.cli", "mount", str(mountpoint), "--foreground",
+         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        record = json.loads(server.stdout.readline())
+        assert record["pid"] == server.pid
+        (mountpoint / "x.txt").write_text("fg\n")
+        assert ok("status", str(mountpoint), "--json")
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
+        assert not os.path.ismount(mountpoint)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        server.stdout.close() if server.stdout else None
+        server.stderr.close() if server.stderr else None
+
+
+def test_mcp_serves_the_tools_on_a_running_workspace(workspace: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    messages: list[dict[str, object]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "write_file", "arguments": {"path": "from-mcp.txt", "content": "mcp\n"}}},
+    ]  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workspacefs.cli", "mcp", str(workspace)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert server.stdin is not None
+    assert server.stdout is not None
+    answers = []
+    try:
+        for message in messages:
+            server.stdin.write(json.dumps(message) + "\n")
+            server.stdin.flush()
+            if "id" in message:
+                answers.append(json.loads(server.stdout.readline()))
+    finally:
+        server.stdin.close()
+        server.wait(30)
+        server.stdout.close()
+        assert server.stderr is not None
+        server.stderr.close()
+    assert answers[1]["result"]["isError"] is False
+    assert (workspace / "from-mcp.txt").read_text() == "mcp\n"
+
+
+@pytest.mark.container
+@pytest.mark.slow
+def test_run_a_container_on_the_workspace(workspace: Path) -> None:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    result = cli("run", "--mountpoint", str(workspace), "--", "/bin/sh", "-c",
+                 "cat src/app.py && echo built > out.txt && exit 3")  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == "print('hello')\n"
+    assert "1 added, 0 modified, 0 deleted" in result.stderr
+    assert (workspace / "out.txt").read_text() == "built\n"  # still mounted, inspectable

@@ -1,0 +1,157 @@
+"""The MCP server in a subprocess, driven by the SDK's own client over stdio."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters, types
+
+import workspacefs
+from workspacefs import InMemoryFilesystem
+from workspacefs.tools import (
+    Tool,
+    ToolContext,
+    ToolParams,
+    ToolResult,
+    UndoableToolset,
+    create_server,
+    filesystem_tools,
+)
+
+SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
+
+
+def _text(result: types.CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def _server(project: Path) -> StdioServerParameters:
+    path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "workspacefs.tools", "--hydrate", str(project)],
+        env={"PYTHONPATH": path},
+    )
+
+
+async def _scenario(project: Path) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    async with Client(_server(project), read_timeout_seconds=60) as client:
+        listed = (await client.list_tools()).tools
+        seen["names"] = [tool.name for tool in listed]
+        seen["tools"] = {tool.name: tool for tool in listed}
+
+        async def call(name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+            result = await client.call_tool(name, arguments)
+            return result.is_error, _text(result)
+
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("ls", {"path": "."}),
+            ("read_file", {"path": "/workspace/main.py"}),
+            ("write_file", {"path": "notes/todo.md", "content": "- ship\n"}),
+            ("snapshot", {"tag": "before-edit"}),
+            ("edit_file", {"path": "main.py", "old_string": "hi", "new_string": "hello"}),
+            ("glob", {"pattern": "**/*.md"}),
+            ("grep", {"pattern": "hello"}),
+            ("diff", {"from": "before-edit"}),
+            ("rm", {"path": "notes", "recursive": True}),
+            ("restore", {"id_or_tag": "before-edit"}),
+            ("read_file", {"path": "notes/todo.md"}),
+        ]
+        seen["steps"] = [await call(name, arguments) for name, arguments in steps]
+        seen["missing"] = await call("read_file", {"path": "missing.txt"})
+        seen["invalid"] = await call("read_file", {"limit": "x"})
+        seen["unknown"] = await call("cat", {})
+        seen["still_serving"] = await call("read_file", {"path": "main.py"})
+    return seen
+
+
+def test_mcp_server_over_stdio(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.py").write_text("print('hi')\n")
+    seen = anyio.run(_scenario, project)
+
+    assert seen["names"] == filesystem_tools().names
+    exported = {entry["name"]: entry for entry in filesystem_tools().anthropic_schemas()}
+    for name, tool in seen["tools"].items():
+        assert tool.input_schema == exported[name]["input_schema"]
+        assert tool.description == exported[name]["description"]
+    hints = {
+        name: (t.annotations.read_only_hint, t.annotations.destructive_hint,
+               t.annotations.idempotent_hint)
+        for name, t in seen["tools"].items()
+    }  # fmt: skip
+    assert hints["read_file"] == (True, False, True)
+    assert hints["rm"] == (False, True, True)
+    assert hints["write_file"] == (False, True, False)
+    assert hints["snapshot"] == (False, False, False)
+
+    errors = [is_error for is_error, _ in seen["steps"]]
+    assert errors == [False] * len(errors), seen["steps"]
+    texts = [text for _, text in seen["steps"]]
+    assert "file            12  main.py" in texts[0]
+    assert texts[1] == "     1\tprint('hi')"
+    assert texts[2] == "Wrote `notes/todo.md` (1 line, 7 bytes)."
+    assert "(tag `before-edit`)" in texts[3]
+    assert "     1\tprint('hello')" in texts[4]
+    assert texts[5].endswith("notes/todo.md")
+    assert texts[6].splitlines()[1] == "main.py:1: print('hello')"
+    assert "+print('hello')" in texts[7]
+    assert texts[8].startswith("Removed directory `notes`")
+    assert "Undid the changes since it (2 files: 1 modified, 1 deleted)" in texts[9]
+    assert texts[10] == "     1\t- ship"
+
+    assert seen["missing"] == (True, "Cannot read `missing.txt`: no such file or directory.")
+    is_error, text = seen["invalid"]
+    assert is_error
+    assert "`path`: Field required" in text
+    assert "`limit`" in text
+    is_error, text = seen["unknown"]
+    assert is_error
+    assert text.startswith("There is no tool named 'cat'")
+    assert seen["still_serving"] == (False, "     1\tprint('hi')")
+
+
+class _BoomParams(ToolParams):
+    pass
+
+
+def _boom(params: _BoomParams, *, context: ToolContext) -> ToolResult[None]:
+    raise RuntimeError("handler bug")
+
+
+async def _in_process(server: Any) -> list[tuple[bool, str]]:
+    async with Client(server) as client:
+        out = []
+        for name, arguments in [("boom", {}), ("write_file", {"path": "a", "content": "x"}),
+                                ("ls", {})]:  # fmt: skip
+            result = await client.call_tool(name, arguments)
+            out.append((result.is_error, _text(result)))
+        return out
+
+
+def test_a_handler_bug_is_an_error_result_not_a_dead_server(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fs = InMemoryFilesystem()
+    registry = filesystem_tools(fs)
+    registry.add(Tool("boom", "Fails.", _BoomParams, _boom))
+    toolset = UndoableToolset(registry, fs)
+    with caplog.at_level(logging.ERROR):
+        out = anyio.run(_in_process, create_server(fs, tools=toolset))
+    assert out[0] == (True, "boom failed with an internal error: RuntimeError('handler bug')")
+    assert out[1][0] is False
+    assert "file             1  a" in out[2][1]
+    assert "tool boom failed" in caplog.text
+    assert [call.tool for call in toolset.history] == ["boom", "write_file", "ls"]
+    assert toolset.history[1].before is not None
