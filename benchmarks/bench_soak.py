@@ -1,6 +1,6 @@
 """Soak: the mount and the API under concurrent load, checked against a model.
 
-Run: ``python -m benchmarks.soak [--seconds 120]`` (``scripts/bench.sh soak``);
+Run: ``python -m benchmarks.bench_soak [--seconds 120]`` (``scripts/bench.sh soak``);
 ``tests/fuse/test_soak.py`` runs a short form in the normal suite and this
 long one when ``WORKSPACEFS_SOAK_SECONDS`` is set (CI sets it).
 

@@ -1,4 +1,4 @@
-"""The soak run (``benchmarks/soak.py``): a short form here, the long one on demand.
+"""The soak run (``benchmarks/bench_soak.py``): a short form here, the long one on demand.
 
 Two writer processes on the mount, an API writer, snapshots every 100 ms,
 barriers checked against the writers' models, restores, persists to git;
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from benchmarks import soak
+from benchmarks import bench_soak as soak
 
 LONG = os.environ.get("WORKSPACEFS_SOAK_SECONDS")
 
