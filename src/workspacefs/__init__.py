@@ -18,11 +18,14 @@ from ._errors import InvalidContentError as InvalidContentError
 from ._errors import InvalidPathError as InvalidPathError
 from ._errors import IsADirectoryFsError as IsADirectoryFsError
 from ._errors import LimitExceededError as LimitExceededError
+from ._errors import MountLostError as MountLostError
 from ._errors import NameTooLongError as NameTooLongError
 from ._errors import NoAttributeError as NoAttributeError
+from ._errors import NoSpaceError as NoSpaceError
 from ._errors import NotADirectoryFsError as NotADirectoryFsError
 from ._errors import NotFoundError as NotFoundError
 from ._errors import NotPermittedError as NotPermittedError
+from ._errors import NotSupportedError as NotSupportedError
 from ._errors import PathEscapeError as PathEscapeError
 from ._errors import ReadOnlyError as ReadOnlyError
 from ._errors import SnapshotCreationError as SnapshotCreationError
@@ -50,6 +53,7 @@ from .fs import HostMount as HostMount
 from .fs import InMemoryFilesystem as InMemoryFilesystem
 from .fs import InMemorySnapshotStore as InMemorySnapshotStore
 from .fs import Limits as Limits
+from .fs import MemoryUsage as MemoryUsage
 from .fs import ReadBytesResult as ReadBytesResult
 from .fs import ReadResult as ReadResult
 from .fs import SnapshotableFilesystem as SnapshotableFilesystem

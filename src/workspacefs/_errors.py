@@ -131,10 +131,33 @@ class BusyError(FsError):
     default_errno = _errno.EBUSY
 
 
+class NoSpaceError(FsError):
+    """A write that would pass the workspace's memory budget (ENOSPC); nothing was written."""
+
+    default_errno = _errno.ENOSPC
+
+
+class NotSupportedError(FsError):
+    """An operation or mode this filesystem does not implement (EOPNOTSUPP)."""
+
+    default_errno = _errno.EOPNOTSUPP
+
+
 class BackendUnavailableError(FsError, RuntimeError):
     """The backend cannot serve requests, e.g. a closed mount (EIO)."""
 
     default_errno = _errno.EIO
+
+
+class MountLostError(BackendUnavailableError):
+    """The workspace's mount stopped serving while its owner still held it (ENOTCONN).
+
+    Raised by every call on the workspace until the mount is left (the ``with``
+    block ends, or ``Mount.unmount``); the tree is intact and can then be
+    persisted or mounted again.
+    """
+
+    default_errno = _errno.ENOTCONN
 
 
 class SnapshotError(FsError):
@@ -177,6 +200,8 @@ _BY_ERRNO: dict[int, type[FsError]] = {
         CrossDeviceError,
         TooManyLinksError,
         BusyError,
+        NoSpaceError,
+        NotSupportedError,
     )
 }
 _BY_ERRNO[_errno.EACCES] = PathEscapeError

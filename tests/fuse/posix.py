@@ -31,3 +31,17 @@ def utimensat(path: str, atime: tuple[int, int], mtime: tuple[int, int]) -> None
     if _libc.utimensat(AT_FDCWD, os.fsencode(path), times, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), path)
+
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_ZERO_RANGE = 0x10
+
+
+def fallocate(fd: int, mode: int, offset: int, length: int) -> None:
+    """fallocate(2) with a mode (os.posix_fallocate has none); raises OSError."""
+    call = _libc.fallocate
+    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if call(fd, mode, offset, length) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))

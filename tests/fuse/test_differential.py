@@ -10,8 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from workspacefs.fuse import fuse_mounts
+
 from .conftest import Mounted
-from .posix import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
+from .posix import (
+    FALLOC_FL_KEEP_SIZE,
+    FALLOC_FL_PUNCH_HOLE,
+    FALLOC_FL_ZERO_RANGE,
+    RENAME_EXCHANGE,
+    RENAME_NOREPLACE,
+    fallocate,
+    renameat2,
+)
 from .treestate import tree_state
 
 NAMES = ["a", "b", "c", "a/x", "a/y", "b/x", "a/x/deep"]
@@ -25,6 +35,7 @@ def random_op(rng: random.Random) -> tuple[str, Callable[[Path], object]]:
     size = rng.choice([0, 2, 4096, 100_000])
     mode = rng.choice([0o600, 0o644, 0o755, 0o4750])
     flags = rng.choice([0, RENAME_NOREPLACE, RENAME_EXCHANGE])
+    falloc = rng.choice(FALLOCATE_MODES)
 
     def write(root: Path) -> object:
         fd = os.open(root / path, os.O_WRONLY | os.O_CREAT, 0o644)
@@ -40,6 +51,14 @@ def random_op(rng: random.Random) -> tuple[str, Callable[[Path], object]]:
         finally:
             os.close(fd)
 
+    def allocate(root: Path) -> object:
+        fd = os.open(root / path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            zero_range_or(fd, falloc, offset, size, emulate=str(root) not in fuse_mounts())
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+
     def read(root: Path) -> object:
         fd = os.open(root / path, os.O_RDONLY)
         try:
@@ -52,6 +71,7 @@ def random_op(rng: random.Random) -> tuple[str, Callable[[Path], object]]:
         (f"append {path} {len(data)}", append),
         (f"read {path} @{offset}", read),
         (f"truncate {path} {size}", lambda root: os.truncate(root / path, size)),
+        (f"fallocate {path} {falloc:#x} {size}@{offset}", allocate),
         (f"rename {path} {other} {flags}", lambda root: renameat2(
             str(root / path), str(root / other), flags)),
         (f"link {path} {other}", lambda root: os.link(root / path, root / other)),
@@ -65,6 +85,27 @@ def random_op(rng: random.Random) -> tuple[str, Callable[[Path], object]]:
         (f"listdir {path}", lambda root: sorted(os.listdir(root / path))),
     ]  # fmt: skip
     return rng.choice(ops)
+
+
+FALLOCATE_MODES = [
+    0,
+    FALLOC_FL_KEEP_SIZE,
+    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+    FALLOC_FL_PUNCH_HOLE,  # refused: a hole must keep the size
+    FALLOC_FL_ZERO_RANGE,
+    FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+]
+
+
+def zero_range_or(fd: int, mode: int, offset: int, length: int, *, emulate: bool) -> None:
+    """fallocate(2); with ``emulate``, ZERO_RANGE as what it means (tmpfs lacks it):
+    punch a hole, then extend the size unless KEEP_SIZE."""
+    if not (emulate and mode & FALLOC_FL_ZERO_RANGE):
+        fallocate(fd, mode, offset, length)
+        return
+    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length)
+    if not mode & FALLOC_FL_KEEP_SIZE and os.fstat(fd).st_size < offset + length:
+        os.ftruncate(fd, offset + length)
 
 
 def _stat_view(info: os.stat_result) -> tuple[int, ...]:

@@ -14,7 +14,13 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from workspacefs import FilesystemSnapshot, InMemoryFilesystem
-from workspacefs.tree import CHUNK_SIZE
+from workspacefs.tree import (
+    CHUNK_SIZE,
+    FALLOC_FL_KEEP_SIZE,
+    FALLOC_FL_PUNCH_HOLE,
+    FALLOC_FL_ZERO_RANGE,
+    File,
+)
 
 NAMES = ["a", "b", "c"]
 PATHS = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join)
@@ -115,6 +121,36 @@ class WorkspaceMachine(RuleBasedStateMachine):
             self.fs.tree.truncate(ino, size)
         old = self.model.files[path]
         self.model.files[path] = old[:size] + bytes(max(0, size - len(old)))
+
+    @rule(
+        pick=st.data(),
+        mode=st.sampled_from(
+            [
+                0,
+                FALLOC_FL_KEEP_SIZE,
+                FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                FALLOC_FL_ZERO_RANGE,
+            ]
+        ),
+        offset=st.integers(0, 3 * CHUNK_SIZE),
+        length=st.integers(1, 2 * CHUNK_SIZE),
+    )
+    @precondition(lambda self: bool(self.model.files))
+    def fallocate(self, pick: st.DataObject, mode: int, offset: int, length: int) -> None:
+        path = pick.draw(st.sampled_from(sorted(self.model.files)), label="path")
+        tree = self.fs.tree
+        with tree.lock:
+            ino = tree.resolve_path(path)
+            assert ino is not None
+            tree.fallocate(ino, mode, offset, length)
+        old = self.model.files[path]
+        end = offset + length
+        size = len(old) if mode & FALLOC_FL_KEEP_SIZE else max(len(old), end)
+        new = old + bytes(size - len(old))
+        if mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE):
+            zeroed = max(0, min(end, size) - offset)
+            new = new[:offset] + bytes(zeroed) + new[offset + zeroed :]
+        self.model.files[path] = new
 
     @rule(path=PATHS)
     def mkdir(self, path: str) -> None:
@@ -222,6 +258,16 @@ class WorkspaceMachine(RuleBasedStateMachine):
         assert fs_state(self.fs) == self.model
         assert self.fs.tree.file_count == len(self.model.files)
         assert self.fs.tree.total_bytes == sum(map(len, self.model.files.values()))
+
+    @invariant()
+    def budget_counts_exactly_the_chunks_held(self) -> None:
+        chunks: dict[int, int] = {}
+        views = [self.fs.tree, *(self.fs.version(record) for record, _ in self.snapshots)]
+        for view in views:
+            for _, _, node in view.walk():
+                if isinstance(node, File):
+                    chunks.update((id(chunk), len(chunk)) for chunk in node.chunks.values())
+        assert self.fs.tree.budget.held == sum(chunks.values())
 
     @invariant()
     def snapshots_never_change(self) -> None:

@@ -4,6 +4,9 @@ from ._backend import Backend as Backend
 from ._backend import Entry as Entry
 from ._backend import Handle as Handle
 from ._backend import Kind as Kind
+from ._budget import MemoryUsage as MemoryUsage
+from ._budget import available_memory as available_memory
+from ._budget import default_memory_budget as default_memory_budget
 from ._frontend import BackendFilesystem as BackendFilesystem
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
@@ -51,6 +54,7 @@ __all__ = [
     "Kind",
     "Limits",
     "Location",
+    "MemoryUsage",
     "ReadBytesResult",
     "ReadResult",
     "SnapshotKind",
@@ -61,6 +65,8 @@ __all__ = [
     "TreeFilesystem",
     "WriteMode",
     "WriteResult",
+    "available_memory",
+    "default_memory_budget",
     "locate",
     "normalize_path",
     "strip_mount_point",

@@ -9,10 +9,12 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
+    InvalidArgumentError,
     ReadOnlyError,
     SnapshotIncompatibleError,
 )
-from ..tree import Tree, Version, diff_versions
+from ..tree import MemoryBudget, Tree, Version, diff_versions
+from ._budget import MemoryUsage, default_memory_budget
 from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
 from ._snapshots import (
@@ -39,6 +41,11 @@ class InMemoryFilesystem(TreeFilesystem):
         store: Where snapshots are kept (default: in memory).
         retention: Pruned after every snapshot, if given.
         workspace_id: Names the workspace in snapshot records (default: random).
+        memory_budget: The most bytes the workspace's file data may hold, its
+            snapshots' included; a write past it fails with ENOSPC (NoSpaceError)
+            and changes nothing. Default: half of the memory this process can
+            still allocate (``default_memory_budget``). A mount's statfs shows it
+            as the size.
     """
 
     def __init__(
@@ -50,8 +57,10 @@ class InMemoryFilesystem(TreeFilesystem):
         store: SnapshotStore[Version] | None = None,
         retention: SnapshotRetentionPolicy | None = None,
         workspace_id: str | None = None,
+        memory_budget: int | None = None,
     ) -> None:
-        tree = Tree(uid=os.getuid(), gid=os.getgid())
+        limit = default_memory_budget() if memory_budget is None else memory_budget
+        tree = Tree(uid=os.getuid(), gid=os.getgid(), budget=MemoryBudget(limit))
         super().__init__(tree, read_only=read_only, mount_point=mount_point, limits=limits)
         self._live = tree
         self._store: SnapshotStore[Version] = store or InMemorySnapshotStore()
@@ -68,6 +77,30 @@ class InMemoryFilesystem(TreeFilesystem):
     def workspace_id(self) -> str:
         """The id recorded in this workspace's snapshots."""
         return self._workspace_id
+
+    @property
+    def memory_budget(self) -> int:
+        """The most bytes the file data may hold (see the constructor); settable.
+
+        Lowering it below what is held refuses writes until enough is deleted.
+        """
+        limit = self._live.budget.limit
+        assert limit is not None
+        return limit
+
+    @memory_budget.setter
+    def memory_budget(self, limit: int) -> None:
+        if limit < 0:
+            raise InvalidArgumentError("a memory budget cannot be negative", None)
+        self._live.budget.limit = limit
+
+    def memory_usage(self) -> MemoryUsage:
+        """What the file data holds against the budget, and how much of it only
+        snapshots hold (what deleting them would free). O(inodes)."""
+        with self._live.lock:
+            live = self._live.live_data_bytes()
+            held = self._live.budget.held
+        return MemoryUsage(budget=self.memory_budget, held=held, live=live)
 
     @property
     def current_snapshot_id(self) -> uuid.UUID | None:

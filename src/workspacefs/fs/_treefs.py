@@ -100,13 +100,15 @@ class TreeBackend:
     ) -> None:
         tree = self._live()
         if entry is None:
+            tree.budget.reserve(len(data))  # ENOSPC before the file exists
             ino = tree.create(directory, name, 0o644, *self._owner)
             tree.write(ino, 0, data)
             return
         ino = entry.key[1]
         if mode == "overwrite":
-            tree.truncate(ino, 0)
-        tree.write(ino, 0 if mode == "overwrite" else tree.node(ino).size, data)
+            tree.replace(ino, data)
+        else:
+            tree.write(ino, tree.node(ino).size, data)
 
     def mkdir(self, directory: Handle, name: str) -> None:
         self._live().mkdir(directory, name, 0o755, *self._owner)

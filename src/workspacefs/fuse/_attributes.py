@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-from ..tree import Node, Special
+from ..fs import available_memory
+from ..tree import Node, Special, Tree, TreeView, Version
 
 BLOCK_SIZE = 4096
 """The block size reported by stat and statfs."""
@@ -62,3 +63,16 @@ def missing_entry(timeout: float) -> pyfuse3.EntryAttributes:
     missing.st_ino = 0
     missing.entry_timeout = timeout
     return missing
+
+
+def capacity(view: TreeView) -> tuple[int, int]:
+    """(size, free bytes) for statfs: the live tree's memory budget and what is
+    left of it (snapshots' data counts as used); a frozen version is full."""
+    if isinstance(view, Tree):
+        budget = view.budget
+        if budget.limit is None:  # a bare tree counts without a limit: memory is the limit
+            free = available_memory()
+            return budget.held + free, free
+        return budget.limit, budget.free or 0
+    used = view.total_bytes if isinstance(view, Version) else 0
+    return used, 0

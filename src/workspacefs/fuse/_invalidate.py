@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import threading
 
 import pyfuse3
 
@@ -24,7 +25,7 @@ _HARMLESS = (errno.ENOENT, errno.ENOTDIR)  # the kernel had already forgotten it
 
 def invalidate(tree: Tree, journal: Journal) -> None:
     """Drop the kernel's cached attributes, data and entries that ``journal`` touched."""
-    with tree.lock:
+    with tree.lock.unpublished:  # reads only; never refused (see TreeLock.refuse)
         inodes = [ino for ino in journal.inodes if tree.held(ino) or ino == ROOT_INO]
         entries = [
             (parent, name)
@@ -43,3 +44,26 @@ def invalidate(tree: Tree, journal: Journal) -> None:
         except OSError as exc:
             if exc.errno not in _HARMLESS:
                 log.warning("invalidate_inode(%d) failed: %s", ino, exc)
+
+
+class Invalidator:
+    """Invalidates after each API change until ``close``; ``close`` waits for
+    one in flight, so the session can be destroyed safely afterwards (a
+    notification through a destroyed session would crash the process)."""
+
+    __slots__ = ("_lock", "_open", "_tree")
+
+    def __init__(self, tree: Tree) -> None:
+        self._tree = tree
+        self._lock = threading.Lock()
+        self._open = True
+
+    def __call__(self, journal: Journal) -> None:
+        with self._lock:
+            if self._open:
+                invalidate(self._tree, journal)
+
+    def close(self) -> None:
+        """Stop invalidating; returns once no invalidation runs any more."""
+        with self._lock:
+            self._open = False

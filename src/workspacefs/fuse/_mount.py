@@ -2,11 +2,21 @@
 
 pyfuse3 keeps one FUSE session per process, so one mount runs at a time.
 ``mount()`` starts ``pyfuse3.main`` in its own thread with its own trio loop
-and returns once the loop serves requests; the caller keeps using the
-filesystem object from its own thread. On exit (normal, exception, Ctrl-C or
-SIGTERM) the loop is terminated from outside with
+and returns once the kernel has finished INIT and a request has been
+answered (before INIT, cache invalidations fail with ENOSYS); the caller
+keeps using the filesystem object from its own thread. On exit (normal,
+exception, Ctrl-C or SIGTERM) the loop is terminated from outside with
 ``trio.from_thread.run_sync(pyfuse3.terminate)`` (only while it runs:
 terminating a finished loop crashes) and the kernel mount is removed.
+
+If the loop dies while the owner still holds the mount (an exception inside
+pyfuse3, the connection aborted, an unmount from outside), the mount point
+is *not* unmounted: the connection is aborted so that everyone gets ENOTCONN
+there, never the directory underneath, which writes would silently land in.
+The owner learns at once: ``on_lost`` is called, and every call on the
+filesystem raises ``MountLostError`` until the mount block is left. The tree
+is intact; leaving the block detaches the dead mount, after which the
+workspace can be persisted or mounted again.
 
 A mount left by a process killed with SIGKILL answers ENOTCONN; ``recover``
 (and ``mount`` itself, on the same path) detaches it with ``fusermount3 -uz``.
@@ -15,8 +25,6 @@ A mount left by a process killed with SIGKILL answers ENOTCONN; ``recover``
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
 import os
@@ -32,11 +40,19 @@ from types import FrameType
 import pyfuse3
 import trio
 
-from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, NotFoundError
+from .._errors import (
+    BackendUnavailableError,
+    BusyError,
+    MountLostError,
+    NotADirectoryFsError,
+    NotFoundError,
+)
 from ..fs import TreeFilesystem
 from ..tree import Tree
+from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
-from ._invalidate import invalidate
+from ._fallocate import install as install_fallocate
+from ._invalidate import Invalidator
 from ._operations import WorkspaceOperations
 from ._snapshots_dir import snapshot_lister
 
@@ -73,23 +89,6 @@ def fuse_mounts() -> dict[str, str]:
     return mounts
 
 
-def _tune_allocator() -> None:
-    """Keep large request buffers on the heap and freed memory in the process.
-
-    Every FUSE write arrives in a fresh 1 MiB buffer; with glibc's defaults
-    each is an mmap and each free an munmap, so every write pays its page
-    faults again (measured: a second 512 MiB `dd` fell from ~820 to ~190 MB/s).
-    Raising the mmap and trim thresholds keeps it at ~830 MB/s.
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, 256 << 20)
-    libc.mallopt(m_trim_threshold, 1 << 30)
-
-
 def is_stale(mountpoint: str) -> bool:
     """True if ``mountpoint`` is a FUSE mount whose server is gone (ENOTCONN).
 
@@ -124,6 +123,10 @@ def _detach(mountpoint: str) -> None:
         )
 
 
+LostCallback = Callable[[BaseException], object]
+"""Called with the error when a mount's FUSE loop dies while its owner holds it."""
+
+
 @dataclass
 class Mount:
     """A running mount. Use ``workspacefs.fuse.mount()`` to make one."""
@@ -131,9 +134,13 @@ class Mount:
     filesystem: TreeFilesystem
     mountpoint: str
     read_only: bool
+    on_lost: LostCallback | None = None
     _thread: threading.Thread | None = None
     _token: trio.lowlevel.TrioToken | None = None
     _error: BaseException | None = None
+    _stopping: bool = False
+    _device: int | None = None  # the FUSE connection's number (the mount's minor device)
+    _fuse_fd: int | None = None  # the session's /dev/fuse descriptor
     _ready: threading.Event = field(default_factory=threading.Event)
     _cleanups: list[Callable[[], object]] = field(default_factory=list)
 
@@ -142,13 +149,23 @@ class Mount:
         """True while the FUSE loop serves requests."""
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def error(self) -> BaseException | None:
+        """Why the FUSE loop stopped serving while the mount was held; None while it serves."""
+        return self._error
+
     def unmount(self) -> None:
-        """Stop serving and remove the mount; safe to call twice."""
+        """Stop serving and remove the mount; safe to call twice.
+
+        After a lost mount it detaches the dead mount point and lets the
+        filesystem be used again.
+        """
         for cleanup in reversed(self._cleanups):
             cleanup()
         self._cleanups.clear()
         if self._thread is None:
             return
+        self._stopping = True
         if self._token is not None:
             with contextlib.suppress(trio.RunFinishedError):
                 trio.from_thread.run_sync(pyfuse3.terminate, trio_token=self._token)
@@ -160,29 +177,121 @@ class Mount:
         self._thread = None
         if os.path.ismount(self.mountpoint) or is_stale(self.mountpoint):
             _detach(self.mountpoint)
+        if isinstance(self.filesystem.view, Tree):
+            self.filesystem.view.lock.refuse(None)
 
     def _serve(self, operations: WorkspaceOperations, options: set[str]) -> None:
+        before = _fuse_descriptors()
         try:
             pyfuse3.init(operations, self.mountpoint, options)
         except BaseException as exc:
             self._error = exc
             self._ready.set()
             return
+        self._fuse_fd = min(_fuse_descriptors() - before, default=None)
+        install_fallocate(operations.fallocate)
+        failure: BaseException | None = None
         try:
             trio.run(self._main)
         except BaseException as exc:
-            log.exception("FUSE loop failed")
-            self._error = exc
-        finally:
-            self._token = None
-            pyfuse3.close(unmount=True)
-            operations.forget_all()  # the kernel holds nothing any more
-            self._ready.set()
+            failure = exc
+            while isinstance(failure, BaseExceptionGroup) and len(failure.exceptions) == 1:
+                failure = failure.exceptions[0]  # trio's nurseries wrap what killed the loop
+        self._token = None
+        if failure is None and not self._stopping:
+            failure = BackendUnavailableError(
+                "the kernel ended the FUSE session (aborted, or unmounted from outside)",
+                self.mountpoint,
+            )
+        if failure is not None:
+            self._lose(failure)
+        # Lost, the mount point stays mounted (answering ENOTCONN) until the
+        # owner leaves the mount; else the kernel mount goes now.
+        pyfuse3.close(unmount=failure is None)
+        operations.forget_all()  # the kernel holds nothing any more
+        self._ready.set()
+
+    def _lose(self, failure: BaseException) -> None:
+        """The loop died under the owner: refuse the API, abort the connection, tell."""
+        log.error(
+            "the FUSE loop serving %s died; the mount point answers ENOTCONN until the "
+            "mount is left",
+            self.mountpoint,
+            exc_info=failure,
+        )
+        self._error = failure
+        tree = self.filesystem.view
+        if isinstance(tree, Tree):
+            message = f"the mount at {self.mountpoint} stopped serving ({failure!r}); leave it"
+            tree.lock.refuse(lambda: MountLostError(message, self.mountpoint))
+        self._abort_connection()
+        for cleanup in reversed(self._cleanups):  # waits for invalidations in flight
+            cleanup()
+        if self.on_lost is not None:
+            try:
+                self.on_lost(failure)
+            except Exception:
+                log.exception("on_lost callback of %s failed", self.mountpoint)
+
+    def _abort_connection(self) -> None:
+        """End the kernel connection now, so that no request waits on the dead
+        loop (nor an invalidation on such a request): the kernel answers them
+        all, and every later access of the mount point, with ENOTCONN.
+
+        Through the connection's ``abort`` file where fusectl is mounted; and
+        by putting /dev/null in place of the session's descriptor (the kernel
+        aborts when the device is released; libfuse's later writes are lost
+        harmlessly instead of reaching whatever file reuses the number).
+        """
+        if self._device is not None:
+            abort = f"/sys/fs/fuse/connections/{self._device}/abort"
+            with contextlib.suppress(OSError), open(abort, "w") as control:
+                control.write("1")
+        if self._fuse_fd is not None:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            try:
+                os.dup2(devnull, self._fuse_fd)
+            finally:
+                os.close(devnull)
+
+    def _await_init(self) -> None:
+        """Return once the kernel has finished INIT and the loop answered a request.
+
+        Requests wait in the kernel until INIT is done, so a statfs answered
+        proves both; it runs in a helper thread, so that a loop that never
+        answers costs START_TIMEOUT, not a hang.
+        """
+        answer: list[os.stat_result | OSError] = []
+
+        def probe() -> None:
+            try:
+                os.statvfs(self.mountpoint)
+                answer.append(os.stat(self.mountpoint))
+            except OSError as exc:
+                answer.append(exc)
+
+        thread = threading.Thread(target=probe, name=f"fuse-init:{self.mountpoint}", daemon=True)
+        thread.start()
+        thread.join(START_TIMEOUT)
+        if not answer or isinstance(answer[0], OSError) or self._error is not None:
+            reason = self._error or (answer[0] if answer else "no answer")
+            raise BackendUnavailableError(f"mount failed: {reason!r}", self.mountpoint)
+        self._device = os.minor(answer[0].st_dev)
 
     async def _main(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._ready.set()
         await pyfuse3.main()
+
+
+def _fuse_descriptors() -> set[int]:
+    """This process's descriptors open on /dev/fuse."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{name}") == "/dev/fuse":
+                found.add(int(name))
+    return found
 
 
 def mount_options(
@@ -209,8 +318,8 @@ def mount(
     default_permissions: bool = True,
     fsname: str = "workspacefs",
     cache: CachePolicy = DEFAULT_CACHE,
-    capacity_bytes: int = 64 << 30,
     show_snapshots: bool = True,
+    on_lost: LostCallback | None = None,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -225,13 +334,19 @@ def mount(
         default_permissions: Let the kernel check modes and owners.
         fsname: Shown as the source in ``mount`` and ``df``.
         cache: Kernel cache timeouts; API changes are invalidated explicitly.
-        capacity_bytes: Size reported by statfs (the tree lives in memory).
         show_snapshots: Serve ``/.snapshots/<tag or id>/``, read-only views of
             the filesystem's snapshots (hidden from listings, found by name).
+        on_lost: Called (in the FUSE thread, with the error) if the FUSE loop
+            dies while the mount is held; from then on every call on
+            ``filesystem`` raises ``MountLostError`` until the block is left.
+
+    statfs shows the workspace's memory budget as the size and what is left
+    of it as free (see ``InMemoryFilesystem``).
 
     Raises:
         BusyError: Another mount is active in this process, or the path is mounted.
-        BackendUnavailableError: The kernel refused the mount, or its loop failed.
+        BackendUnavailableError: The kernel refused the mount, or it did not answer.
+        MountLostError: On leaving the block, if the loop died meanwhile.
     """
     path = _usable_mountpoint(mountpoint)
     read_only = read_only or filesystem.read_only or not isinstance(filesystem.view, Tree)
@@ -239,7 +354,6 @@ def mount(
         filesystem.view,
         read_only=read_only,
         cache=cache,
-        capacity_bytes=capacity_bytes,
         snapshots=snapshot_lister(filesystem) if show_snapshots else None,
     )
     options = mount_options(
@@ -251,18 +365,19 @@ def mount(
     # Each step undoes itself on the way out, in reverse order: the API stops
     # invalidating, the loop stops and the kernel mount goes (with SIGTERM
     # still turned into SystemExit), then the old SIGTERM handler returns,
-    # and the session is released last.
+    # the trimmer stops, and the session is released last.
     with contextlib.ExitStack() as stack:
         stack.enter_context(_one_session(path))
-        _tune_allocator()
+        tune()
+        if isinstance(filesystem.view, Tree):
+            stack.enter_context(_trimming(filesystem.view))
         stack.enter_context(_terminate_on_sigterm())
         handle = stack.enter_context(
-            _serving(Mount(filesystem, path, read_only), operations, options)
+            _serving(Mount(filesystem, path, read_only, on_lost), operations, options)
         )
-        _invalidate_after_api_writes(handle)
         yield handle
     if handle._error is not None:
-        raise BackendUnavailableError(f"FUSE loop failed: {handle._error!r}", path)
+        raise MountLostError(f"the FUSE loop stopped serving: {handle._error!r}", path)
 
 
 def _usable_mountpoint(mountpoint: str | os.PathLike[str]) -> str:
@@ -307,6 +422,8 @@ def _serving(handle: Mount, operations: WorkspaceOperations, options: set[str]) 
     try:
         if not handle._ready.wait(START_TIMEOUT) or handle._error is not None:
             raise BackendUnavailableError(f"mount failed: {handle._error!r}", handle.mountpoint)
+        handle._await_init()
+        _invalidate_after_api_writes(handle)
         yield handle
     finally:
         handle.unmount()
@@ -321,7 +438,26 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
     tree = handle.filesystem.view
     if not isinstance(tree, Tree):
         return  # a frozen version never changes
-    handle._cleanups.append(handle.filesystem.subscribe(lambda journal: invalidate(tree, journal)))
+    invalidator = Invalidator(tree)
+    unsubscribe = handle.filesystem.subscribe(invalidator)
+
+    def stop() -> None:
+        with contextlib.suppress(ValueError):  # run once by a loss, again by the unmount
+            unsubscribe()
+        invalidator.close()
+
+    handle._cleanups.append(stop)
+
+
+@contextlib.contextmanager
+def _trimming(tree: Tree) -> Iterator[None]:
+    """Return freed file data to the system while mounted (see ``_allocator``)."""
+    trimmer = Trimmer(tree.budget)
+    trimmer.start()
+    try:
+        yield
+    finally:
+        trimmer.stop()
 
 
 @contextlib.contextmanager

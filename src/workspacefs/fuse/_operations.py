@@ -32,7 +32,14 @@ from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
 from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
-from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
+from ._attributes import (
+    BLOCK_SIZE,
+    DEFAULT_CACHE,
+    CachePolicy,
+    capacity,
+    entry_attributes,
+    missing_entry,
+)
 from ._lookups import LookupCounts
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 
@@ -55,6 +62,9 @@ def fuse_errors(
             raise
         except OSError as exc:
             raise FUSEError(exc.errno or errno.EIO) from None
+        except MemoryError:  # the process ran out below the budget: refuse, stay alive
+            log.warning("out of memory in %s: is the budget too high?", handler.__name__)
+            raise FUSEError(errno.ENOSPC) from None
         except Exception:
             log.exception("bug in FUSE handler %s", handler.__name__)
             raise FUSEError(errno.EIO) from None
@@ -85,9 +95,6 @@ class WorkspaceOperations(pyfuse3.Operations):
         view: The live ``Tree``, or a frozen version (always read-only).
         read_only: Refuse every write with EROFS.
         cache: How long the kernel may trust entries and attributes.
-        capacity_bytes: The size statfs reports, and a limit: a write or
-            truncation through the mount that would make the files' total
-            size pass it fails with ENOSPC (the API is not limited here).
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
     """
 
@@ -101,7 +108,6 @@ class WorkspaceOperations(pyfuse3.Operations):
         *,
         read_only: bool = False,
         cache: CachePolicy = DEFAULT_CACHE,
-        capacity_bytes: int = 64 << 30,
         snapshots: SnapshotLister | None = None,
     ) -> None:
         super().__init__()
@@ -116,7 +122,6 @@ class WorkspaceOperations(pyfuse3.Operations):
             live.lock.unpublished if live is not None else contextlib.nullcontext()
         )
         self._cache = cache
-        self._capacity = capacity_bytes
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
@@ -132,13 +137,6 @@ class WorkspaceOperations(pyfuse3.Operations):
         if self._tree is None or any(ino >= SnapshotsDir.FIRST_INO for ino in inodes):
             raise FUSEError(errno.EROFS)
         return self._tree
-
-    def _room(self, tree: Tree, ino: InodeT, end: int) -> None:
-        """ENOSPC if growing ``ino`` to ``end`` bytes would pass the capacity (so a
-        container filling the workspace cannot fill this process's memory)."""
-        grow = end - tree.node(ino).size
-        if grow > 0 and tree.total_bytes + grow > self._capacity:
-            raise FUSEError(errno.ENOSPC)
 
     def _resolve(self, ino: InodeT) -> tuple[TreeView, InodeT, int]:
         """(view, the inode's number in it, base): ``base + n`` is the mount's
@@ -231,8 +229,6 @@ class WorkspaceOperations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         tree = self._writable(inode)
         with self._locked():
-            if fields.update_size:
-                self._room(tree, inode, attr.st_size)
             tree.setattr(
                 inode,
                 mode=attr.st_mode if fields.update_mode else None,
@@ -254,10 +250,10 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         with self._locked():
-            used = self._view.total_bytes if isinstance(self._view, Tree) else 0
+            size, free = capacity(self._view)
             files = self._view.file_count if isinstance(self._view, Tree) else 0
-        blocks = self._capacity // BLOCK_SIZE
-        free = max(0, blocks - (used + BLOCK_SIZE - 1) // BLOCK_SIZE)
+        blocks = size // BLOCK_SIZE
+        free = free // BLOCK_SIZE
         data = pyfuse3.StatvfsData()
         data.f_bsize = data.f_frsize = BLOCK_SIZE
         data.f_blocks = blocks
@@ -399,7 +395,6 @@ class WorkspaceOperations(pyfuse3.Operations):
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
-            self._room(tree, handle.ino, off + len(buf))
             return tree.write(handle.ino, off, buf)
 
     # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
@@ -492,3 +487,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         tree = self._writable(inode)
         with self._locked():
             tree.removexattr(inode, name)
+
+    # -- fallocate -------------------------------------------------------------
+    # pyfuse3 has no hook for it: ``_fallocate`` calls this from the session's
+    # callback table, synchronously, in the FUSE thread.
+
+    def fallocate(self, inode: InodeT, mode: int, offset: int, length: int) -> None:
+        """fallocate(2) on ``inode`` (see ``Tree.fallocate``); raises FUSEError or OSError."""
+        tree = self._writable(inode)
+        with self._locked():
+            tree.fallocate(inode, mode, offset, length)

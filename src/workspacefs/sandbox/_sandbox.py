@@ -124,8 +124,9 @@ class PodmanSandbox:
             commands may not).
         disk: Bytes the container may write outside the workspace, with the
             sandbox's own overlay (root only).
-        workspace_size: Bytes the workspace may hold; writes through the mount
-            past it fail with ENOSPC.
+        workspace_size: Bytes the workspace may hold while the sandbox runs:
+            the filesystem's memory budget is lowered to it if it is higher
+            (and put back on close), so writes past it fail with ENOSPC.
         output_limit: Bytes of each output stream ``exec`` keeps (head and tail).
         timeout: Default seconds an ``exec`` may run.
 
@@ -203,15 +204,13 @@ class PodmanSandbox:
         _open[:] = [self._name]
         self._mountpoint = os.path.join(self._state, "workspace")
         os.mkdir(self._mountpoint, 0o755)
+        budget = self._fs.memory_budget
+        if budget > self._config.workspace_size:
+            self._fs.memory_budget = self._config.workspace_size
+            stack.callback(setattr, self._fs, "memory_budget", budget)
         try:
             stack.enter_context(
-                mount(
-                    self._fs,
-                    self._mountpoint,
-                    allow_other=True,
-                    read_only=self._read_only,
-                    capacity_bytes=self._config.workspace_size,
-                )
+                mount(self._fs, self._mountpoint, allow_other=True, read_only=self._read_only)
             )
         except BusyError as exc:
             raise BusyError(

@@ -10,6 +10,10 @@ returns (the kernel may ask the FUSE loop to flush), so it never runs under it.
 FUSE handlers hold it as ``lock.unpublished``: the kernel made those
 changes itself, already knows them, and must not be asked to invalidate
 from inside its own request.
+
+A front door the owner relies on can fail (a mount whose FUSE loop died):
+``refuse`` then makes every publishing hold, i.e. every API call, raise an
+error until it is lifted, so the owner learns of it on its next call.
 """
 
 from __future__ import annotations
@@ -43,7 +47,15 @@ Subscriber = Callable[[Journal], None]
 class TreeLock:
     """The tree's reentrant lock; its outermost release publishes the journal."""
 
-    __slots__ = ("_depth", "_lock", "_publish", "_subscribers", "_take", "unpublished")
+    __slots__ = (
+        "_depth",
+        "_lock",
+        "_publish",
+        "_refusal",
+        "_subscribers",
+        "_take",
+        "unpublished",
+    )
 
     def __init__(self, take: Callable[[], Journal]) -> None:
         self._lock = threading.RLock()
@@ -51,6 +63,7 @@ class TreeLock:
         self._depth = 0
         self._publish = True
         self._subscribers: list[Subscriber] = []
+        self._refusal: Callable[[], BaseException] | None = None
         self.unpublished = _UnpublishedHold(self)
         """The same lock; what changes under it is dropped, not published.
 
@@ -64,10 +77,24 @@ class TreeLock:
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)
 
+    def refuse(self, error: Callable[[], BaseException] | None) -> None:
+        """Make every publishing hold raise what ``error()`` returns (None lifts it).
+
+        Unpublished holds (the FUSE handlers, their cleanup) are not refused.
+        """
+        self._refusal = error
+
     def __enter__(self) -> TreeLock:
+        return self._enter(publish=True)
+
+    def _enter(self, *, publish: bool) -> TreeLock:
         self._lock.acquire()
         if self._depth == 0:
-            self._publish = True
+            refusal = self._refusal
+            if publish and refusal is not None:
+                self._lock.release()
+                raise refusal()
+            self._publish = publish
         self._depth += 1
         return self
 
@@ -93,10 +120,7 @@ class _UnpublishedHold:
         self._lock = lock
 
     def __enter__(self) -> TreeLock:
-        lock = self._lock.__enter__()
-        if lock._depth == 1:
-            lock._publish = False
-        return lock
+        return self._lock._enter(publish=False)
 
     def __exit__(self, *exc: object) -> None:
         self._lock.__exit__(*exc)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import errno
 import stat as _stat
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Protocol
 
-CHUNK_SIZE = 1 << 16
-"""File data is held in chunks of this size; a missing chunk reads as zeros."""
+from ._budget import MemoryBudget
+from ._chunks import CHUNK_SIZE, Bytes, Chunk, is_zero
 
 Link = tuple[int, str]
 """A directory entry naming a node: (parent inode, name)."""
@@ -140,26 +140,24 @@ class Content(Protocol):
         ...
 
 
-Chunk = bytes | bytearray | memoryview
-"""A chunk's bytes. A memoryview chunk is a window on an immutable ``bytes``
-(a full chunk of a large write, kept without copying)."""
-
-
 class File(Node):
-    """A regular file with sparse chunked data.
+    """A regular file with sparse chunked data (see ``_chunks``).
 
-    ``chunks`` maps a chunk index to its bytes; a chunk may be shorter than
-    ``CHUNK_SIZE`` (the rest reads as zeros up to ``size``). Chunks listed in
-    ``owned`` were created in ``data_epoch`` by this node and may be changed
-    in place; every other chunk may be shared with a frozen version.
+    ``chunks`` maps a chunk index to its ``Chunk``. Chunks listed in ``owned``
+    were made in ``data_epoch`` by this node and may be changed in place;
+    every other chunk may be shared with a frozen version. Every method that
+    adds bytes asks ``budget`` first and changes nothing if they do not fit.
     """
 
-    __slots__ = ("_allocated", "_size", "chunks", "data_epoch", "lazy", "owned")
+    __slots__ = ("_allocated", "_size", "budget", "chunks", "data_epoch", "lazy", "owned")
 
-    def __init__(self, epoch: int, mode: int, uid: int, gid: int, now_ns: int) -> None:
+    def __init__(
+        self, epoch: int, mode: int, uid: int, gid: int, now_ns: int, budget: MemoryBudget
+    ) -> None:
         super().__init__(epoch, _stat.S_IFREG | (mode & 0o7777), uid, gid, now_ns)
         self._size = 0
         self._allocated = 0
+        self.budget = budget
         self.chunks: dict[int, Chunk] = {}
         self.data_epoch = epoch
         self.owned: set[int] | None = None  # made on the first in-place write
@@ -172,6 +170,18 @@ class File(Node):
     @property
     def allocated(self) -> int:
         return self._size if self.lazy is not None else self._allocated
+
+    @property
+    def held(self) -> int:
+        """Bytes of this node's data in memory now (none while deferred)."""
+        return 0 if self.lazy is not None else self._allocated
+
+    def exclusive_bytes(self, epoch: int) -> int:
+        """Bytes of chunks no frozen version shares: those this node made in
+        ``epoch``, the live epoch (freed when the file drops them)."""
+        if self.data_epoch != epoch or not self.owned:
+            return 0
+        return sum(len(self.chunks[index]) for index in self.owned)
 
     @property
     def content_key(self) -> Hashable:
@@ -206,6 +216,7 @@ class File(Node):
         assert isinstance(copy, File)
         copy._size = self._size
         copy._allocated = self._allocated
+        copy.budget = self.budget
         copy.chunks = self.chunks
         copy.data_epoch = self.data_epoch
         copy.owned = self.owned
@@ -214,28 +225,45 @@ class File(Node):
 
     @classmethod
     def deferred(
-        cls, epoch: int, mode: int, uid: int, gid: int, now_ns: int, content: Content, size: int
+        cls,
+        epoch: int,
+        mode: int,
+        uid: int,
+        gid: int,
+        now_ns: int,
+        budget: MemoryBudget,
+        content: Content,
+        size: int,
     ) -> File:
         """A file whose bytes are loaded from ``content`` on first use."""
-        node = cls(epoch, mode, uid, gid, now_ns)
+        node = cls(epoch, mode, uid, gid, now_ns, budget)
         node.lazy = content
         node._size = size
         return node
 
-    def _load(self) -> None:
+    def _load(self, *, reserve: bool = False) -> None:
         """Fill the chunks from deferred content. Safe on a frozen node: the
-        bytes it reads are the bytes it already stood for."""
+        bytes it reads are the bytes it already stood for.
+
+        A write that needs the content first asks the budget for it
+        (``reserve``); a read loads it regardless, as reads never fail for
+        want of space. Chunks of zeros stay holes.
+        """
         content = self.lazy
         if content is None:
             return
-        data = content.load()
+        if reserve:
+            self.budget.reserve(self._size)
+        data = memoryview(content.load()).cast("B")
         if len(data) != self._size:
             raise OSError(errno.EIO, f"stored content has {len(data)} bytes, expected {self._size}")
-        view = memoryview(data)
-        self.chunks = {
-            i // CHUNK_SIZE: view[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)
-        }
-        self._allocated = len(data)
+        chunks = {}
+        for index, start in enumerate(range(0, len(data), CHUNK_SIZE)):
+            piece = data[start : start + CHUNK_SIZE]
+            if not is_zero(piece):
+                chunks[index] = Chunk(self.budget, piece)
+        self.chunks = chunks
+        self._allocated = sum(map(len, chunks.values()))
         self.lazy = None
 
     def same_data(self, other: File) -> bool:
@@ -268,13 +296,11 @@ class File(Node):
             chunk = self.chunks.get(index)
             if chunk is None:
                 return bytes(end - offset)
-            piece = chunk[start : start + end - offset]
-            if type(piece) is not bytes:
-                piece = bytes(piece)
+            piece = bytes(memoryview(chunk)[start : start + end - offset])
             if len(piece) < end - offset:
                 piece += bytes(end - offset - len(piece))
             return piece
-        parts: list[Chunk] = []
+        parts: list[Bytes] = []
         pos = offset
         while pos < end:
             index, start = divmod(pos, CHUNK_SIZE)
@@ -283,73 +309,177 @@ class File(Node):
             if chunk is None:
                 parts.append(bytes(count))
             else:
-                piece = chunk[start : start + count]
-                parts.append(piece)
-                if len(piece) < count:
-                    parts.append(bytes(count - len(piece)))
+                window = memoryview(chunk)[start : start + count]
+                parts.append(window)
+                if len(window) < count:
+                    parts.append(bytes(count - len(window)))
             pos += count
         return b"".join(parts)
 
-    def write(self, offset: int, data: bytes | bytearray | memoryview, epoch: int) -> None:
-        """Write ``data`` at ``offset``, copying only the chunks it touches."""
-        self._own_data(epoch)
-        immutable = type(data) is bytes
+    def write(self, offset: int, data: Bytes, epoch: int) -> None:
+        """Write ``data`` at ``offset``, copying only the chunks it touches.
+
+        Raises NoSpaceError, having changed nothing, if the bytes it would add
+        do not fit in the budget.
+        """
+        self._own_data(epoch, reserve=True)
         view = memoryview(data).cast("B")
         total = len(view)
-        chunks, owned = self.chunks, self.owned
+        if self.budget.limit is not None:
+            self.budget.reserve(self._write_cost(offset, total))
+        chunks = self.chunks
+        owned = self.owned
+        if owned is None:
+            owned = self.owned = set()
         pos = 0
         while pos < total:
             index, start = divmod(offset + pos, CHUNK_SIZE)
             count = min(CHUNK_SIZE - start, total - pos)
             piece = view[pos : pos + count]
             old = chunks.get(index)
-            old_len = 0 if old is None else len(old)
-            if start == 0 and old_len <= count:
-                # The piece covers everything the chunk held: replace it whole,
-                # without a copy when it is a full chunk of immutable bytes.
-                chunks[index] = piece if immutable and count == CHUNK_SIZE else bytes(piece)
-                if owned:
-                    owned.discard(index)
-                self._allocated += count - old_len
+            before = 0 if old is None else len(old)
+            if old is not None and index in owned:
+                old.put(start, piece)
+                self._allocated += len(old) - before
             else:
-                if owned is not None and index in owned:
-                    buf = old
-                    assert isinstance(buf, bytearray)
+                if start == 0 and before <= count:  # covers all the chunk held
+                    chunk = Chunk(self.budget, piece)
                 else:
-                    buf = bytearray(old) if old is not None else bytearray()
-                    chunks[index] = buf
-                    if owned is None:
-                        owned = self.owned = set()
-                    owned.add(index)
-                if len(buf) < start:
-                    buf.extend(bytes(start - len(buf)))
-                buf[start : start + count] = piece
-                self._allocated += len(buf) - old_len
+                    chunk = Chunk(self.budget, b"" if old is None else old)
+                    chunk.put(start, piece)
+                chunks[index] = chunk
+                owned.add(index)
+                self._allocated += len(chunk) - before
             pos += count
         if offset + total > self._size:
             self._size = offset + total
 
+    def _write_cost(self, offset: int, total: int) -> int:
+        """Bytes a write of ``total`` bytes at ``offset`` would add (chunks it
+        copies count whole: the version sharing the old one keeps it)."""
+        cost = 0
+        owned = self.owned or ()
+        pos = 0
+        while pos < total:
+            index, start = divmod(offset + pos, CHUNK_SIZE)
+            count = min(CHUNK_SIZE - start, total - pos)
+            old = self.chunks.get(index)
+            before = 0 if old is None else len(old)
+            if old is not None and index in owned:
+                cost += max(0, start + count - before)
+            elif start == 0 and before <= count:
+                cost += count
+            else:
+                cost += max(before, start + count)
+            pos += count
+        return cost
+
     def truncate(self, size: int, epoch: int) -> None:
-        """Set the size; shrinking drops data, growing reads as zeros."""
-        if self.lazy is not None:
-            self._load()
+        """Set the size; shrinking drops data, growing reads as zeros (a hole)."""
+        if self.lazy is not None and size != self._size:
+            if size == 0:  # nothing of it is kept: no need to load it
+                self.lazy = None
+                self.chunks, self.owned, self.data_epoch = {}, None, epoch
+            else:
+                self._load(reserve=True)
         if size < self._size:
-            self._own_data(epoch)
-            keep, tail = divmod(size, CHUNK_SIZE)
-            owned = self.owned or set()
-            for index in [i for i in self.chunks if i > keep or (i == keep and tail == 0)]:
-                self._allocated -= len(self.chunks.pop(index))
-                owned.discard(index)
-            chunk = self.chunks.get(keep)
-            if chunk is not None and len(chunk) > tail:
-                self.chunks[keep] = bytes(chunk[:tail])
-                owned.discard(keep)
-                self._allocated -= len(chunk) - tail
+            self._fill(size, self._size, epoch, zero=True, allocate=False)
         self._size = size
 
-    def _own_data(self, epoch: int) -> None:
+    def fill(
+        self, start: int, end: int, epoch: int, *, zero: bool, allocate: bool, keep_size: bool
+    ) -> None:
+        """Zero ``[start, end)`` (a hole: chunks it covers are dropped), allocate
+        it (its holes become zeros held in memory), or both (see ``Tree.fallocate``).
+
+        With ``keep_size`` nothing changes past the end of file (an allocation
+        there is only checked against the budget); without, the size grows to
+        ``end``. Raises NoSpaceError, having changed nothing, if it needs more
+        memory than the budget has left.
+        """
         if self.lazy is not None:
-            self._load()
+            self._load(reserve=True)
+        stop = min(end, self._size) if keep_size else end
+        beyond = max(0, end - max(start, self._size)) if allocate and keep_size else 0
+        self._fill(start, stop, epoch, zero=zero, allocate=allocate, extra=beyond)
+        if stop > self._size:
+            self._size = stop
+
+    def _fill(
+        self, start: int, end: int, epoch: int, *, zero: bool, allocate: bool, extra: int = 0
+    ) -> None:
+        if start >= end:
+            self.budget.reserve(extra)
+            return
+        self._own_data(epoch, reserve=True)
+        plan = self._fill_plan(start, end, zero=zero, allocate=allocate)
+        self.budget.reserve(sum(cost for *_, cost in plan) + extra)
+        owned = self.owned
+        if owned is None:
+            owned = self.owned = set()
+        for index, lo, hi, length, _ in plan:
+            old = self.chunks.get(index)
+            before = 0 if old is None else len(old)
+            if length == 0:
+                del self.chunks[index]
+                owned.discard(index)
+                self._allocated -= before
+                continue
+            if old is None or index not in owned:
+                chunk = Chunk(self.budget, length)
+                if old is not None:
+                    chunk[: min(before, length)] = memoryview(old)[: min(before, length)]
+                self.chunks[index] = old = chunk
+                owned.add(index)
+            else:
+                old.shrink(length)
+            if zero:
+                old.zero(lo, min(hi, length))
+            if len(old) < length:
+                old.zero(len(old), length)
+            self._allocated += len(old) - before
+
+    def _fill_plan(
+        self, start: int, end: int, *, zero: bool, allocate: bool
+    ) -> list[tuple[int, int, int, int, int]]:
+        """(chunk index, start and end in the chunk, its new length, bytes it
+        costs) for each chunk of ``[start, end)`` that changes."""
+        plan = []
+        owned = self.owned or ()
+        first, last = start // CHUNK_SIZE, (end - 1) // CHUNK_SIZE
+        if allocate:
+            # Refuse a range far past the budget before listing its chunks.
+            self.budget.reserve(end - start - self._allocated)
+            indices: Iterable[int] = range(first, last + 1)
+        elif last - first >= len(self.chunks):  # only held chunks change: skip the holes
+            indices = sorted(i for i in self.chunks if first <= i <= last)
+        else:
+            indices = range(first, last + 1)
+        for index in indices:
+            base = index * CHUNK_SIZE
+            lo, hi = max(start, base) - base, min(end, base + CHUNK_SIZE) - base
+            old = self.chunks.get(index)
+            before = 0 if old is None else len(old)
+            if allocate:
+                length = max(before, hi)
+                if length == before and not (zero and lo < before):
+                    continue
+            else:  # a hole: what lies past the range is kept, the rest goes
+                if lo >= before:
+                    continue
+                length = before if hi < before else lo
+            if length == 0:
+                cost = 0
+            elif old is not None and index in owned:
+                cost = max(0, length - before)
+            else:
+                cost = length
+            plan.append((index, lo, hi, length, cost))
+        return plan
+
+    def _own_data(self, epoch: int, *, reserve: bool = False) -> None:
+        if self.lazy is not None:
+            self._load(reserve=reserve)
         if self.data_epoch != epoch:
             self.chunks = dict(self.chunks)
             self.owned = None

@@ -8,6 +8,8 @@ a frozen table stays intact and the copy costs one page, not the whole table.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ._nodes import Node
 
 PAGE_BITS = 10
@@ -63,3 +65,10 @@ def put(table: Table, ino: int, node: Node | None, epoch: int) -> Table:
         page = pages[index] = Page(epoch, list(page.slots))
     page.slots[ino & _PAGE_MASK] = node
     return table
+
+
+def nodes(table: Table) -> Iterator[Node]:
+    """Every node in ``table``, in inode order."""
+    for page in table.pages:
+        if page is not None:
+            yield from (node for node in page.slots if node is not None)

@@ -32,12 +32,14 @@ from .._errors import (
     NotADirectoryFsError,
     NotFoundError,
     NotPermittedError,
+    NotSupportedError,
 )
+from ._budget import MemoryBudget
 from ._diff import changed_entries
 from ._journal import Journal, TreeLock
 from ._lineage import Lineage, changes_between
 from ._nodes import Content, Directory, File, Node, Special, Symlink
-from ._table import Table, put
+from ._table import Table, nodes, put
 from ._view import ROOT_INO, TreeView
 
 NAME_MAX = 255
@@ -49,6 +51,9 @@ RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 XATTR_CREATE = 1
 XATTR_REPLACE = 2
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_ZERO_RANGE = 0x10
 
 _tree_ids = itertools.count(1)
 
@@ -99,7 +104,16 @@ def validate_name(name: str) -> None:
 
 
 class Tree(TreeView):
-    """The live, writable tree. Hold ``lock`` around every call."""
+    """The live, writable tree. Hold ``lock`` around every call.
+
+    Args:
+        uid: Owner of the root directory.
+        gid: Group of the root directory.
+        mode: Permission bits of the root directory.
+        budget: Counts the memory the tree's file data holds (its versions'
+            too) and refuses writes past its limit with ENOSPC; default: a
+            budget without a limit, which only counts.
+    """
 
     __slots__ = (
         "_changes",
@@ -109,14 +123,23 @@ class Tree(TreeView):
         "_journal",
         "_next_ino",
         "_orphans",
+        "budget",
         "file_count",
         "id",
         "lock",
         "total_bytes",
     )
 
-    def __init__(self, *, uid: int = 0, gid: int = 0, mode: int = 0o755) -> None:
+    def __init__(
+        self,
+        *,
+        uid: int = 0,
+        gid: int = 0,
+        mode: int = 0o755,
+        budget: MemoryBudget | None = None,
+    ) -> None:
         self._epoch = 1
+        self.budget = budget if budget is not None else MemoryBudget()
         super().__init__(Table(self._epoch, []))
         self.id = next(_tree_ids)
         self._journal = Journal()
@@ -152,30 +175,33 @@ class Tree(TreeView):
         """Make ``version`` the live state in O(1) plus O(changes).
 
         Returns what changed (also recorded in the journal): every inode that
-        may differ and every directory entry whose binding differs. Orphans
-        (unlinked inodes still held open) survive a restore, and a held inode
-        the version does not have becomes one.
+        may differ and every directory entry whose binding differs.
+
+        Held inodes (open files, a shell's working directory) keep working as
+        on a local filesystem: one that ``version`` lacks becomes an orphan
+        (no names, a directory without entries) until it is released, and an
+        orphan that ``version`` names is linked again.
         """
         if version.tree_id != self.id:
             raise InvalidArgumentError("version belongs to another tree", None)
         journal = Journal()
         journal.inodes = self.changes_since(version)
         journal.entries = changed_entries(TreeView(self._table), version, journal.inodes)
-        # A held inode the version lacks is unlinked by the restore: it lives on
-        # as an orphan, so a process with the file open keeps reading it.
-        for ino in journal.inodes & self._held:
-            node = self._table.get(ino)
-            if node is not None and version._table.get(ino) is None:
-                self._orphans[ino] = node
-        # ... and an orphan the version links again is that version's file once more.
-        for ino in [ino for ino in self._orphans if version._table.get(ino) is not None]:
-            del self._orphans[ino]
+        before = self._table
         self._table = version._table
         self._head = version.lineage
         self._changes = set()
         self._epoch += 1
         self.file_count = version.file_count
         self.total_bytes = version.total_bytes
+        for ino in [ino for ino in self._orphans if version.get(ino) is not None]:
+            del self._orphans[ino]
+        # An inode missing from the target was created or changed since it,
+        # so it is among the changed ones: O(changes), not O(held).
+        for ino in journal.inodes:
+            node = before.get(ino)
+            if node is not None and ino in self._held and version.get(ino) is None:
+                self._orphans[ino] = _orphaned(node, self._epoch)
         self._journal.update(journal)
         return journal
 
@@ -218,9 +244,13 @@ class Tree(TreeView):
         return node
 
     def _mutable_dir(self, ino: int) -> Directory:
-        node = self._mutable(ino)
-        if not isinstance(node, Directory):
+        current = self.node(ino)
+        if not isinstance(current, Directory):
             raise NotADirectoryFsError("not a directory", self.describe(ino))
+        if current.nlink == 0:  # removed, yet reached through a held inode (a cwd)
+            raise NotFoundError("directory was removed", self.describe(ino))
+        node = self._mutable(ino)
+        assert isinstance(node, Directory)
         return node
 
     def _store(self, ino: int, node: Node | None) -> None:
@@ -265,7 +295,8 @@ class Tree(TreeView):
 
     def create(self, parent: int, name: str, mode: int = 0o644, uid: int = 0, gid: int = 0) -> int:
         """Create an empty regular file; return its inode."""
-        return self._add(parent, name, File(self._epoch, mode, uid, gid, time.time_ns()))
+        node = File(self._epoch, mode, uid, gid, time.time_ns(), self.budget)
+        return self._add(parent, name, node)
 
     def create_deferred(
         self,
@@ -278,7 +309,9 @@ class Tree(TreeView):
         gid: int = 0,
     ) -> int:
         """Create a file of ``size`` bytes whose content loads on first use."""
-        node = File.deferred(self._epoch, mode, uid, gid, time.time_ns(), content, size)
+        node = File.deferred(
+            self._epoch, mode, uid, gid, time.time_ns(), self.budget, content, size
+        )
         ino = self._add(parent, name, node)
         self.total_bytes += size
         return ino
@@ -526,6 +559,58 @@ class Tree(TreeView):
         self._touch(node)
         return len(data)
 
+    def fallocate(self, ino: int, mode: int, offset: int, length: int) -> None:
+        """fallocate(2) on file ``ino``, on the sparse chunk store.
+
+        Mode 0 allocates ``[offset, offset + length)`` (its holes become zeros
+        held in memory, counted in the budget) and extends the size to cover
+        it; ``FALLOC_FL_KEEP_SIZE`` keeps the size (the part past the end of
+        file is checked against the budget, not held: a chunk never reaches
+        past the size). ``FALLOC_FL_PUNCH_HOLE`` (with ``KEEP_SIZE``, as
+        Linux requires) makes the range read as zeros and frees the chunks it
+        covers; ``FALLOC_FL_ZERO_RANGE`` zeroes the range and allocates it.
+
+        A chunk a snapshot shares is copied before it is changed, so even a
+        punch may need memory. Raises NoSpaceError, having changed nothing,
+        when the budget cannot hold what it needs.
+        """
+        if offset < 0 or length <= 0:
+            raise InvalidArgumentError("bad offset or length", self.describe(ino))
+        known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE
+        punch, zero_range = mode & FALLOC_FL_PUNCH_HOLE, mode & FALLOC_FL_ZERO_RANGE
+        if mode & ~known or (punch and (zero_range or not mode & FALLOC_FL_KEEP_SIZE)):
+            raise NotSupportedError(f"fallocate mode {mode:#x}", self.describe(ino))
+        node = self._mutable_file(ino)
+        before = node.size
+        end = offset + length
+        node.fill(
+            offset,
+            end,
+            self._epoch,
+            zero=bool(punch or zero_range),
+            allocate=not punch,
+            keep_size=bool(mode & FALLOC_FL_KEEP_SIZE),
+        )
+        self.total_bytes += (node.size - before) * node.nlink
+        self._touch(node)
+
+    def live_data_bytes(self) -> int:
+        """Bytes of file data the live tree holds (orphans too): what would
+        stay held if every version were dropped. O(inodes)."""
+        held = sum(node.held for node in nodes(self._table) if isinstance(node, File))
+        return held + sum(node.held for node in self._orphans.values() if isinstance(node, File))
+
+    def replace(self, ino: int, data: bytes | bytearray | memoryview) -> None:
+        """Make ``data`` the whole content of file ``ino``: all or nothing.
+
+        The budget is asked before the old content goes, counting as freed only
+        what no version shares, so a NoSpaceError leaves the file as it was.
+        """
+        node = self._mutable_file(ino)
+        node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch))
+        self.truncate(ino, 0)
+        self.write(ino, 0, data)
+
     def truncate(self, ino: int, size: int) -> None:
         """Set the size of file ``ino``."""
         if size < 0:
@@ -621,3 +706,13 @@ class Tree(TreeView):
     def orphans(self) -> Set[int]:
         """Inodes unlinked from the tree but still held from outside."""
         return self._orphans.keys()
+
+
+def _orphaned(node: Node, epoch: int) -> Node:
+    """``node`` as an orphan of ``epoch``: no names, and a directory no entries."""
+    orphan = node.clone(epoch)
+    orphan.links = ()
+    orphan.nlink = 0
+    if isinstance(orphan, Directory):
+        orphan.entries = {}
+    return orphan

@@ -118,9 +118,25 @@ class TreeView:
             return []
         result = []
         for parent, name in node.links:
-            for prefix in self.paths(parent):
+            prefix = self._directory_path(parent)
+            if prefix is not None:
                 result.append(f"{prefix}/{name}" if prefix else name)
         return result
+
+    def _directory_path(self, ino: int) -> str | None:
+        """The path of directory ``ino``, or None if it is not reachable.
+
+        A loop up the parents, not a recursion: trees may be deeper than
+        Python's stack. A directory has one name, so there is one path.
+        """
+        names = []
+        while ino != ROOT_INO:
+            node = self.get(ino)
+            if node is None or not node.links:
+                return None
+            ino, name = node.links[0]
+            names.append(name)
+        return "/".join(reversed(names))
 
     def describe(self, ino: int, name: str | None = None) -> str:
         """A path for error messages, or ``<inode N>`` if unreachable."""
