@@ -4,6 +4,28 @@ from ._backend import Backend as Backend
 from ._backend import Entry as Entry
 from ._backend import Handle as Handle
 from ._backend import Kind as Kind
+from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
+from ._descriptors import TEMPORARY_PREFIX as TEMPORARY_PREFIX
+from ._descriptors import Walked as Walked
+from ._descriptors import clear_directory as clear_directory
+from ._descriptors import copy_content as copy_content
+from ._descriptors import make_directories as make_directories
+from ._descriptors import open_beneath as open_beneath
+from ._descriptors import open_directory as open_directory
+from ._descriptors import open_regular as open_regular
+from ._descriptors import openat2_available as openat2_available
+from ._descriptors import read_blocks as read_blocks
+from ._descriptors import remove_entry as remove_entry
+from ._descriptors import replace_directory as replace_directory
+from ._descriptors import replace_file as replace_file
+from ._descriptors import replace_symlink as replace_symlink
+from ._descriptors import same_object as same_object
+from ._descriptors import scan_directory as scan_directory
+from ._descriptors import set_attributes as set_attributes
+from ._descriptors import split_path as split_path
+from ._descriptors import walk_directory as walk_directory
+from ._directory import DirectoryBackend as DirectoryBackend
+from ._directory import entry_of as entry_of
 from ._frontend import BackendFilesystem as BackendFilesystem
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
@@ -34,8 +56,11 @@ from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DIRECTORY_FLAGS",
+    "TEMPORARY_PREFIX",
     "Backend",
     "BackendFilesystem",
+    "DirectoryBackend",
     "Entry",
     "FileEntry",
     "FileStat",
@@ -59,9 +84,28 @@ __all__ = [
     "SnapshotStore",
     "SnapshotableFilesystem",
     "TreeFilesystem",
+    "Walked",
     "WriteMode",
     "WriteResult",
+    "clear_directory",
+    "copy_content",
+    "entry_of",
     "locate",
+    "make_directories",
     "normalize_path",
+    "open_beneath",
+    "open_directory",
+    "open_regular",
+    "openat2_available",
+    "read_blocks",
+    "remove_entry",
+    "replace_directory",
+    "replace_file",
+    "replace_symlink",
+    "same_object",
+    "scan_directory",
+    "set_attributes",
+    "split_path",
     "strip_mount_point",
+    "walk_directory",
 ]

@@ -22,12 +22,12 @@ from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     DEFAULT_LIMITS,
     BackendFilesystem,
+    DirectoryBackend,
     FilesystemDiff,
     FilesystemSnapshot,
     Limits,
 )
 from ._archive import export_directory, import_directory
-from ._backend import DirectoryBackend
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
 
