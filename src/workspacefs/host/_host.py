@@ -64,13 +64,12 @@ class HostFilesystem(BackendFilesystem):
         self._root = os.path.realpath(root)
         if not os.path.isdir(self._root):
             raise NotADirectoryFsError("workspace root is not a directory", self._root)
+        self._directory = DirectoryBackend(self._root, mount_point=mount_point)
         super().__init__(
-            DirectoryBackend(self._root, mount_point=mount_point),
-            read_only=read_only,
-            mount_point=mount_point,
-            limits=limits,
+            self._directory, read_only=read_only, mount_point=mount_point, limits=limits
         )
-        self._git = GitSnapshots(self._root, os.fspath(git_dir) if git_dir else None)
+        descriptor = self._directory.descriptor
+        self._git = GitSnapshots(self._root, descriptor, os.fspath(git_dir) if git_dir else None)
         self._strategy_name: str = snapshot_strategy
         self._snapshot_dir = os.fspath(snapshot_dir) if snapshot_dir else None
         self._strategies: dict[str, Strategy] = {"git": self._git}
