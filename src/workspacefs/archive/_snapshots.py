@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
 from ._backends import ArchiveBackend, export_archive, import_archive
-from ._format import MANIFEST
+from ._types import MANIFEST
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

@@ -30,6 +30,9 @@ from ._frontend import BackendFilesystem as BackendFilesystem
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
 from ._limits import Limits as Limits
+from ._links import LinkReach as LinkReach
+from ._links import leaves_as_written as leaves_as_written
+from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
 from ._paths import normalize as normalize_path
 from ._paths import strip_mount_point as strip_mount_point
@@ -75,6 +78,7 @@ __all__ = [
     "InMemorySnapshotStore",
     "Kind",
     "Limits",
+    "LinkReach",
     "Location",
     "ReadBytesResult",
     "ReadResult",
@@ -90,6 +94,8 @@ __all__ = [
     "clear_directory",
     "copy_content",
     "entry_of",
+    "leaves_as_written",
+    "link_reach",
     "locate",
     "make_directories",
     "normalize_path",

@@ -198,10 +198,33 @@ def read_blocks(fd: int, size: int = BLOCK) -> Iterator[bytes]:
         os.close(fd)
 
 
-def scan_directory(directory: int) -> list[os.DirEntry[str]]:
-    """The entries of an open directory, sorted by name (types from ``getdents``)."""
+def _sorted_entries(directory: int) -> list[os.DirEntry[str]]:
+    """``scandir`` of a ``DIRECTORY_FLAGS`` descriptor; their ``stat`` needs it open."""
     with os.scandir(directory) as entries:
         return sorted(entries, key=lambda entry: entry.name)
+
+
+def _type_of(entry: os.DirEntry[str]) -> int:
+    if entry.is_symlink():
+        return _stat.S_IFLNK
+    if entry.is_dir(follow_symlinks=False):
+        return _stat.S_IFDIR
+    if entry.is_file(follow_symlinks=False):
+        return _stat.S_IFREG
+    try:
+        return _stat.S_IFMT(entry.stat(follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return 0
+
+
+def scan_directory(directory: int) -> list[tuple[str, int]]:
+    """(name, file type as ``stat.S_IFMT`` gives it) of each entry of an open directory
+    (any descriptor of it, ``O_PATH`` too), sorted by name; 0 for one gone meanwhile."""
+    fd = os.open(".", DIRECTORY_FLAGS, dir_fd=directory)
+    try:
+        return [(entry.name, _type_of(entry)) for entry in _sorted_entries(fd)]
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +257,7 @@ def walk_directory(directory: int, *, skip: Container[str] = ()) -> Iterator[Wal
     stack: list[tuple[int, str, Iterator[os.DirEntry[str]]]] = []
     top = os.open(".", DIRECTORY_FLAGS, dir_fd=directory)
     try:
-        stack.append((top, "", iter(scan_directory(top))))
+        stack.append((top, "", iter(_sorted_entries(top))))
         while stack:
             fd, prefix, entries = stack[-1]
             entry = next(entries, None)
@@ -256,7 +279,7 @@ def walk_directory(directory: int, *, skip: Container[str] = ()) -> Iterator[Wal
                 except OSError:
                     continue  # gone or swapped since listed: not entered
                 try:
-                    listing = iter(scan_directory(child))
+                    listing = iter(_sorted_entries(child))
                 except OSError:
                     os.close(child)
                     raise
@@ -356,11 +379,11 @@ def _is_directory(directory: int, name: str) -> bool:
 def clear_directory(directory: int, *, keep: Container[str] = ()) -> None:
     """Remove everything inside the open directory ``directory``; its own names in
     ``keep`` stay. Iterative: depth costs descriptors, not Python stack."""
-    frames: list[tuple[int, list[os.DirEntry[str]], str | None]] = []
+    frames: list[tuple[int, list[tuple[str, int]], str | None]] = []
     top = os.open(".", DIRECTORY_FLAGS, dir_fd=directory)
     attempts = 0
     try:
-        frames.append((top, [e for e in scan_directory(top)[::-1] if e.name not in keep], None))
+        frames.append((top, [e for e in scan_directory(top)[::-1] if e[0] not in keep], None))
         while frames:
             fd, entries, name = frames[-1]
             if not entries:
@@ -378,10 +401,10 @@ def clear_directory(directory: int, *, keep: Container[str] = ()) -> None:
                             raise
                         remove_entry(parent, name)
                 continue
-            entry = entries.pop()
-            if not entry.is_dir(follow_symlinks=False):
+            entry, kind = entries.pop()
+            if kind != _stat.S_IFDIR:
                 try:
-                    os.unlink(entry.name, dir_fd=fd)
+                    os.unlink(entry, dir_fd=fd)
                     continue
                 except FileNotFoundError:
                     continue
@@ -389,20 +412,20 @@ def clear_directory(directory: int, *, keep: Container[str] = ()) -> None:
                     if exc.errno not in (errno.EISDIR, errno.EPERM):
                         raise
             try:
-                child = open_directory(fd, entry.name)
+                child = open_directory(fd, entry)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                remove_entry(fd, entry.name)  # no longer a directory
+                remove_entry(fd, entry)  # no longer a directory
                 continue
             try:
                 listing = scan_directory(child)[::-1]
             except BaseException:
                 os.close(child)
                 raise
-            frames.append((child, listing, entry.name))
+            frames.append((child, listing, entry))
     finally:
         for fd, _, _ in frames:
             os.close(fd)

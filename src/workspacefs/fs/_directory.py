@@ -25,7 +25,6 @@ from .._errors import PathEscapeError
 from ._backend import Entry, Handle, Kind
 from ._descriptors import (
     BLOCK,
-    DIRECTORY_FLAGS,
     open_regular,
     read_blocks,
     remove_entry,
@@ -105,21 +104,7 @@ class DirectoryBackend:
         return fd
 
     def scan(self, directory: Handle) -> list[tuple[str, Kind]]:
-        fd = os.open(".", DIRECTORY_FLAGS, dir_fd=directory)
-        try:
-            return [(entry.name, self._entry_kind(entry)) for entry in scan_directory(fd)]
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _entry_kind(entry: os.DirEntry[str]) -> Kind:
-        if entry.is_symlink():
-            return Kind.SYMLINK
-        if entry.is_dir(follow_symlinks=False):
-            return Kind.DIRECTORY
-        if entry.is_file(follow_symlinks=False):
-            return Kind.FILE
-        return Kind.OTHER
+        return [(name, kind_of(kind)) for name, kind in scan_directory(directory) if kind]
 
     def readlink(self, directory: Handle, name: str) -> str:
         return os.readlink(name, dir_fd=directory)

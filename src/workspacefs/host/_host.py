@@ -27,7 +27,7 @@ from ..fs import (
     FilesystemSnapshot,
     Limits,
 )
-from ._archive import export_directory, import_directory
+from ._archive import check_special_modes, export_directory, import_directory
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
 
@@ -104,7 +104,7 @@ class HostFilesystem(BackendFilesystem):
         name = name or "git"
         if name == "auto":
             directory = self._snapshot_dir or tempfile.gettempdir()
-            name = "copy" if supports_reflink(self._root, directory) else "git"
+            name = "copy" if supports_reflink(self._directory.descriptor, directory) else "git"
         if name not in self._strategies:
             kinds: dict[str, type[CopySnapshots | ArchiveStrategy]] = {
                 "copy": CopySnapshots,
@@ -112,7 +112,9 @@ class HostFilesystem(BackendFilesystem):
             }
             if name not in kinds:
                 raise InvalidArgumentError(f"unknown snapshot strategy {name!r}", name)
-            self._strategies[name] = kinds[name](self._root, self._snapshot_dir)
+            self._strategies[name] = kinds[name](
+                self._root, self._directory.descriptor, self._snapshot_dir
+            )
         return self._strategies[name]
 
     def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
@@ -149,15 +151,27 @@ class HostFilesystem(BackendFilesystem):
             strategy.cleanup()
 
     def export_archive(self, path: str | os.PathLike[str]) -> int:
-        """Write the directory as a workspace archive; the file count."""
-        return export_directory(self._root, path)
+        """Write the directory as a workspace archive; the file count.
+
+        Anything ``import_archive`` would refuse is refused here first.
+        """
+        return export_directory(self._directory.descriptor, path)
 
     def import_archive(
-        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+        self,
+        path: str | os.PathLike[str],
+        *,
+        limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+        special_modes: bool = False,
     ) -> int:
         """Replace the directory's content with a workspace archive; the file count.
 
         A hostile or damaged archive raises and leaves the directory as it was.
+        Setuid, setgid and sticky bits are dropped unless ``special_modes``,
+        which is refused when running as root (the archive comes from elsewhere).
         """
         self._writable(os.fspath(path))
-        return import_directory(self._root, path, limits=limits)
+        check_special_modes(special_modes, trusted=False)
+        return import_directory(
+            self._directory.descriptor, path, limits=limits, special_modes=special_modes
+        )

@@ -228,22 +228,19 @@ def restore_tree(
             for raw, mode, oid in read_tree(odb, tree):
                 stored = decode_name(raw)
                 wanted[workspace_name(stored)] = (stored, mode, oid)
-            present = {entry.name: entry for entry in scan_directory(directory)}
+            present = dict(scan_directory(directory))
             for name in present.keys() - wanted.keys():
                 remove_entry(directory, name)
             for name, (stored, mode, oid) in wanted.items():
                 child = _join(tree_path, stored)
-                entry = present.get(name)
+                kind = present.get(name)
                 if mode == MODE_TREE:
-                    if entry is None or not entry.is_dir(follow_symlinks=False):
+                    if kind != _stat.S_IFDIR:
                         os.close(replace_directory(directory, name))
                     pending.append((_join(path, name), child, oid))
                     continue
-                is_link = entry is not None and entry.is_symlink()
-                is_file = entry is not None and entry.is_file(follow_symlinks=False)
-                if current.files.get(child) == (mode, oid) and (
-                    is_link if mode == MODE_LINK else is_file
-                ):
+                wanted_kind = _stat.S_IFLNK if mode == MODE_LINK else _stat.S_IFREG
+                if current.files.get(child) == (mode, oid) and kind == wanted_kind:
                     continue
                 data = read_blob(odb, oid)
                 if mode == MODE_LINK:
