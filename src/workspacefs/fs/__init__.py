@@ -6,6 +6,7 @@ from ._backend import Handle as Handle
 from ._backend import Kind as Kind
 from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
 from ._descriptors import TEMPORARY_PREFIX as TEMPORARY_PREFIX
+from ._descriptors import OpenDirectories as OpenDirectories
 from ._descriptors import Walked as Walked
 from ._descriptors import clear_directory as clear_directory
 from ._descriptors import copy_content as copy_content
@@ -80,6 +81,7 @@ __all__ = [
     "Limits",
     "LinkReach",
     "Location",
+    "OpenDirectories",
     "ReadBytesResult",
     "ReadResult",
     "SnapshotKind",

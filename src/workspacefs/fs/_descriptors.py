@@ -31,7 +31,7 @@ import os
 import platform
 import secrets
 import stat as _stat
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -246,12 +246,14 @@ class Walked:
         return _stat.S_ISDIR(self.info.st_mode)
 
 
-def walk_directory(directory: int, *, skip: Container[str] = ()) -> Iterator[Walked]:
+def walk_directory(
+    directory: int, *, enter: Callable[[Walked], bool] | None = None
+) -> Iterator[Walked]:
     """Every entry below ``directory``, depth first, names sorted, links never followed.
 
     Directories are yielded before their content and entered through their
     parent's descriptor, checked to be the directory that was listed; one
-    swapped meanwhile is not entered. Top-level names in ``skip`` are left out.
+    swapped meanwhile is not entered, nor one for which ``enter`` says False.
     Holds one descriptor per level, no Python recursion.
     """
     stack: list[tuple[int, str, Iterator[os.DirEntry[str]]]] = []
@@ -265,15 +267,14 @@ def walk_directory(directory: int, *, skip: Container[str] = ()) -> Iterator[Wal
                 stack.pop()
                 os.close(fd)
                 continue
-            if not prefix and entry.name in skip:
-                continue
             try:
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
             path = prefix + entry.name
-            yield Walked(path, entry.name, info, fd)
-            if _stat.S_ISDIR(info.st_mode):
+            walked = Walked(path, entry.name, info, fd)
+            yield walked
+            if _stat.S_ISDIR(info.st_mode) and (enter is None or enter(walked)):
                 try:
                     child = open_directory(fd, entry.name, info)
                 except OSError:
@@ -565,3 +566,59 @@ def set_attributes(fd: int, *, mode: int | None = None, mtime_ns: int | None = N
         os.fchmod(fd, _stat.S_IMODE(mode))
     if mtime_ns is not None:
         os.utime(fd, ns=(mtime_ns, mtime_ns))
+
+
+class OpenDirectories:
+    """Descriptors of directories beneath one root, opened on demand and kept for reuse.
+
+    For walks driven by a list of paths (a git index) rather than by the
+    directories themselves: each directory is opened once with
+    ``open_beneath``, so a path through a symlink is simply not found. The
+    most recently used ``keep`` descriptors stay open.
+    """
+
+    def __init__(self, root: int, keep: int = 64) -> None:
+        self._root = root
+        self._keep = keep
+        self._open: dict[str, int] = {}
+
+    def get(self, path: str) -> int | None:
+        """The directory at ``path`` ("" is the root); None unless it is a real directory."""
+        if not path:
+            return self._root
+        fd = self._open.pop(path, None)
+        if fd is None:
+            try:
+                fd = open_beneath(self._root, path, DIRECTORY_FLAGS)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
+                    return None
+                raise
+            if len(self._open) >= self._keep:
+                oldest = next(iter(self._open))
+                os.close(self._open.pop(oldest))
+        self._open[path] = fd  # (re)inserted last: the most recently used
+        return fd
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        """``lstat`` of ``path`` beneath the root; None if it or a directory above is missing,
+        or a directory above is not a real directory."""
+        parent, _, name = path.rpartition("/")
+        directory = self.get(parent)
+        if directory is None:
+            return None
+        try:
+            return os.stat(name, dir_fd=directory, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def close(self) -> None:
+        """Close every descriptor kept."""
+        while self._open:
+            os.close(self._open.popitem()[1])
+
+    def __enter__(self) -> OpenDirectories:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
