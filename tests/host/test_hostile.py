@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from workspacefs import FilesystemSnapshot, HostFilesystem, HostMount, InMemoryFilesystem
+from workspacefs.fs import _descriptors as descriptors
+from workspacefs.fs import openat2_available
 from workspacefs.host import GitShadowProvider
 
 from .hostile import (
@@ -33,6 +35,36 @@ from .hostile import (
 )
 
 STRATEGIES = ["git", "copy", "archive"]
+
+
+def use_resolution(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolve with openat2 (the kernel refuses links) or with the component walk."""
+    if how == "component walk":
+        monkeypatch.setattr(descriptors._openat2, "usable", False)
+    elif not openat2_available():
+        pytest.skip("this kernel has no openat2")
+
+
+@pytest.fixture(params=["openat2", "component walk"])
+def resolution(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    use_resolution(request.param, monkeypatch)
+    return str(request.param)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(("openat2", RACE_SECONDS), id="short"),
+        pytest.param(("openat2", SLOW_RACE_SECONDS), id="long-openat2", marks=pytest.mark.slow),
+        pytest.param(("component walk", SLOW_RACE_SECONDS), id="long-walk", marks=pytest.mark.slow),
+    ]
+)
+def race(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> float:
+    """How long a race runs, and with which resolution (the long ones are ``slow``)."""
+    how, seconds = request.param
+    if how == "openat2" and not openat2_available():
+        how = "component walk"
+    use_resolution(how, monkeypatch)
+    return float(seconds)
 
 
 @pytest.fixture
@@ -84,7 +116,7 @@ PLANTS: dict[str, Callable[[Path, Path], None]] = {
 @pytest.mark.parametrize("attack", sorted(PLANTS))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_restore_replaces_planted_links(
-    strategy: str, attack: str, root: Path, outside: Path, tmp_path: Path
+    strategy: str, attack: str, root: Path, outside: Path, tmp_path: Path, resolution: str
 ) -> None:
     fs = host(root, tmp_path, strategy)
     before = state(root)
@@ -100,7 +132,7 @@ def test_restore_replaces_planted_links(
 @pytest.mark.parametrize("attack", sorted(PLANTS))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_snapshot_never_reads_through_planted_links(
-    strategy: str, attack: str, root: Path, outside: Path, tmp_path: Path
+    strategy: str, attack: str, root: Path, outside: Path, tmp_path: Path, resolution: str
 ) -> None:
     fs = host(root, tmp_path, strategy)
     PLANTS[attack](root, outside)
@@ -142,28 +174,20 @@ def race_restores(fs: HostFilesystem, root: Path, outside: Path, seconds: float)
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_restore_racing_a_directory_swap(
-    strategy: str, root: Path, outside: Path, tmp_path: Path
+    strategy: str, root: Path, outside: Path, tmp_path: Path, race: float
 ) -> None:
     # The root sits in a directory of its own so that the swap partner is outside it.
-    assert race_restores(host(root, tmp_path, strategy), root, outside, RACE_SECONDS) > 0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_restore_racing_a_directory_swap_long(
-    strategy: str, root: Path, outside: Path, tmp_path: Path
-) -> None:
-    assert race_restores(host(root, tmp_path, strategy), root, outside, SLOW_RACE_SECONDS) > 0
+    assert race_restores(host(root, tmp_path, strategy), root, outside, race) > 0
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_snapshot_racing_a_directory_swap(
-    strategy: str, root: Path, outside: Path, tmp_path: Path
+    strategy: str, root: Path, outside: Path, tmp_path: Path, race: float
 ) -> None:
     fs = host(root, tmp_path, strategy)
     os.symlink(outside / "dir", root.parent / "evil")
     taken: list[FilesystemSnapshot] = []
-    with swapping(root / "src", root.parent / "evil", RACE_SECONDS) as swapper:
+    with swapping(root / "src", root.parent / "evil", race) as swapper:
         while swapper.process is not None and swapper.process.poll() is None:
             (root / "notes.txt").write_text(f"round {len(taken)}\n")
             with contextlib.suppress(OSError):
@@ -191,14 +215,16 @@ def archive_of(tmp_path: Path, files: int = 2000) -> Path:
     return tmp_path / "in.zip"
 
 
-def test_import_racing_a_staging_swap(root: Path, outside: Path, tmp_path: Path) -> None:
+def test_import_racing_a_staging_swap(
+    root: Path, outside: Path, tmp_path: Path, race: float
+) -> None:
     archive = archive_of(tmp_path)
     fs = HostFilesystem(root)
     os.symlink(outside / "dir", root.parent / "evil")
     sentinel = checksum(outside)
     imports = 0
     pattern = root / ".workspacefs-import-*" / "d"
-    with swapping(pattern, root.parent / "evil", RACE_SECONDS) as swapper:
+    with swapping(pattern, root.parent / "evil", race) as swapper:
         while swapper.process is not None and swapper.process.poll() is None:
             try:
                 fs.import_archive(archive)
@@ -213,14 +239,14 @@ def test_import_racing_a_staging_swap(root: Path, outside: Path, tmp_path: Path)
 # -- hydrate ------------------------------------------------------------------------
 
 
-def test_hydrate_racing_a_directory_swap(tmp_path: Path, outside: Path) -> None:
+def test_hydrate_racing_a_directory_swap(tmp_path: Path, outside: Path, race: float) -> None:
     allowed = tmp_path / "allowed"
     (allowed / "project" / "src" / "lib").mkdir(parents=True)
     for name in ("app.py", "notes.txt", "lib/util.py"):  # the names the sentinel has too
         (allowed / "project" / "src" / name).write_text("fine\n")
     os.symlink(outside / "dir", tmp_path / "evil")
     hydrated = 0
-    with swapping(allowed / "project" / "src", tmp_path / "evil", RACE_SECONDS) as swapper:
+    with swapping(allowed / "project" / "src", tmp_path / "evil", race) as swapper:
         while swapper.process is not None and swapper.process.poll() is None:
             fs = InMemoryFilesystem()
             try:
@@ -245,7 +271,9 @@ def chained_tree(top: Path) -> None:
     (top / "fine.txt").write_text("fine\n")
 
 
-def test_hydrate_of_a_chained_link_is_refused(tmp_path: Path, outside: Path) -> None:
+def test_hydrate_of_a_chained_link_is_refused(
+    tmp_path: Path, outside: Path, resolution: str
+) -> None:
     allowed = tmp_path / "allowed"
     chained_tree(allowed / "project")
     fs = InMemoryFilesystem()
@@ -289,7 +317,9 @@ def repo(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("attack", sorted(PLANTS))
-def test_shadow_restore_replaces_planted_links(attack: str, repo: Path, outside: Path) -> None:
+def test_shadow_restore_replaces_planted_links(
+    attack: str, repo: Path, outside: Path, resolution: str
+) -> None:
     provider = GitShadowProvider(repo, session_id="s", include_untracked=True)
     before = {k: v for k, v in state(repo).items() if not k.startswith(".git")}
     snapshot = provider.snapshot()
@@ -303,7 +333,7 @@ def test_shadow_restore_replaces_planted_links(attack: str, repo: Path, outside:
 
 @pytest.mark.parametrize("attack", sorted(PLANTS))
 def test_shadow_snapshot_never_reads_through_planted_links(
-    attack: str, repo: Path, outside: Path
+    attack: str, repo: Path, outside: Path, resolution: str
 ) -> None:
     provider = GitShadowProvider(repo, session_id="s", include_untracked=True)
     PLANTS[attack](repo, outside)
@@ -313,12 +343,12 @@ def test_shadow_snapshot_never_reads_through_planted_links(
     assert listing.stdout == ""
 
 
-def test_shadow_restore_racing_a_directory_swap(repo: Path, outside: Path) -> None:
+def test_shadow_restore_racing_a_directory_swap(repo: Path, outside: Path, race: float) -> None:
     provider = GitShadowProvider(repo, session_id="s")
     snapshot = provider.snapshot()
     os.symlink(outside / "dir", repo.parent / "evil")
     sentinel = checksum(outside)
-    with swapping(repo / "src", repo.parent / "evil", RACE_SECONDS) as swapper:
+    with swapping(repo / "src", repo.parent / "evil", race) as swapper:
         while swapper.process is not None and swapper.process.poll() is None:
             with contextlib.suppress(OSError):
                 provider.restore(snapshot)
@@ -326,13 +356,15 @@ def test_shadow_restore_racing_a_directory_swap(repo: Path, outside: Path) -> No
     assert checksum(outside) == sentinel
 
 
-def test_shadow_branch_racing_a_directory_swap(repo: Path, outside: Path, tmp_path: Path) -> None:
+def test_shadow_branch_racing_a_directory_swap(
+    repo: Path, outside: Path, tmp_path: Path, race: float
+) -> None:
     provider = GitShadowProvider(repo, session_id="s")
     snapshot = provider.snapshot()
     os.symlink(outside / "dir", tmp_path / "evil")
     sentinel = checksum(outside)
     made = 0
-    with swapping(tmp_path / "wt-*" / "src", tmp_path / "evil", RACE_SECONDS) as swapper:
+    with swapping(tmp_path / "wt-*" / "src", tmp_path / "evil", race) as swapper:
         while swapper.process is not None and swapper.process.poll() is None:
             with contextlib.suppress(OSError):
                 provider.branch(snapshot, f"b{made}", tmp_path / f"wt-{made}")
