@@ -6,6 +6,7 @@ objects (modes, ``encode_tree``, ``walk_tree``).
 """
 
 from ._load import load as load
+from ._objects import EMPTY_TREE as EMPTY_TREE
 from ._objects import ESCAPE_PREFIX as ESCAPE_PREFIX
 from ._objects import MODE_EXECUTABLE as MODE_EXECUTABLE
 from ._objects import MODE_FILE as MODE_FILE

@@ -57,6 +57,7 @@ from ..fs import (
     walk_directory,
 )
 from ..git import (
+    EMPTY_TREE,
     MODE_EXECUTABLE,
     MODE_FILE,
     MODE_LINK,
@@ -76,6 +77,8 @@ from ._index import IndexEntry, index_entry, matches, read_index, write_index
 _REFS = RefNamespace.for_workspace("host")  # the directory's snapshots, one workspace
 _OWNER_KEY = "workspacefs.root"
 _COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+_META_TRAILER = "Workspacefs-Meta: "
+_EMPTY_DIRECTORIES = "empty-directories"
 _STREAM_ABOVE = 16 << 20
 """Files larger than this are hashed as a stream rather than read whole."""
 
@@ -102,6 +105,9 @@ class Captured:
     untracked: set[str] = field(default_factory=set)
     """Tree paths of directories holding what a tree cannot (empty directories,
     fifos, sockets), and their ancestors: restore must look inside them."""
+    empty: set[str] = field(default_factory=set)
+    """Tree paths of directories with no file below them (a git tree cannot hold them:
+    a snapshot records them beside its commit)."""
     index: dict[str, IndexEntry] = field(default_factory=dict)
     total_bytes: int = 0
     hashed: bool = False
@@ -174,7 +180,8 @@ def capture(
         _hold(holding, parent)
     if len(found.index) != len(cache):
         found.hashed = True
-    for path in set(tree_dirs.values()) - holding:  # empty in git's eyes
+    found.empty = set(tree_dirs.values()) - holding
+    for path in found.empty:
         found.untracked.add(_parent(path))
     for path in list(found.untracked):
         while path:
@@ -207,25 +214,41 @@ def tree_files(odb: pygit2.Odb, tree: pygit2.Oid) -> dict[str, tuple[int, pygit2
 
 
 def restore_tree(
-    repo: pygit2.Repository, root: int, target: pygit2.Oid, current: Captured
+    repo: pygit2.Repository,
+    root: int,
+    target: pygit2.Oid,
+    empty: set[str],
+    current: Captured,
 ) -> dict[str, IndexEntry]:
-    """Make the directory open as ``root`` hold exactly the tree ``target``.
+    """Make the directory open as ``root`` hold exactly the tree ``target`` and the
+    empty directories ``empty`` (tree paths).
 
     ``current`` is a capture taken just before. Only directories whose tree
-    differs, or that hold untracked things, are listed; only files whose
-    (mode, blob) differ are written. Returns the index entries of what was written.
+    differs, or that hold (or must hold) what trees cannot, are listed; only
+    files whose (mode, blob) differ are written. Returns the index entries of
+    what was written.
     """
     odb = repo.odb
     written: dict[str, IndexEntry] = {}
+    empty_below: dict[str, list[str]] = {}
+    visit = set(current.untracked)
+    for path in empty:
+        parent = _parent(path)
+        empty_below.setdefault(parent, []).append(path.rpartition("/")[2])
+        while parent not in visit:
+            visit.add(parent)
+            parent = _parent(parent)
     pending = [("", "", target)]  # (workspace path, tree path, tree id)
     while pending:
         path, tree_path, tree = pending.pop()
-        if current.trees.get(tree_path) == tree and tree_path not in current.untracked:
+        if current.trees.get(tree_path) == tree and tree_path not in visit:
             continue
         directory = make_directories(root, path, replace=True)
         try:
             wanted = {}
-            for raw, mode, oid in read_tree(odb, tree):
+            for stored in empty_below.get(tree_path, ()):
+                wanted[workspace_name(stored)] = (stored, MODE_TREE, EMPTY_TREE)
+            for raw, mode, oid in read_tree(odb, tree) if tree != EMPTY_TREE else ():
                 stored = decode_name(raw)
                 wanted[workspace_name(stored)] = (stored, mode, oid)
             present = dict(scan_directory(directory))
@@ -335,10 +358,18 @@ class GitSnapshots:
             parents = [repo.references[_REFS.snapshot(number - 1)].target] if number > 1 else []
             now = datetime.now(UTC)
             signature = Identity().signature(now)
+            message = tag or f"snapshot {now.isoformat()}"
+            if found.empty:  # what the tree cannot hold, in a metadata commit beside it
+                listing = b"\0".join(encode_name(path) for path in sorted(found.empty))
+                blob = repo.odb.write(ObjectType.BLOB, listing)
+                tree = write_trees(repo.odb, {_EMPTY_DIRECTORIES: (MODE_FILE, blob)})[""]
+                meta = repo.create_commit(None, signature, signature,
+                                          f"workspacefs metadata {number}\n", tree, [])  # fmt: skip
+                repo.references.create(_REFS.meta(number), meta)
+                message += f"\n\n{_META_TRAILER}{meta}\n"
             commit = repo.create_commit(
-                None, signature, signature, tag or f"snapshot {now.isoformat()}",
-                found.trees[""], parents,
-            )  # fmt: skip
+                None, signature, signature, message, found.trees[""], parents
+            )
             repo.references.create(_REFS.snapshot(number), commit)
         except pygit2.GitError as exc:
             raise SnapshotCreationError(f"snapshot failed: {exc}", self._root) from exc
@@ -390,7 +421,8 @@ class GitSnapshots:
         commit = self._commit(snapshot)
         try:
             repo, current = self._capture()
-            written = restore_tree(repo, self._fd, commit.tree_id, current)
+            empty = _empty_directories(repo, commit)
+            written = restore_tree(repo, self._fd, commit.tree_id, empty, current)
             target = tree_files(repo.odb, commit.tree_id)
         except (pygit2.GitError, OSError) as exc:
             raise SnapshotRestoreError(f"restore failed: {exc}", self._root) from exc
@@ -421,6 +453,20 @@ class GitSnapshots:
         if self._git_dir is not None and os.path.isdir(self._git_dir):
             shutil.rmtree(self._git_dir)
         self._repo = None
+
+
+def _empty_directories(repo: pygit2.Repository, commit: pygit2.Commit) -> set[str]:
+    """The empty directories (tree paths) a snapshot commit's metadata records."""
+    for line in commit.message.splitlines():
+        if line.startswith(_META_TRAILER):
+            meta = repo.get(line[len(_META_TRAILER) :].strip())
+            if not isinstance(meta, pygit2.Commit):
+                raise SnapshotRestoreError("the snapshot's metadata is missing", str(commit.id))
+            for raw, _, oid in read_tree(repo.odb, meta.tree_id):
+                if raw == _EMPTY_DIRECTORIES.encode():
+                    listing = read_blob(repo.odb, oid)
+                    return {decode_name(path) for path in listing.split(b"\0") if path}
+    return set()
 
 
 def _workspace_paths(
