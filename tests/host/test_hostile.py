@@ -440,3 +440,18 @@ def test_session_ids_are_names_not_paths(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="key"):
         SessionCheckpoints(JsonSession(), {"../up": fs}, tmp_path / "sessions")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions"]
+
+
+def test_edited_shadow_record_is_refused(repo: Path) -> None:
+    from dataclasses import replace
+
+    from workspacefs import SnapshotNotFoundError
+
+    provider = GitShadowProvider(repo, session_id="s")
+    snapshot = provider.snapshot()
+    other = GitShadowProvider(repo, session_id="other").snapshot()
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, env=GIT_ENV, check=True).stdout.strip()  # fmt: skip
+    for commit in (head, other.commit, "0" * 40, "HEAD"):
+        with pytest.raises(SnapshotNotFoundError):
+            provider.restore(replace(snapshot, commit=commit))

@@ -379,10 +379,15 @@ class GitShadowProvider:
     # -- worktrees and cleanup -------------------------------------------------
 
     def _commit(self, snapshot: ShadowSnapshot) -> pygit2.Commit:
-        try:
-            commit = self._store[snapshot.commit]
-        except (KeyError, ValueError):
-            raise SnapshotNotFoundError("no such snapshot", snapshot.commit) from None
+        """The commit of one of this session's snapshots (a record is data: any other
+        commit it names is refused)."""
+        ours = {
+            str(self._store.references[self._refs.snapshot(number)].target)
+            for number in self._refs.numbers(self._store)
+        }
+        if snapshot.commit not in ours:
+            raise SnapshotNotFoundError("no such snapshot in this session", snapshot.commit)
+        commit = self._store.get(snapshot.commit)
         if not isinstance(commit, pygit2.Commit):
             raise SnapshotNotFoundError("not a snapshot commit", snapshot.commit)
         return commit
