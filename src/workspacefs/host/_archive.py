@@ -37,6 +37,7 @@ from ..archive import (
 )
 from ..fs import (
     DIRECTORY_FLAGS,
+    Walked,
     clear_directory,
     open_beneath,
     open_directory,
@@ -64,6 +65,10 @@ def check_special_modes(special_modes: bool, *, trusted: bool) -> None:
         )
 
 
+def _not_staging(walked: Walked) -> bool:
+    return not walked.path.startswith(STAGING_PREFIX)
+
+
 class HostArchiveSource:
     """Export side: the directory open as ``root``, walked through descriptors."""
 
@@ -71,7 +76,7 @@ class HostArchiveSource:
         self._root = root
 
     def entries(self) -> Iterator[Entry]:
-        for walked in walk_directory(self._root):
+        for walked in walk_directory(self._root, enter=_not_staging):
             if walked.path.startswith(STAGING_PREFIX):
                 continue
             info = walked.info

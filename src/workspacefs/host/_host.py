@@ -1,10 +1,11 @@
 """``HostFilesystem``: the Filesystem protocol over a real directory, sandboxed.
 
 The protocol's verbs are the shared ones (``fs.BackendFilesystem``) over
-``DirectoryBackend``: paths resolve descriptor by descriptor, so no ``..``,
-absolute path or symlink, existing or swapped in during the call, can reach
-outside the root. Snapshots are
-commits in an external bare git repository (``_snapshots``).
+``fs.DirectoryBackend``: paths resolve descriptor by descriptor from the
+root's descriptor, opened once here, so no ``..``, absolute path or symlink,
+existing or swapped in during the call, can reach outside the root. The
+snapshot strategies (``_snapshots``, ``_strategies``) and archive imports
+(``_archive``) use the same descriptor primitives (docs/host.md).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ class HostFilesystem(BackendFilesystem):
         limits: Per-call limits of the protocol.
         git_dir: Bare git repository for ``git`` snapshots, outside the root
             (default: a new temporary directory on the first snapshot).
-        snapshot_strategy: ``git``, ``copy`` (``cp -a --reflink=auto``),
-            ``archive`` (ZIP), or ``auto``: ``copy`` where reflinks share
-            blocks, else ``git``. Each snapshot records its strategy.
+        snapshot_strategy: ``git`` (byte-exact commits), ``copy`` (a full copy,
+            reflinked where possible), ``archive`` (ZIP), or ``auto``: ``copy``
+            where reflinks share blocks, else ``git``. Each snapshot records
+            its strategy.
         snapshot_dir: Where ``copy`` and ``archive`` keep snapshots
             (default: a new temporary directory).
     """
