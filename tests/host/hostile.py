@@ -25,7 +25,7 @@ SECRET = b"SECRET-OUTSIDE-THE-ROOT"
 """Content of every sentinel file: finding it inside a workspace means it was read from outside."""
 
 RACE_SECONDS = float(os.environ.get("WSFS_RACE_SECONDS", "1.5"))
-SLOW_RACE_SECONDS = 20.0
+SLOW_RACE_SECONDS = float(os.environ.get("WSFS_SLOW_RACE_SECONDS", "8"))
 
 
 def make_sentinel(base: Path) -> Path:

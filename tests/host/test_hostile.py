@@ -54,12 +54,12 @@ def resolution(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 @pytest.fixture(
     params=[
         pytest.param(("openat2", RACE_SECONDS), id="short"),
-        pytest.param(("openat2", SLOW_RACE_SECONDS), id="long-openat2", marks=pytest.mark.slow),
-        pytest.param(("component walk", SLOW_RACE_SECONDS), id="long-walk", marks=pytest.mark.slow),
+        pytest.param(("component walk", SLOW_RACE_SECONDS), id="long", marks=pytest.mark.slow),
     ]
 )
 def race(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> float:
-    """How long a race runs, and with which resolution (the long ones are ``slow``)."""
+    """How long a race runs, and with which resolution: a short one with openat2, a
+    long one (``slow``) with the component walk."""
     how, seconds = request.param
     if how == "openat2" and not openat2_available():
         how = "component walk"
