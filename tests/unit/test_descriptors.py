@@ -12,6 +12,7 @@ import pytest
 
 from workspacefs.fs import (
     DIRECTORY_FLAGS,
+    TEMPORARY_PREFIX,
     OpenDirectories,
     clear_directory,
     make_directories,
@@ -108,7 +109,7 @@ def test_replace_file_replaces_a_planted_link(tree: tuple[Path, Path, int]) -> N
     assert os.lstat(root / "victim").st_mtime_ns == 10**18
     replace_symlink(fd, "dir", "elsewhere")  # a whole directory in the way goes too
     assert os.readlink(root / "dir") == "elsewhere"
-    assert not [p for p in root.iterdir() if p.name.startswith(descriptors.TEMPORARY_PREFIX)]
+    assert not [p for p in root.iterdir() if p.name.startswith(TEMPORARY_PREFIX)]
 
 
 def test_open_regular_refuses_fifos_links_and_directories(tree: tuple[Path, Path, int]) -> None:

@@ -27,10 +27,10 @@ from ._descriptors import (
     BLOCK,
     open_regular,
     read_blocks,
-    remove_entry,
     scan_directory,
 )
 from ._paths import strip_mount_point
+from ._replace import remove_entry
 from ._results import WriteMode
 
 _PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
