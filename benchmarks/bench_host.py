@@ -1,9 +1,13 @@
-"""The git shadow-repo provider against plain git, measured in the same run.
+"""Host snapshots against plain git, measured in the same run.
 
 Run: ``scripts/bench.sh host`` (or ``python -m benchmarks.bench_host [--quick]``).
 
-A repository of N committed files; one file modified; then a snapshot by the
-provider, by ``git stash create``, and by ``git add -A && git commit`` in a copy.
+* The shadow provider: a repository of N committed files; one file modified;
+  then a snapshot by the provider, by ``git stash create``, and by
+  ``git add -A && git commit`` in a copy.
+* ``HostFilesystem`` git snapshots: N files, ten modified and one directory
+  added; then a restore (through descriptors, only what differs), against
+  ``git checkout -f && git clean -fdxq`` bringing a copy back to its commit.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from workspacefs import HostFilesystem
 from workspacefs.host import GitShadowProvider
 
 from ._common import GIT_ENV, Result
@@ -38,6 +43,40 @@ def timed_ms(action: object) -> float:
     started = time.perf_counter()
     action()
     return (time.perf_counter() - started) * 1000
+
+
+def git_restore(repo: Path) -> None:
+    """git's own way back to the commit: tracked files checked out, everything else removed."""
+    git(repo, "checkout", "-qf", "HEAD", "--", ".")
+    git(repo, "clean", "-fdxq")
+
+
+def restore_rounds(scratch_base: Path, files: int) -> tuple[float, float]:
+    """Median ms of a HostFilesystem restore and of git's checkout + clean, same changes."""
+    scratch = Path(tempfile.mkdtemp(prefix="wsfs-restore-bench-", dir=scratch_base))
+    try:
+        root, copy = scratch / "root", scratch / "copy"
+        for i in range(files):
+            (root / f"d{i // 200}").mkdir(parents=True, exist_ok=True)
+            (root / f"d{i // 200}" / f"f{i}.py").write_text(f"value = {i}\n")
+        shutil.copytree(root, copy)
+        git(copy, "init", "-q", "-b", "main")
+        commit_all(copy)
+        fs = HostFilesystem(root, git_dir=scratch / "g.git", snapshot_strategy="git")
+        snapshot = fs.snapshot()
+        ours, theirs = [], []
+        for round_ in range(5):
+            for target in (root, copy):
+                for k in range(10):
+                    index = (round_ * 997 + k * 131) % files
+                    (target / f"d{index // 200}" / f"f{index}.py").write_text(f"x = {round_}\n")
+                (target / f"new{round_}").mkdir()
+                (target / f"new{round_}" / "file.txt").write_text("new\n")
+            ours.append(timed_ms(lambda: fs.restore(snapshot)))
+            theirs.append(timed_ms(lambda: git_restore(copy)))
+        return statistics.median(ours), statistics.median(theirs)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,12 +108,17 @@ def main(argv: list[str] | None = None) -> int:
             commit.append(timed_ms(lambda: commit_all(copy)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    restore, checkout = restore_rounds(scratch_base=base, files=files)
     mine = statistics.median(ours)
     results = [
         Result(f"snapshot after 1 change, {files:,} files (baseline: {name})", mine,
                statistics.median(base), "ms", "well under both", mine < statistics.median(base))
         for name, base in (("git stash create", stash), ("add -A && commit in a copy", commit))
     ]  # fmt: skip
+    results.append(
+        Result(f"restore after 10 changes, {files:,} files (baseline: checkout -f && clean)",
+               restore, checkout, "ms", "within 3x of git's C", restore < 3 * checkout)
+    )  # fmt: skip
     print(f"host benchmarks (python {sys.version.split()[0]}); ratio = times better than git")
     for result in results:
         print(result.line())

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from workspacefs import HostFilesystem
-from workspacefs.fs import locate
-from workspacefs.host._backend import DirectoryBackend
+from workspacefs.fs import DirectoryBackend, locate
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ from typing import Protocol, TypeAlias, runtime_checkable
 
 from .._errors import InvalidArgumentError, ReadOnlyError
 from ..fs import InMemoryFilesystem, TreeFilesystem
-from ._format import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, read_archive, write_archive
+from ._format import read_archive, write_archive
 from ._memory import TreeArchiveSource, TreeArchiveTarget
+from ._types import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 
 
 @runtime_checkable

@@ -2,18 +2,32 @@
 
 Layout::
 
-    manifest.json          {"format": "workspacefs-archive", "version": 1,
+    manifest.json          {"format": "workspacefs-archive", "version": 1 or 2,
                             "created_at": ISO-8601, "file_count": N, "total_bytes": B,
-                            "mtimes": {path: ns, ...}}
-    files/<path>           a regular file's bytes
-    files/<path>           a symlink: its target as the bytes, S_IFLNK in the mode
-    files/<path>/          a directory (so empty ones survive)
+                            "mtimes": {name: ns, ...}, "sizes": {name: bytes, ...}}
+    files/<name>           a regular file's bytes
+    files/<name>           a symlink: its target as the bytes, S_IFLNK in the mode
+    files/<name>/          a directory (so empty ones survive)
 
 Each entry's Unix mode (file type and permission bits, so the exec bit) is
 in the ZIP external attributes, as Info-ZIP writes them, so ``unzip`` on
 Linux restores modes and symlinks too. ZIP times have a 2-second
-resolution, so exact mtimes (ns) are in the manifest. Names are UTF-8 (the
-ZIP UTF-8 flag is set); an entry name that is not UTF-8 is refused on import.
+resolution, so exact mtimes (ns) are in the manifest, and so are the sizes
+of files, which bound what each entry may expand to.
+
+Versions (the writer uses the lowest one that holds the tree, so archives
+of ordinary trees stay readable by older releases):
+
+* **1**: names are the paths (UTF-8); every symlink stays inside the workspace.
+* **2**: names are escaped (``_names``): any name a tree holds, not UTF-8 or
+  with a backslash, round-trips. Symlinks may lead out of the workspace when
+  their target says so (a venv's ``bin/python -> /usr/bin/python3``); they
+  are restored as links, never followed. Version 1 archives still import.
+
+A link that reads as staying inside but leads out through other links (a
+"hidden escape", see ``fs.link_reach``) is refused in every version, on
+import and on export alike. Export runs every import check before it
+publishes the archive, so an archive that was written can always be imported.
 
 Export and import stream: file content moves in 1 MiB blocks, so neither
 holds a second copy of the workspace in memory.
@@ -21,121 +35,91 @@ holds a second copy of the workspace in memory.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import posixpath
 import stat as _stat
 import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any, Protocol
+from typing import IO
 
-from .._errors import FsError, InvalidContentError, LimitExceededError, PathEscapeError
-from ..fs import Limits, normalize_path
-
-FORMAT = "workspacefs-archive"
-VERSION = 1
-MANIFEST = "manifest.json"
-PREFIX = "files/"
-BLOCK = 1 << 20
-
-
-class ArchiveError(InvalidContentError):
-    """A malformed or hostile archive; nothing was changed."""
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveLimits:
-    """What an imported archive may claim or contain."""
-
-    max_total_bytes: int = 16 << 30
-    """Sum of the declared sizes of all entries."""
-    max_ratio: int = 1000
-    """Largest compression ratio of one entry over 1 MiB (zip bombs)."""
-    max_entries: int = 1_000_000
-    max_manifest_bytes: int = 256 << 20
-
-
-DEFAULT_ARCHIVE_LIMITS = ArchiveLimits()
-# Archive paths follow POSIX limits, not the per-call protocol limits.
-_PATH_LIMITS = Limits(max_path_depth=2048, max_segment_length=255)
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One thing an archive holds, as backends see it."""
-
-    path: str
-    mode: int  # full st_mode: type and permission bits
-    mtime_ns: int
-    size: int = 0
-    target: str | None = None  # symlinks
-
-
-class Reader(Protocol):
-    """A stream of bytes read block by block."""
-
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def symlink_target(entry: Entry) -> str:
-    """The target of a symlink entry; ArchiveError if it has none."""
-    if entry.target is None:
-        raise ArchiveError("symlink entry without a target", entry.path)
-    return entry.target
-
-
-def file_content(entry: Entry, content: Reader | None) -> Reader:
-    """The content stream of a file entry; ArchiveError if it has none."""
-    if content is None:
-        raise ArchiveError("file entry without content", entry.path)
-    return content
-
-
-class ArchiveSource(Protocol):
-    """What a backend offers to export: entries (parents first) and their bytes."""
-
-    def entries(self) -> Iterator[Entry]: ...
-
-    def open(self, path: str) -> contextlib.AbstractContextManager[Reader]: ...
-
-
-class ArchiveTarget(Protocol):
-    """What a backend offers to import into: applied only after validation."""
-
-    def begin(self) -> None:
-        """Empty the workspace (the backend can undo until ``commit``)."""
-        ...
-
-    def add(self, entry: Entry, content: Reader | None) -> None: ...
-
-    def commit(self) -> None: ...
-
-    def abort(self) -> None:
-        """Return the workspace to what it was before ``begin``."""
-        ...
+from .._errors import FsError, LimitExceededError
+from ._names import needs_escaping
+from ._plan import MAX_LINK_TARGET, check_path, check_tree, member_key, plan
+from ._types import (
+    BLOCK,
+    DEFAULT_ARCHIVE_LIMITS,
+    FORMAT,
+    MANIFEST,
+    PREFIX,
+    ArchiveError,
+    ArchiveLimits,
+    ArchiveSource,
+    ArchiveTarget,
+    Entry,
+    symlink_target,
+)
 
 
 def _unix_attributes(mode: int) -> int:
     return (mode & 0xFFFF) << 16
 
 
-def write_archive(source: ArchiveSource, path: str | os.PathLike[str]) -> int:
+def _checked_entries(source: ArchiveSource, limits: ArchiveLimits) -> tuple[list[Entry], int]:
+    """The source's entries, checked as import will check them; and the version they need."""
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    escaping = False
+    for entry in source.entries():
+        kind = _stat.S_IFMT(entry.mode)
+        if kind not in (_stat.S_IFREG, _stat.S_IFDIR, _stat.S_IFLNK):
+            continue  # fifos, sockets and devices are not workspace content
+        check_path(entry.path, entry.path)
+        if entry.path in seen:
+            raise ArchiveError("duplicate entry", entry.path)
+        seen.add(entry.path)
+        if kind == _stat.S_IFLNK:
+            target = symlink_target(entry)
+            raw = target.encode("utf-8", "surrogateescape")
+            if not raw or b"\0" in raw or len(raw) > MAX_LINK_TARGET:
+                raise ArchiveError("symlink target is empty, too long or holds a NUL", entry.path)
+        escaping = escaping or needs_escaping(entry.path)
+        entries.append(entry)
+        if len(entries) >= limits.max_entries:
+            raise LimitExceededError(
+                f"over {limits.max_entries:,} entries: an archive this large would be refused",
+                entry.path,
+            )
+    links_out = check_tree(entries, 2)
+    return entries, 2 if escaping or links_out else 1
+
+
+def write_archive(
+    source: ArchiveSource,
+    path: str | os.PathLike[str],
+    *,
+    limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+) -> int:
     """Write ``source`` as an archive at ``path``; return the number of files.
 
-    The archive appears at ``path`` complete or not at all.
+    Anything ``read_archive`` with the same ``limits`` would refuse is refused
+    here, before the archive is published: it appears at ``path`` complete and
+    importable, or not at all.
+
+    Raises:
+        ArchiveError / PathEscapeError / LimitExceededError: What import would refuse.
     """
+    entries, version = _checked_entries(source, limits)
     mtimes: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     files = total = 0
     temp = f"{os.fspath(path)}.partial"
     try:
         with zipfile.ZipFile(temp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-            for entry in source.entries():
-                mtimes[entry.path] = entry.mtime_ns
+            for entry in entries:
+                key = member_key(entry.path, version)
+                mtimes[key] = entry.mtime_ns
                 kind = _stat.S_IFMT(entry.mode)
-                name = PREFIX + entry.path + ("/" if kind == _stat.S_IFDIR else "")
+                name = PREFIX + key + ("/" if kind == _stat.S_IFDIR else "")
                 info = zipfile.ZipInfo(name, _zip_time(entry.mtime_ns))
                 info.external_attr = _unix_attributes(entry.mode) | (
                     0x10 if kind == _stat.S_IFDIR else 0
@@ -146,24 +130,36 @@ def write_archive(source: ArchiveSource, path: str | os.PathLike[str]) -> int:
                 elif kind == _stat.S_IFLNK:
                     archive.writestr(info, symlink_target(entry).encode("utf-8", "surrogateescape"))
                     files += 1
-                elif kind == _stat.S_IFREG:
+                else:
+                    written = 0
                     with (
                         source.open(entry.path) as content,
                         archive.open(info, "w", force_zip64=True) as out,
                     ):
                         while block := content.read(BLOCK):
                             out.write(block)
-                            total += len(block)
+                            written += len(block)
+                            if total + written > limits.max_total_bytes:
+                                raise LimitExceededError(
+                                    f"over {limits.max_total_bytes:,} bytes: an archive this "
+                                    "large would be refused",
+                                    entry.path,
+                                )
+                    sizes[key] = written
+                    total += written
                     files += 1
             manifest = {
                 "format": FORMAT,
-                "version": VERSION,
+                "version": version,
                 "created_at": datetime.now(UTC).isoformat(),
                 "file_count": files,
                 "total_bytes": total,
                 "mtimes": mtimes,
+                "sizes": sizes,
             }
             archive.writestr(MANIFEST, json.dumps(manifest, sort_keys=True))
+        with zipfile.ZipFile(temp) as written_archive:
+            plan(written_archive, limits)  # what import checks, on what was written
         os.replace(temp, path)
     finally:
         if os.path.exists(temp):
@@ -174,104 +170,6 @@ def write_archive(source: ArchiveSource, path: str | os.PathLike[str]) -> int:
 def _zip_time(mtime_ns: int) -> tuple[int, int, int, int, int, int]:
     moment = datetime.fromtimestamp(max(mtime_ns / 1e9, 315532800), UTC)  # ZIP starts in 1980
     return (moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second)
-
-
-@dataclass(frozen=True, slots=True)
-class _Planned:
-    info: zipfile.ZipInfo
-    entry: Entry
-
-
-def _plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[_Planned], dict[str, Any]]:
-    """Check every entry before anything is written."""
-    infos = archive.infolist()
-    if len(infos) > limits.max_entries:
-        raise ArchiveError(
-            f"{len(infos):,} entries, over the limit of {limits.max_entries:,}", None
-        )
-    try:
-        info = archive.getinfo(MANIFEST)
-    except KeyError:
-        raise ArchiveError("no manifest.json: not a workspace archive", None) from None
-    if info.file_size > limits.max_manifest_bytes:
-        raise ArchiveError("manifest.json is too large", MANIFEST)
-    try:
-        manifest = json.loads(archive.read(MANIFEST))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ArchiveError(f"manifest.json is not valid JSON: {exc}", MANIFEST) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ArchiveError("manifest.json does not describe a workspace archive", MANIFEST)
-    if manifest.get("version") != VERSION:
-        raise ArchiveError(f"unsupported archive version {manifest.get('version')!r}", MANIFEST)
-    mtimes = manifest.get("mtimes", {})
-    if not isinstance(mtimes, dict):
-        raise ArchiveError("manifest.json: mtimes must be an object", MANIFEST)
-    declared = 0
-    seen: dict[str, int] = {}
-    planned: list[_Planned] = []
-    for info in infos:
-        if info.filename == MANIFEST:
-            continue
-        if not info.flag_bits & 0x800 and not info.orig_filename.isascii():
-            raise ArchiveError("entry name is not UTF-8", repr(info.orig_filename))
-        if not info.filename.startswith(PREFIX):
-            raise ArchiveError("entry outside files/", info.filename)
-        raw = info.filename[len(PREFIX) :]
-        if (
-            raw.startswith("/")
-            or "\\" in raw
-            or any(p in ("", ".", "..") for p in raw.rstrip("/").split("/"))
-        ):
-            raise PathEscapeError("entry path is absolute or leaves the workspace", info.filename)
-        try:
-            path = normalize_path(raw, None, _PATH_LIMITS)
-        except FsError as exc:
-            raise ArchiveError(f"bad entry path: {exc.strerror}", info.filename) from None
-        if path in seen:
-            raise ArchiveError("duplicate entry", info.filename)
-        mode = info.external_attr >> 16
-        kind = _stat.S_IFMT(mode) or (_stat.S_IFDIR if info.is_dir() else _stat.S_IFREG)
-        if info.is_dir() != (kind == _stat.S_IFDIR):
-            raise ArchiveError("entry type and name disagree", info.filename)
-        if kind not in (_stat.S_IFREG, _stat.S_IFDIR, _stat.S_IFLNK):
-            raise ArchiveError("only files, directories and symlinks are allowed", info.filename)
-        declared += info.file_size
-        if declared > limits.max_total_bytes:
-            raise LimitExceededError(
-                f"archive expands past {limits.max_total_bytes:,} bytes", info.filename
-            )
-        if info.file_size > BLOCK and info.file_size > limits.max_ratio * max(
-            info.compress_size, 1
-        ):
-            raise LimitExceededError(
-                f"compression ratio over {limits.max_ratio}: a zip bomb?", info.filename
-            )
-        target = None
-        if kind == _stat.S_IFLNK:
-            if info.file_size > 4096:
-                raise ArchiveError("symlink target too long", info.filename)
-            target = archive.read(info).decode("utf-8", "surrogateescape")
-            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-            if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
-                raise PathEscapeError("symlink points outside the workspace", info.filename)
-        seen[path] = kind
-        mtime = mtimes.get(path, 0)
-        entry = Entry(path, (kind | (mode & 0o7777)) if _stat.S_IMODE(mode) else kind | 0o644,
-                      mtime if isinstance(mtime, int) else 0, info.file_size, target)  # fmt: skip
-        planned.append(_Planned(info, entry))
-    for path in seen:  # every parent must be a directory, never a file
-        parent = path.rpartition("/")[0]
-        while parent:
-            if seen.get(parent, _stat.S_IFDIR) != _stat.S_IFDIR:
-                raise ArchiveError("a file stands where a directory is needed", PREFIX + parent)
-            parent = parent.rpartition("/")[0]
-    files = sum(1 for p in planned if _stat.S_IFMT(p.entry.mode) != _stat.S_IFDIR)
-    if manifest.get("file_count") != files:
-        raise ArchiveError(
-            f"manifest says {manifest.get('file_count')} files, archive has {files}", MANIFEST
-        )
-    planned.sort(key=lambda p: p.entry.path.count("/"))
-    return planned, manifest
 
 
 class _Counted:
@@ -306,7 +204,8 @@ def read_archive(
 
     Every entry is checked first; a check or read that fails later (CRC,
     size lies) undoes the import, so the target is either the archive or
-    exactly what it was.
+    exactly what it was. Entries reach the target parents first, in
+    depth-first path order.
     """
     try:
         archive = zipfile.ZipFile(path)
@@ -316,7 +215,7 @@ def read_archive(
         raise ArchiveError(f"not a readable ZIP archive: {exc}", os.fspath(path)) from None
     with archive:
         try:
-            planned, _ = _plan(archive, limits)
+            planned, _ = plan(archive, limits)
         except (zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError) as exc:
             raise ArchiveError(f"corrupt archive: {exc}", os.fspath(path)) from None
         target.begin()

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from .._errors import NotFoundError
 from ..fs import InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Directory, File, Symlink, Tree, TreeView
-from ._format import Entry, Reader, file_content, symlink_target
+from ._types import Entry, Reader, file_content, symlink_target
 
 
 class _FileReader(io.RawIOBase):

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .._errors import InvalidArgumentError, InvalidContentError, SnapshotNotFoundError
 from ._backends import ArchiveBackend, export_archive, import_archive
-from ._snapshots import ArchiveSnapshots
+from ._snapshots import ArchiveSnapshots, checked_id
 
 JsonState = dict[str, Any]
 
@@ -77,12 +77,14 @@ class SessionCheckpoints:
         self._session = session
         self._dir = Path(directory)
         self._managers = {
-            key: ArchiveSnapshots(fs, self._dir / key) for key, fs in filesystems.items()
+            checked_id(key, "filesystem key"): ArchiveSnapshots(fs, self._dir / key)
+            for key, fs in filesystems.items()
         }
         self._filesystems = dict(filesystems)
 
     def checkpoint(self, checkpoint_id: str) -> list[FilesystemSnapshotRef]:
         """Snapshot the session state and every filesystem under ``checkpoint_id``."""
+        checked_id(checkpoint_id, "checkpoint id")
         state = self._session.snapshot_state()
         _check_json(state)
         refs = []
@@ -97,7 +99,7 @@ class SessionCheckpoints:
 
     def rollback(self, checkpoint_id: str) -> None:
         """Put the session and every filesystem back to ``checkpoint_id``."""
-        path = self._dir / f"{checkpoint_id}.session.json"
+        path = self._dir / f"{checked_id(checkpoint_id, 'checkpoint id')}.session.json"
         if not path.exists():
             raise SnapshotNotFoundError("no such checkpoint", checkpoint_id)
         record = json.loads(path.read_text())
@@ -115,6 +117,8 @@ def dump_session(
     filesystem_key: str = "workspace",
 ) -> FilesystemSnapshotRef:
     """Write ``<id>.jsonl`` (a header line, then one line per state key) and ``<id>.fs.zip``."""
+    checked_id(session_id, "session id")
+    checked_id(filesystem_key, "filesystem key")
     state = session.snapshot_state()
     _check_json(state)
     folder = Path(directory)
@@ -136,7 +140,7 @@ def load_session(
 ) -> FilesystemSnapshotRef:
     """Resume a dumped session into ``session`` and ``filesystem`` (any backend)."""
     folder = Path(directory)
-    journal = folder / f"{session_id}.jsonl"
+    journal = folder / f"{checked_id(session_id, 'session id')}.jsonl"
     if not journal.exists():
         raise SnapshotNotFoundError("no such session dump", str(journal))
     try:

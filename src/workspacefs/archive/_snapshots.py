@@ -13,9 +13,21 @@ from pathlib import Path
 
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
 from ._backends import ArchiveBackend, export_archive, import_archive
-from ._format import MANIFEST
+from ._types import MANIFEST
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def checked_id(value: str, what: str = "snapshot id") -> str:
+    """``value`` if it is a plain name (letters, digits, ``._-``, no path); else ValueError.
+
+    Ids name files in a directory: one from outside (a session record, a
+    caller's argument) must never be a path.
+    """
+    if not isinstance(value, str) or not _ID.match(value):
+        raise InvalidArgumentError(f"invalid {what} {value!r}: letters, digits, '.', '_', '-'",
+                                   repr(value))  # fmt: skip
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +80,7 @@ class ArchiveSnapshots:
         return self._dir
 
     def _path(self, snapshot_id: str) -> Path:
-        if not _ID.match(snapshot_id):
-            raise InvalidArgumentError(f"invalid snapshot id {snapshot_id!r}", snapshot_id)
-        return self._dir / f"{snapshot_id}.zip"
+        return self._dir / f"{checked_id(snapshot_id)}.zip"
 
     def snapshot(self, snapshot_id: str) -> SnapshotInfo:
         """Archive the filesystem now under ``snapshot_id`` (which must be new)."""

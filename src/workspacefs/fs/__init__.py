@@ -7,15 +7,41 @@ from ._backend import Kind as Kind
 from ._budget import MemoryUsage as MemoryUsage
 from ._budget import available_memory as available_memory
 from ._budget import default_memory_budget as default_memory_budget
+from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
+from ._descriptors import OpenDirectories as OpenDirectories
+from ._descriptors import Walked as Walked
+from ._descriptors import open_beneath as open_beneath
+from ._descriptors import open_directory as open_directory
+from ._descriptors import open_regular as open_regular
+from ._descriptors import openat2_available as openat2_available
+from ._descriptors import read_blocks as read_blocks
+from ._descriptors import same_object as same_object
+from ._descriptors import scan_directory as scan_directory
+from ._descriptors import split_path as split_path
+from ._descriptors import walk_directory as walk_directory
+from ._directory import DirectoryBackend as DirectoryBackend
+from ._directory import entry_of as entry_of
 from ._frontend import BackendFilesystem as BackendFilesystem
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
 from ._limits import Limits as Limits
+from ._links import LinkReach as LinkReach
+from ._links import leaves_as_written as leaves_as_written
+from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
 from ._paths import normalize as normalize_path
 from ._paths import strip_mount_point as strip_mount_point
 from ._protocol import Filesystem as Filesystem
 from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
+from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
+from ._replace import clear_directory as clear_directory
+from ._replace import copy_content as copy_content
+from ._replace import make_directories as make_directories
+from ._replace import remove_entry as remove_entry
+from ._replace import replace_directory as replace_directory
+from ._replace import replace_file as replace_file
+from ._replace import replace_symlink as replace_symlink
+from ._replace import set_attributes as set_attributes
 from ._resolve import Location as Location
 from ._resolve import locate as locate
 from ._results import FileEntry as FileEntry
@@ -37,8 +63,11 @@ from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DIRECTORY_FLAGS",
+    "TEMPORARY_PREFIX",
     "Backend",
     "BackendFilesystem",
+    "DirectoryBackend",
     "Entry",
     "FileEntry",
     "FileStat",
@@ -53,8 +82,10 @@ __all__ = [
     "InMemorySnapshotStore",
     "Kind",
     "Limits",
+    "LinkReach",
     "Location",
     "MemoryUsage",
+    "OpenDirectories",
     "ReadBytesResult",
     "ReadResult",
     "SnapshotKind",
@@ -63,11 +94,32 @@ __all__ = [
     "SnapshotStore",
     "SnapshotableFilesystem",
     "TreeFilesystem",
+    "Walked",
     "WriteMode",
     "WriteResult",
     "available_memory",
     "default_memory_budget",
+    "clear_directory",
+    "copy_content",
+    "entry_of",
+    "leaves_as_written",
+    "link_reach",
     "locate",
+    "make_directories",
     "normalize_path",
+    "open_beneath",
+    "open_directory",
+    "open_regular",
+    "openat2_available",
+    "read_blocks",
+    "remove_entry",
+    "replace_directory",
+    "replace_file",
+    "replace_symlink",
+    "same_object",
+    "scan_directory",
+    "set_attributes",
+    "split_path",
     "strip_mount_point",
+    "walk_directory",
 ]

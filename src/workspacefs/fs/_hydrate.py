@@ -1,4 +1,17 @@
-"""Hydration: copy a host directory into the tree, inside allowed roots only."""
+"""Hydration: copy a host directory into the tree, inside allowed roots only.
+
+The host is touched only through descriptors, with the rules ``HostFilesystem``
+follows (one implementation: ``DirectoryBackend``, ``locate`` and the
+``_descriptors`` primitives): ``host_path`` is walked from an allowed root's
+descriptor, following symlinks only while they stay inside that root; the
+tree below is walked with ``walk_directory`` (a directory swapped for a
+symlink is not entered) and each file is opened beneath the source with
+``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`` or its component walk.
+Symlinks are copied when their target stays inside ``host_path`` as written,
+and refused (the whole hydration, nothing changed) when their chain of links
+would lead out anyway (``link_reach``). Setuid, setgid and sticky bits are
+dropped unless ``HostMount.special_modes`` asks for them.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +21,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .._errors import (
+    InvalidArgumentError,
     LimitExceededError,
     NotFoundError,
     PathEscapeError,
 )
 from ..tree import Tree
+from ._backend import Kind
+from ._descriptors import (
+    BLOCK,
+    DIRECTORY_FLAGS,
+    open_beneath,
+    open_regular,
+    read_blocks,
+    same_object,
+    walk_directory,
+)
+from ._directory import DirectoryBackend
+from ._limits import Limits
+from ._links import LinkReach, leaves_as_written, link_reach
+from ._paths import normalize
 from ._patterns import path_matcher
+from ._resolve import locate
+
+SPECIAL_BITS = _stat.S_ISUID | _stat.S_ISGID | _stat.S_ISVTX
+# Host paths follow POSIX limits, not the per-call protocol limits.
+_HOST_LIMITS = Limits(max_path_depth=4096, max_segment_length=255)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +63,8 @@ class HostMount:
         mount_path: Where it appears in the workspace (default: ``host_path``
             if relative, else its last segment).
         max_bytes: Refuse the whole copy if the selected files exceed this.
+        special_modes: Keep setuid, setgid and sticky bits (refused when
+            running as root: the copies would be root's).
     """
 
     host_path: str
@@ -37,108 +72,202 @@ class HostMount:
     exclude_glob: tuple[str, ...] = ()
     mount_path: str | None = None
     max_bytes: int | None = None
+    special_modes: bool = False
 
 
-def resolve_host_path(host_path: str, allowed_roots: Sequence[str | os.PathLike[str]]) -> str:
-    """The real path of ``host_path`` if it lies inside an allowed root."""
+def host_path_candidates(
+    host_path: str, allowed_roots: Sequence[str | os.PathLike[str]]
+) -> list[tuple[str, str]]:
+    """(allowed root, path relative to it) pairs ``host_path`` may name, checked as text.
+
+    A relative path may lie in any root; an absolute one must be under one,
+    as written or once its links are resolved (that only picks the root: the
+    path itself is walked later through descriptors, from that root).
+    """
     roots = [os.path.realpath(root) for root in allowed_roots]
     if not roots:
         raise PathEscapeError("no allowed host roots were given", host_path)
-    candidates = (
-        [os.path.realpath(host_path)]
-        if os.path.isabs(host_path)
-        else [os.path.realpath(os.path.join(root, host_path)) for root in roots]
-    )
-    inside_any = False
-    for candidate in candidates:
-        if any(candidate == root or candidate.startswith(root + os.sep) for root in roots):
-            inside_any = True
-            if os.path.lexists(candidate):
-                return candidate
-    if not inside_any:
-        raise PathEscapeError("host path is outside the allowed roots", host_path)
-    raise NotFoundError("host path does not exist", host_path)
+    if not os.path.isabs(host_path):
+        return [(root, host_path) for root in roots]
+    for candidate in (os.path.normpath(host_path), os.path.realpath(host_path)):
+        for root in roots:
+            if candidate == root or candidate.startswith(root.rstrip("/") + "/"):
+                return [(root, candidate[len(root) :].lstrip("/"))]
+    raise PathEscapeError("host path is outside the allowed roots", host_path)
 
 
-def _selected(
-    relative: str, include: list[Callable[[str], bool]], exclude: list[Callable[[str], bool]]
-) -> bool:
-    if include and not any(match(relative) for match in include):
-        return False
-    return not any(match(relative) for match in exclude)
+def _located(candidates: list[tuple[str, str]], shown: str) -> tuple[DirectoryBackend, int, str]:
+    """(backend of the root, descriptor, file name or "") of the first candidate that exists:
+    the directory itself, or the directory holding the file.
+
+    Raises:
+        PathEscapeError: ``..`` or a symlink would leave the root.
+        NotFoundError: No root holds it.
+    """
+    for root, relative in candidates:
+        path = normalize(relative, None, _HOST_LIMITS)
+        backend = DirectoryBackend(root)
+        with locate(backend, path) as at:
+            entry = at.entry
+            if entry is not None and entry.kind is Kind.DIRECTORY:
+                return backend, backend.enter(at.parent, at.name, entry), ""
+            if entry is not None and entry.kind is Kind.FILE:
+                return backend, os.open(".", os.O_PATH | os.O_CLOEXEC, dir_fd=at.parent), at.name
+        backend.close()
+    raise NotFoundError("host path does not exist", shown)
 
 
-def _plan(source: str, mount: HostMount) -> list[tuple[str, os.stat_result]]:
-    """(relative path, lstat) of everything to copy, directories first."""
+@dataclass(frozen=True, slots=True)
+class _Item:
+    path: str  # relative to host_path ("" for a single file)
+    info: os.stat_result
+    target: str | None = None
+
+
+def _plan(source: int, mount: HostMount) -> tuple[list[_Item], list[_Item]]:
+    """(directories, selected files and symlinks) below the directory ``source``."""
     include = [path_matcher(p) for p in mount.include_glob]
     exclude = [path_matcher(p) for p in mount.exclude_glob]
-    if not os.path.isdir(source):
-        return [("", os.lstat(source))]
-    plan: list[tuple[str, os.stat_result]] = []
-    for top, dirs, files in os.walk(source):
-        dirs.sort()
-        base = os.path.relpath(top, source)
-        base = "" if base == "." else base
-        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
-            relative = f"{base}/{name}" if base else name
-            if _selected(relative, include, exclude):
-                plan.append((relative, os.lstat(os.path.join(top, name))))
-    return plan
+    directories: list[_Item] = []
+    chosen: list[_Item] = []
+    for walked in walk_directory(source):
+        mode = walked.info.st_mode
+        if _stat.S_ISDIR(mode):
+            directories.append(_Item(walked.path, walked.info))
+            continue
+        if not (_stat.S_ISREG(mode) or _stat.S_ISLNK(mode)):
+            continue
+        if include and not any(match(walked.path) for match in include):
+            continue
+        if any(match(walked.path) for match in exclude):
+            continue
+        if _stat.S_ISLNK(mode):
+            try:
+                target = os.readlink(walked.name, dir_fd=walked.parent)
+            except OSError:
+                continue
+            if leaves_as_written(walked.path, target):
+                continue  # points outside host_path: not copied
+            chosen.append(_Item(walked.path, walked.info, target))
+        else:
+            chosen.append(_Item(walked.path, walked.info))
+    return directories, chosen
 
 
-def _link_stays_inside(source: str, relative: str, target: str) -> bool:
-    if os.path.isabs(target):
-        return False
-    resolved = os.path.normpath(os.path.join(source, os.path.dirname(relative), target))
-    return resolved == source or resolved.startswith(source + os.sep)
+def _refuse_hidden_escapes(chosen: list[_Item]) -> None:
+    """Judge each copied link against the tree being built (see ``link_reach``)."""
+    built: dict[str, tuple[Kind, str | None]] = {}
+    for item in chosen:
+        kind = Kind.SYMLINK if item.target is not None else Kind.FILE
+        built[item.path] = (kind, item.target)
+        parent = item.path.rpartition("/")[0]
+        while parent and parent not in built:
+            built[parent] = (Kind.DIRECTORY, None)
+            parent = parent.rpartition("/")[0]
+    for item in chosen:
+        if item.target is None:
+            continue
+        if link_reach(item.path, item.target, built.get) is not LinkReach.INSIDE:
+            raise PathEscapeError(
+                "symlink reads as staying inside but its chain of links leads outside",
+                item.path,
+            )
 
 
 def hydrate(
     tree: Tree,
     mount: HostMount,
     allowed_roots: Sequence[str | os.PathLike[str]],
-    normalize: Callable[[str], str],
+    normalize_path: Callable[[str], str],
     owner: tuple[int, int],
 ) -> int:
-    """Copy ``mount`` into ``tree`` (caller holds the lock); return the file count.
+    """Copy ``mount`` into ``tree`` (caller holds the lock and undoes on error); the count.
 
-    Symlinks are copied only when their target stays inside ``host_path``;
-    file contents are read with ``O_NOFOLLOW``. Nothing is copied if the
-    selection exceeds ``max_bytes``.
+    Nothing is copied if the selection exceeds ``max_bytes``, or if a copied
+    symlink's chain of links would lead outside ``host_path``.
     """
-    source = resolve_host_path(mount.host_path, allowed_roots)
-    default = mount.host_path if not os.path.isabs(mount.host_path) else os.path.basename(source)
-    destination = normalize(mount.mount_path if mount.mount_path is not None else default)
-    plan = _plan(source, mount)
-    if mount.max_bytes is not None:
-        total = sum(st.st_size for _, st in plan if _stat.S_ISREG(st.st_mode))
-        if total > mount.max_bytes:
+    if mount.special_modes and os.geteuid() == 0:
+        raise InvalidArgumentError("special modes of host files are never kept as root", None)
+    candidates = host_path_candidates(mount.host_path, allowed_roots)
+    backend, handle, single = _located(candidates, mount.host_path)
+    try:
+        source_name = os.path.basename(os.path.normpath(mount.host_path))
+        default = mount.host_path if not os.path.isabs(mount.host_path) else source_name
+        destination = normalize_path(mount.mount_path if mount.mount_path is not None else default)
+        source = handle
+        directories: list[_Item] = []
+        if single:
+            chosen = [_Item("", os.stat(single, dir_fd=handle, follow_symlinks=False))]
+        else:
+            directories, chosen = _plan(source, mount)
+        _refuse_hidden_escapes(chosen)
+        total = sum(item.info.st_size for item in chosen if item.target is None)
+        if mount.max_bytes is not None and total > mount.max_bytes:
             raise LimitExceededError(
                 f"host files total {total:,} bytes, over max_bytes {mount.max_bytes:,}",
                 mount.host_path,
             )
-    copied = 0
-    for relative, st in plan:
-        full = os.path.join(source, relative) if relative else source
-        target_path = f"{destination}/{relative}".strip("/") if relative else destination
-        parent_path, _, name = target_path.rpartition("/")
-        if _stat.S_ISLNK(st.st_mode):
-            link = os.readlink(full)
-            if not _link_stays_inside(source, relative, link):
+        budget = mount.max_bytes
+        for item in chosen:
+            target_path = f"{destination}/{item.path}".strip("/") if item.path else destination
+            parent_path, _, name = target_path.rpartition("/")
+            parent = tree.make_dirs(parent_path, 0o755, *owner)
+            if item.target is not None:
+                tree.symlink(parent, name, item.target, *owner)
                 continue
-            parent = tree.make_dirs(parent_path, 0o755, *owner)
-            tree.symlink(parent, name, link, *owner)
-        elif _stat.S_ISREG(st.st_mode):
-            parent = tree.make_dirs(parent_path, 0o755, *owner)
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read()
-            existing = tree.directory(parent).entries.get(name)
-            ino = existing if existing is not None else tree.create(parent, name, 0o644, *owner)
-            tree.truncate(ino, 0)
-            tree.write(ino, 0, data)
-            tree.setattr(ino, mode=st.st_mode & 0o777, mtime_ns=st.st_mtime_ns)
-        else:
-            continue
-        copied += 1
-    return copied
+            copied = _copy_file(tree, parent, name, source, item, single, mount, owner, budget)
+            if budget is not None:
+                budget -= copied
+        for item in directories:  # last: adding entries touched their times
+            ino = tree.resolve_path(f"{destination}/{item.path}".strip("/"))
+            if ino is not None:
+                mode = _mode(item.info.st_mode, mount)
+                tree.setattr(ino, mode=_stat.S_IMODE(mode), mtime_ns=item.info.st_mtime_ns)
+    finally:
+        os.close(handle)
+        backend.close()
+    return len(chosen)
+
+
+def _mode(mode: int, mount: HostMount) -> int:
+    return mode if mount.special_modes else mode & ~SPECIAL_BITS
+
+
+def _copy_file(
+    tree: Tree,
+    parent: int,
+    name: str,
+    source: int,
+    item: _Item,
+    single: str,
+    mount: HostMount,
+    owner: tuple[int, int],
+    budget: int | None,
+) -> int:
+    """Stream one host file into the tree; the bytes copied."""
+    if single:
+        fd = open_regular(source, single)
+    else:
+        folder_path, _, file_name = item.path.rpartition("/")
+        folder = open_beneath(source, folder_path, DIRECTORY_FLAGS)
+        try:
+            fd = open_regular(folder, file_name)
+        finally:
+            os.close(folder)
+    info = os.fstat(fd)
+    if not same_object(info, item.info):
+        os.close(fd)
+        raise NotFoundError("host file replaced during hydration", item.path or mount.host_path)
+    existing = tree.directory(parent).entries.get(name)
+    ino = existing if existing is not None else tree.create(parent, name, 0o644, *owner)
+    tree.truncate(ino, 0)
+    offset = 0
+    for block in read_blocks(fd, BLOCK):
+        offset += len(block)
+        if budget is not None and offset > budget:
+            raise LimitExceededError(
+                f"host files grew past max_bytes {mount.max_bytes:,}", mount.host_path
+            )
+        tree.write(ino, offset - len(block), block)
+    tree.setattr(ino, mode=_stat.S_IMODE(_mode(info.st_mode, mount)), mtime_ns=info.st_mtime_ns)
+    return offset

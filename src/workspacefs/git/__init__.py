@@ -6,12 +6,22 @@ objects (modes, ``encode_tree``, ``walk_tree``).
 """
 
 from ._load import load as load
+from ._objects import EMPTY_TREE as EMPTY_TREE
+from ._objects import ESCAPE_PREFIX as ESCAPE_PREFIX
 from ._objects import MODE_EXECUTABLE as MODE_EXECUTABLE
 from ._objects import MODE_FILE as MODE_FILE
 from ._objects import MODE_LINK as MODE_LINK
 from ._objects import MODE_TREE as MODE_TREE
+from ._objects import decode_name as decode_name
+from ._objects import encode_name as encode_name
 from ._objects import encode_tree as encode_tree
+from ._objects import read_blob as read_blob
+from ._objects import read_tree as read_tree
+from ._objects import reserved_by_git as reserved_by_git
+from ._objects import tree_name as tree_name
 from ._objects import walk_tree as walk_tree
+from ._objects import workspace_name as workspace_name
+from ._objects import write_trees as write_trees
 from ._persist import PersistedSnapshot as PersistedSnapshot
 from ._persist import Progress as Progress
 from ._persist import persist as persist

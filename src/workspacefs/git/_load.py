@@ -156,7 +156,7 @@ def _populate(
         if "." in meta:
             attributes.append((ROOT_INO, meta.pop(".")))
         for name, entry in meta.items():
-            raw = encode_name(name)
+            raw = encode_name(entry.get("stored_as", name))  # the name in the git tree
             mode = entry["mode"]
             kind = _stat.S_IFMT(mode)
             group = entry.get("link")
@@ -165,7 +165,8 @@ def _populate(
                 continue
             if kind == _stat.S_IFDIR:
                 child = tree.mkdir(directory, name, mode)
-                stack.append((child, blobs.get(raw, EMPTY_TREE), subtrees[DIR_PREFIX + raw]))
+                meta_tree = subtrees[DIR_PREFIX + encode_name(name)]
+                stack.append((child, blobs.get(raw, EMPTY_TREE), meta_tree))
             elif kind == _stat.S_IFREG:
                 content = BlobContent(odb, blobs[raw], lock)
                 child = tree.create_deferred(directory, name, content, entry["size"], mode)

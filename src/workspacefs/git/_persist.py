@@ -4,7 +4,10 @@ A persisted snapshot is two commits (see docs/git.md):
 
 * the **snapshot commit**, whose tree is exactly the workspace (files
   100644/100755, symlinks 120000, directories as trees), so ``git log``,
-  ``git diff`` and ``git worktree add`` work on it;
+  ``git diff`` and ``git worktree add`` work on it; a name git refuses in a
+  tree (a nested ``.git``) is stored escaped (``tree_name``) and its entry in
+  the metadata records ``stored_as``, so ``git fsck --strict`` accepts it and
+  ``load`` restores the real name;
 * the **metadata commit**, whose tree mirrors the directories, each holding
   a ``meta`` blob (JSON) with what git trees cannot hold: full modes,
   owners, times, xattrs, hard links, empty directories, fifos and devices.
@@ -40,6 +43,7 @@ from ._objects import (
     TreeEntry,
     encode_name,
     encode_tree,
+    tree_name,
 )
 from ._pack import DEFAULT_COMPRESSION, PackWriter
 from ._refs import RefNamespace, valid_ref_part
@@ -206,22 +210,24 @@ class _Writer:
                 meta["."] = entry_metadata(directory, None)
             for name, child in directory.entries.items():
                 node = version.node(child)
-                raw = encode_name(name)
                 group = None
                 if not isinstance(node, Directory) and node.nlink > 1:
                     group = hard_links.setdefault(child, child)
                 meta[name] = entry_metadata(node, group)
+                mode = git_mode(node)
+                stored = name if mode is None else tree_name(name, mode)
+                if stored != name:  # a name git refuses (a nested .git): kept escaped
+                    meta[name]["stored_as"] = stored
+                raw = encode_name(stored)
                 if isinstance(node, Directory):
                     tree = self.dir_trees.get(child) or self.state.dir_trees[child]
                     if tree != EMPTY_TREE:
                         entries.append((raw, MODE_TREE, tree))
                     sub = self.meta_trees.get(child) or self.state.meta_trees[child]
-                    meta_entries.append((DIR_PREFIX + raw, MODE_TREE, sub))
-                elif isinstance(node, File):
-                    mode = MODE_EXECUTABLE if node.mode & 0o111 else MODE_FILE
+                    meta_entries.append((DIR_PREFIX + encode_name(name), MODE_TREE, sub))
+                elif isinstance(node, File | Symlink):
+                    assert mode is not None
                     entries.append((raw, mode, self.blob_for(child, node)))
-                elif isinstance(node, Symlink):
-                    entries.append((raw, MODE_LINK, self.blob_for(child, node)))
             self.dir_trees[ino] = (
                 self.sink(ObjectType.TREE, encode_tree(entries)) if entries else EMPTY_TREE
             )
@@ -251,6 +257,17 @@ class _Writer:
         state.meta_trees.update(self.meta_trees)
         state.blobs.update(self.blobs)
         state.version = version
+
+
+def git_mode(node: Node) -> int | None:
+    """The mode of ``node`` in the workspace tree; None for what only the metadata holds."""
+    if isinstance(node, Directory):
+        return MODE_TREE
+    if isinstance(node, File):
+        return MODE_EXECUTABLE if node.mode & 0o111 else MODE_FILE
+    if isinstance(node, Symlink):
+        return MODE_LINK
+    return None
 
 
 def content_key(node: File | Symlink) -> Hashable:

@@ -1,10 +1,11 @@
 """``HostFilesystem``: the Filesystem protocol over a real directory, sandboxed.
 
 The protocol's verbs are the shared ones (``fs.BackendFilesystem``) over
-``DirectoryBackend``: paths resolve descriptor by descriptor, so no ``..``,
-absolute path or symlink, existing or swapped in during the call, can reach
-outside the root. Snapshots are
-commits in an external bare git repository (``_snapshots``).
+``fs.DirectoryBackend``: paths resolve descriptor by descriptor from the
+root's descriptor, opened once here, so no ``..``, absolute path or symlink,
+existing or swapped in during the call, can reach outside the root. The
+snapshot strategies (``_snapshots``, ``_strategies``) and archive imports
+(``_archive``) use the same descriptor primitives (docs/host.md).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     DEFAULT_LIMITS,
     BackendFilesystem,
+    DirectoryBackend,
     FilesystemDiff,
     FilesystemSnapshot,
     Limits,
 )
-from ._archive import export_directory, import_directory
-from ._backend import DirectoryBackend
+from ._archive import check_special_modes, export_directory, import_directory
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
 
@@ -43,9 +44,10 @@ class HostFilesystem(BackendFilesystem):
         limits: Per-call limits of the protocol.
         git_dir: Bare git repository for ``git`` snapshots, outside the root
             (default: a new temporary directory on the first snapshot).
-        snapshot_strategy: ``git``, ``copy`` (``cp -a --reflink=auto``),
-            ``archive`` (ZIP), or ``auto``: ``copy`` where reflinks share
-            blocks, else ``git``. Each snapshot records its strategy.
+        snapshot_strategy: ``git`` (byte-exact commits), ``copy`` (a full copy,
+            reflinked where possible), ``archive`` (ZIP), or ``auto``: ``copy``
+            where reflinks share blocks, else ``git``. Each snapshot records
+            its strategy.
         snapshot_dir: Where ``copy`` and ``archive`` keep snapshots
             (default: a new temporary directory).
     """
@@ -64,13 +66,12 @@ class HostFilesystem(BackendFilesystem):
         self._root = os.path.realpath(root)
         if not os.path.isdir(self._root):
             raise NotADirectoryFsError("workspace root is not a directory", self._root)
+        self._directory = DirectoryBackend(self._root, mount_point=mount_point)
         super().__init__(
-            DirectoryBackend(self._root, mount_point=mount_point),
-            read_only=read_only,
-            mount_point=mount_point,
-            limits=limits,
+            self._directory, read_only=read_only, mount_point=mount_point, limits=limits
         )
-        self._git = GitSnapshots(self._root, os.fspath(git_dir) if git_dir else None)
+        descriptor = self._directory.descriptor
+        self._git = GitSnapshots(self._root, descriptor, os.fspath(git_dir) if git_dir else None)
         self._strategy_name: str = snapshot_strategy
         self._snapshot_dir = os.fspath(snapshot_dir) if snapshot_dir else None
         self._strategies: dict[str, Strategy] = {"git": self._git}
@@ -105,7 +106,7 @@ class HostFilesystem(BackendFilesystem):
         name = name or "git"
         if name == "auto":
             directory = self._snapshot_dir or tempfile.gettempdir()
-            name = "copy" if supports_reflink(self._root, directory) else "git"
+            name = "copy" if supports_reflink(self._directory.descriptor, directory) else "git"
         if name not in self._strategies:
             kinds: dict[str, type[CopySnapshots | ArchiveStrategy]] = {
                 "copy": CopySnapshots,
@@ -113,7 +114,9 @@ class HostFilesystem(BackendFilesystem):
             }
             if name not in kinds:
                 raise InvalidArgumentError(f"unknown snapshot strategy {name!r}", name)
-            self._strategies[name] = kinds[name](self._root, self._snapshot_dir)
+            self._strategies[name] = kinds[name](
+                self._root, self._directory.descriptor, self._snapshot_dir
+            )
         return self._strategies[name]
 
     def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
@@ -150,15 +153,27 @@ class HostFilesystem(BackendFilesystem):
             strategy.cleanup()
 
     def export_archive(self, path: str | os.PathLike[str]) -> int:
-        """Write the directory as a workspace archive; the file count."""
-        return export_directory(self._root, path)
+        """Write the directory as a workspace archive; the file count.
+
+        Anything ``import_archive`` would refuse is refused here first.
+        """
+        return export_directory(self._directory.descriptor, path)
 
     def import_archive(
-        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+        self,
+        path: str | os.PathLike[str],
+        *,
+        limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+        special_modes: bool = False,
     ) -> int:
         """Replace the directory's content with a workspace archive; the file count.
 
         A hostile or damaged archive raises and leaves the directory as it was.
+        Setuid, setgid and sticky bits are dropped unless ``special_modes``,
+        which is refused when running as root (the archive comes from elsewhere).
         """
         self._writable(os.fspath(path))
-        return import_directory(self._root, path, limits=limits)
+        check_special_modes(special_modes, trusted=False)
+        return import_directory(
+            self._directory.descriptor, path, limits=limits, special_modes=special_modes
+        )

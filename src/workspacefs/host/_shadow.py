@@ -4,9 +4,16 @@ A snapshot is a commit of the working state (staged and unstaged changes to
 tracked files; untracked files if asked; ignored files never) parented to
 HEAD. It is built from a private stat cache, never from the user's index
 file: the user's index, HEAD, branches and files are left byte-identical.
-Blobs go through ``create_blob_fromworkdir``, so ``.gitattributes`` filters
-apply as in a real commit. Only files whose stat changed since the session's
-previous snapshot are read and hashed.
+``.gitattributes`` filters apply as in a real commit (and in reverse on
+restore, as in a checkout). Only files whose stat changed since the
+session's previous snapshot are read and hashed.
+
+The working copy is read and written through descriptors only (``fs``'s
+primitives): a path through a symlink is a path to nothing, a file is opened
+beneath its directory's descriptor, and restore replaces a planted symlink
+by what the snapshot holds, never writing through it. The git directory
+itself is written by libgit2: when an agent controls the working copy, give
+the provider a separate ``shadow`` store it cannot reach.
 
 Objects and refs live in the shadow repository: the user's ``.git`` by
 default (refs only under ``refs/workspacefs/``), or a separate bare
@@ -17,24 +24,31 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat as _stat
-import sys
 import uuid
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pygit2
-from pygit2.enums import CheckoutStrategy, ObjectType
+from pygit2.enums import FilterMode, ObjectType
 
 from .._errors import (
-    AlreadyExistsError,
     BusyError,
     InvalidArgumentError,
     NotFoundError,
     SnapshotCreationError,
     SnapshotNotFoundError,
+)
+from ..fs import (
+    DIRECTORY_FLAGS,
+    OpenDirectories,
+    open_beneath,
+    open_regular,
+    read_blocks,
+    remove_entry,
+    walk_directory,
 )
 from ..git import (
     MODE_EXECUTABLE,
@@ -45,12 +59,13 @@ from ..git import (
     RefNamespace,
     branch_prefix,
     branch_ref,
+    encode_name,
     encode_tree,
-    walk_tree,
 )
 from ._index import IndexEntry, read_index
+from ._snapshots import tree_files
+from ._worktrees import GITLINK, add_worktree, remove_worktrees, write_file
 
-GITLINK = 0o160000
 _IN_PROGRESS = {
     "rebase-merge": "a rebase",
     "rebase-apply": "a rebase",
@@ -98,6 +113,8 @@ class GitShadowProvider:
         if self._user.is_bare or self._user.workdir is None:
             raise InvalidArgumentError("a working copy is needed, not a bare repository", found)
         self._workdir = os.path.realpath(self._user.workdir)
+        self._fd = os.open(self._workdir, DIRECTORY_FLAGS)  # every working file goes through it
+        weakref.finalize(self, os.close, self._fd)
         self._with_untracked = include_untracked
         self.session_id = session_id or uuid.uuid4().hex[:12]
         if not self.session_id.replace("-", "").isalnum():
@@ -179,35 +196,37 @@ class GitShadowProvider:
         cache = self._load_cache()
         fresh: dict[str, list[Any]] = {}
         entries: dict[str, tuple[int, pygit2.Oid]] = {}
-        root = self._workdir + os.sep
-        for entry, index_mtime in self._index_entries():
-            if entry.mode == GITLINK:  # submodules stay gitlinks
-                entries[entry.path] = (GITLINK, entry.oid)
-                continue
-            try:
-                info = os.lstat(root + entry.path)  # not os.path.join: this loop is hot
-            except FileNotFoundError:
-                continue  # deleted in the working copy
-            if (
-                info.st_mtime_ns == entry.mtime_ns
-                and info.st_size == entry.size
-                and info.st_ino == entry.ino
-                and entry.mtime_ns < index_mtime
-                and _mode_of(info) == entry.mode
-            ):
-                entries[entry.path] = (entry.mode, entry.oid)
-                continue
-            captured = self._capture(entry.path, info, cache, fresh)
-            if captured is not None:
-                entries[entry.path] = captured
-        if self._with_untracked:
-            for path in self._untracked(entries):
-                captured = self._capture(
-                    path, os.lstat(os.path.join(self._workdir, path)), cache, fresh
-                )
+        with OpenDirectories(self._fd) as dirs:
+            for entry, index_mtime in self._index_entries():
+                if entry.mode == GITLINK:  # submodules stay gitlinks
+                    entries[entry.path] = (GITLINK, entry.oid)
+                    continue
+                info = dirs.lstat(entry.path)
+                if info is None:
+                    continue  # deleted in the working copy (or behind a symlink now)
+                if self._unchanged(entry, info, index_mtime):
+                    entries[entry.path] = (entry.mode, entry.oid)
+                    continue
+                captured = self._capture(dirs, entry.path, info, cache, fresh)
                 if captured is not None:
-                    entries[path] = captured
+                    entries[entry.path] = captured
+            if self._with_untracked:
+                for path, info in self._untracked(entries):
+                    captured = self._capture(dirs, path, info, cache, fresh)
+                    if captured is not None:
+                        entries[path] = captured
         return entries, fresh
+
+    @staticmethod
+    def _unchanged(entry: IndexEntry, info: os.stat_result, index_mtime: int) -> bool:
+        """True if the user's index vouches for the file (git's own shortcut and guard)."""
+        return (
+            info.st_mtime_ns == entry.mtime_ns
+            and info.st_size == entry.size
+            and info.st_ino == entry.ino
+            and entry.mtime_ns < index_mtime
+            and _mode_of(info) == entry.mode
+        )
 
     def _index_entries(self) -> list[tuple[IndexEntry, int]]:
         """The user's index entries (read, never written) with the index's mtime."""
@@ -242,6 +261,7 @@ class GitShadowProvider:
 
     def _capture(
         self,
+        dirs: OpenDirectories,
         path: str,
         info: os.stat_result,
         cache: dict[str, list[Any]],
@@ -255,19 +275,38 @@ class GitShadowProvider:
         if known is not None and known[:4] == key:
             oid = pygit2.Oid(hex=known[4])
         else:
-            oid = self._store.create_blob_fromworkdir(path)
+            blob = self._read_working_file(dirs, path, mode)
+            if blob is None:
+                return None
+            oid = self._store.odb.write(ObjectType.BLOB, blob)
         fresh[path] = [*key, str(oid)]
         return mode, oid
 
-    def _untracked(self, tracked: dict[str, tuple[int, pygit2.Oid]]) -> list[str]:
+    def _read_working_file(self, dirs: OpenDirectories, path: str, mode: int) -> bytes | None:
+        """The blob bytes of a working file, read beneath its directory's descriptor and
+        cleaned by ``.gitattributes`` filters; None if it is gone or changed kind."""
+        parent, _, name = path.rpartition("/")
+        directory = dirs.get(parent)
+        if directory is None:
+            return None
+        try:
+            if mode == MODE_LINK:
+                return encode_name(os.readlink(name, dir_fd=directory))
+            data = b"".join(read_blocks(open_regular(directory, name)))
+        except OSError:
+            return None
+        filters = self._store.load_filter_list(path, FilterMode.TO_ODB)
+        return data if filters is None else bytes(filters.apply_to_buffer(data))
+
+    def _untracked(
+        self, tracked: dict[str, tuple[int, pygit2.Oid]]
+    ) -> list[tuple[str, os.stat_result]]:
         found = []
-        for top, dirs, files in os.walk(self._workdir):
-            dirs[:] = [d for d in dirs if d != ".git"]
-            base = os.path.relpath(top, self._workdir)
-            for name in files:
-                path = name if base == "." else f"{base}/{name}"
-                if path not in tracked and not self._user.path_is_ignored(path):
-                    found.append(path)
+        for walked in walk_directory(self._fd, enter=lambda w: w.name != ".git"):
+            if walked.is_dir or walked.path in tracked:
+                continue
+            if not self._user.path_is_ignored(walked.path):
+                found.append((walked.path, walked.info))
         return found
 
     def _write_tree(self, entries: dict[str, tuple[int, pygit2.Oid]]) -> pygit2.Oid:
@@ -300,29 +339,27 @@ class GitShadowProvider:
         """Put the working copy's files back to ``snapshot``; the index and HEAD stay."""
         self._refuse_if_busy()
         commit = self._commit(snapshot)
-        target = {
-            path: (mode, oid)
-            for path, mode, oid in walk_tree(self._store, commit.tree)
-            if mode != MODE_TREE
-        }
+        target = tree_files(self._store.odb, commit.tree_id)
         current, _ = self._working_state()
         for path in current.keys() - target.keys():
             if current[path][0] != GITLINK:
-                os.unlink(os.path.join(self._workdir, path))
+                self._remove(path)
         for path, (mode, oid) in target.items():
             if mode == GITLINK or current.get(path) == (mode, oid):
                 continue
-            full = os.path.join(self._workdir, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            if os.path.lexists(full):
-                os.unlink(full)
-            data = self._store.odb.read(oid)[1]
-            if mode == MODE_LINK:
-                os.symlink(bytes(data).decode("utf-8", "surrogateescape"), full)
-            else:
-                with open(full, "wb") as handle:
-                    handle.write(data)
-                os.chmod(full, 0o755 if mode == MODE_EXECUTABLE else 0o644)
+            write_file(self._store, self._fd, path, mode, oid)
+
+    def _remove(self, path: str) -> None:
+        """Remove a working file, unless a directory above it is no longer a real one."""
+        parent, _, name = path.rpartition("/")
+        try:
+            directory = open_beneath(self._fd, parent, DIRECTORY_FLAGS)
+        except OSError:
+            return
+        try:
+            remove_entry(directory, name)
+        finally:
+            os.close(directory)
 
     def _load_cache(self) -> dict[str, list[Any]]:
         try:
@@ -342,41 +379,18 @@ class GitShadowProvider:
     # -- worktrees and cleanup -------------------------------------------------
 
     def _commit(self, snapshot: ShadowSnapshot) -> pygit2.Commit:
-        try:
-            commit = self._store[snapshot.commit]
-        except (KeyError, ValueError):
-            raise SnapshotNotFoundError("no such snapshot", snapshot.commit) from None
+        """The commit of one of this session's snapshots (a record is data: any other
+        commit it names is refused)."""
+        ours = {
+            str(self._store.references[self._refs.snapshot(number)].target)
+            for number in self._refs.numbers(self._store)
+        }
+        if snapshot.commit not in ours:
+            raise SnapshotNotFoundError("no such snapshot in this session", snapshot.commit)
+        commit = self._store.get(snapshot.commit)
         if not isinstance(commit, pygit2.Commit):
             raise SnapshotNotFoundError("not a snapshot commit", snapshot.commit)
         return commit
-
-    def _add_worktree(self, name: str, path: str, head: str, commit: pygit2.Commit) -> str:
-        """A linked worktree whose HEAD is ``head`` (a ref or a commit id).
-
-        Written by hand: libgit2 only attaches worktrees to ``refs/heads``
-        branches, and the user's branches are not ours to create.
-        """
-        admin = os.path.join(self._store.path, "worktrees", name)
-        if os.path.exists(admin) or os.path.exists(path):
-            raise AlreadyExistsError("worktree already exists", path)
-        os.makedirs(admin)
-        os.makedirs(path)
-        files = {
-            "gitdir": os.path.join(os.path.abspath(path), ".git"),
-            "commondir": "../..",
-            "HEAD": head,
-        }
-        for file, content in files.items():
-            with open(os.path.join(admin, file), "w", encoding="utf-8") as handle:
-                handle.write(content + "\n")
-        with open(os.path.join(path, ".git"), "w", encoding="utf-8") as handle:
-            handle.write(f"gitdir: {admin}\n")
-        worktree = pygit2.Repository(path)
-        tree = worktree[commit.id].peel(pygit2.Tree)  # objects of this repository handle
-        worktree.checkout_tree(tree, strategy=CheckoutStrategy.FORCE)  # type: ignore[no-untyped-call]
-        worktree.index.read_tree(tree)
-        worktree.index.write()
-        return path
 
     def branch(self, snapshot: ShadowSnapshot, name: str, path: str | os.PathLike[str]) -> str:
         """A writable worktree of ``snapshot`` on ``refs/workspacefs/branches/<sid>/<name>``."""
@@ -385,44 +399,38 @@ class GitShadowProvider:
         commit = self._commit(snapshot)
         ref = branch_ref(self.session_id, name)
         self._store.references.create(ref, commit.id, force=True)
-        return self._add_worktree(
-            f"wsfs-{self.session_id}-{name}", os.fspath(path), f"ref: {ref}", commit
+        return add_worktree(
+            self._store, f"wsfs-{self.session_id}-{name}", os.fspath(path), f"ref: {ref}", commit
         )
 
     def seek(self, snapshot: ShadowSnapshot, path: str | os.PathLike[str]) -> str:
         """A locked, detached, read-only worktree of ``snapshot``."""
         commit = self._commit(snapshot)
         name = f"wsfs-{self.session_id}-seek-{snapshot.number}"
-        location = self._add_worktree(name, os.fspath(path), str(commit.id), commit)
-        with open(
-            os.path.join(self._store.path, "worktrees", name, "locked"), "w", encoding="utf-8"
-        ) as handle:
-            handle.write("workspacefs read-only seek\n")
-        for top, dirs, files in os.walk(location):
-            dirs[:] = [d for d in dirs if d != ".git"]
-            for file in files:
-                full = os.path.join(top, file)
-                if file != ".git" and not os.path.islink(full):
-                    os.chmod(full, os.stat(full).st_mode & ~0o222)
-        return location
+        return add_worktree(
+            self._store, name, os.fspath(path), str(commit.id), commit, read_only=True
+        )
 
     def cleanup(self) -> None:
-        """Remove this session's worktrees, refs and cache."""
-        admin_root = os.path.join(self._store.path, "worktrees")
-        names = os.listdir(admin_root) if os.path.isdir(admin_root) else []
-        for name in names:
-            if name.startswith(f"wsfs-{self.session_id}-"):
-                admin = os.path.join(admin_root, name)
-                with open(os.path.join(admin, "gitdir"), encoding="utf-8") as handle:
-                    path = os.path.dirname(handle.read().strip())
-                if os.path.isdir(path):
-                    _force_rmtree(path)
-                shutil.rmtree(admin, ignore_errors=True)
+        """Remove this session's worktrees, refs and cache.
+
+        A worktree is removed only if it still points back at this session's
+        admin directory: a record edited to name another directory removes nothing.
+        """
+        remove_worktrees(self._store, f"wsfs-{self.session_id}-")
         for name in list(self._store.references):
             ours = (self.prefix + "/", branch_prefix(self.session_id))
             if name.startswith(ours):
                 self._store.references.delete(name)
-        shutil.rmtree(os.path.dirname(self._cache_path), ignore_errors=True)
+        sessions = os.path.join(self._store.path, "workspacefs", "sessions")
+        try:
+            fd = os.open(sessions, DIRECTORY_FLAGS)
+        except OSError:
+            return
+        try:
+            remove_entry(fd, self.session_id)
+        finally:
+            os.close(fd)
 
 
 def _mode_of(info: os.stat_result) -> int | None:
@@ -432,19 +440,3 @@ def _mode_of(info: os.stat_result) -> int | None:
     if _stat.S_ISREG(info.st_mode):
         return MODE_EXECUTABLE if info.st_mode & 0o100 else MODE_FILE
     return None
-
-
-def _force_rmtree(path: str) -> None:
-    """Remove a worktree, read-only files included."""
-
-    def make_writable(function: Any, target: str, _: Any) -> None:
-        os.chmod(os.path.dirname(target), 0o755)
-        if not os.path.islink(target):
-            os.chmod(target, 0o644)
-        function(target)
-
-    # `onerror` is deprecated from 3.12 on, and `onexc` does not exist before it.
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=make_writable)
-    else:
-        shutil.rmtree(path, onerror=make_writable)

@@ -2,35 +2,47 @@
 
 Handles are ``O_PATH`` descriptors opened with ``O_NOFOLLOW`` relative to
 their parent, so the frontend's walk never hands a path string to the
-kernel. Files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with
-``fstat`` before a byte moves: a symlink swapped in fails with ELOOP, and a
-fifo or device never blocks the caller.
+kernel. The root itself is opened once, when the backend is made: renaming
+or replacing the root's path later cannot redirect it. Files are opened
+through ``_descriptors.open_regular`` (``O_NOFOLLOW | O_NONBLOCK``, checked
+with ``fstat`` before a byte moves): a symlink swapped in fails with ELOOP,
+and a fifo or device never blocks the caller.
+
+It lives in ``fs`` (not ``host``) because hydration walks host directories
+with the same rules as ``HostFilesystem``: one implementation of confinement.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import shutil
 import stat as _stat
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 
 from .._errors import PathEscapeError
-from ..fs import Entry, Handle, Kind, WriteMode, strip_mount_point
+from ._backend import Entry, Handle, Kind
+from ._descriptors import (
+    BLOCK,
+    open_regular,
+    read_blocks,
+    scan_directory,
+)
+from ._paths import strip_mount_point
+from ._replace import remove_entry
+from ._results import WriteMode
 
-_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _WRITE_FLAGS: dict[WriteMode, int] = {
     "create": os.O_EXCL,
     "overwrite": os.O_TRUNC,
     "append": os.O_APPEND,
 }
-BLOCK = 1 << 20
 
 
-def _kind(mode: int) -> Kind:
+def kind_of(mode: int) -> Kind:
+    """What an ``st_mode`` is, as the frontend names it."""
     if _stat.S_ISREG(mode):
         return Kind.FILE
     if _stat.S_ISDIR(mode):
@@ -43,20 +55,36 @@ def _kind(mode: int) -> Kind:
 def entry_of(info: os.stat_result) -> Entry:
     """A host ``lstat`` as the frontend's ``Entry``."""
     return Entry(
-        _kind(info.st_mode), (info.st_dev, info.st_ino), info.st_size, info.st_mode,
+        kind_of(info.st_mode), (info.st_dev, info.st_ino), info.st_size, info.st_mode,
         info.st_mtime_ns, None,
     )  # fmt: skip
 
 
 class DirectoryBackend:
-    """``Backend`` primitives confined to the directory ``root`` (a real path)."""
+    """``Backend`` primitives confined to the directory ``root`` (a real path, or an
+    open directory descriptor, which is duplicated)."""
 
-    def __init__(self, root: str, *, mount_point: str | None = None) -> None:
-        self._root = root
+    def __init__(self, root: str | int, *, mount_point: str | None = None) -> None:
+        if isinstance(root, int):
+            self._fd = os.open(".", _PATH_FLAGS, dir_fd=root)
+            self._root = os.readlink(f"/proc/self/fd/{self._fd}")
+        else:
+            self._fd = os.open(root, _PATH_FLAGS)
+            self._root = root
         self._mount_point = mount_point
+        self._closer = weakref.finalize(self, os.close, self._fd)
+
+    @property
+    def descriptor(self) -> int:
+        """The root's descriptor, owned by the backend (valid while it lives)."""
+        return self._fd
+
+    def close(self) -> None:
+        """Release the root's descriptor now rather than when collected."""
+        self._closer()
 
     def root(self) -> Handle:
-        return os.open(self._root, _DIR_FLAGS)
+        return os.open(".", _PATH_FLAGS, dir_fd=self._fd)
 
     def release(self, handle: Handle) -> None:
         os.close(handle)
@@ -68,25 +96,15 @@ class DirectoryBackend:
             return None
 
     def enter(self, directory: Handle, name: str, entry: Entry) -> Handle:
-        return os.open(name, _DIR_FLAGS, dir_fd=directory)
+        fd = os.open(name, _PATH_FLAGS, dir_fd=directory)
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != entry.key:
+            os.close(fd)
+            raise FileNotFoundError(2, "directory replaced during the call", name)
+        return fd
 
     def scan(self, directory: Handle) -> list[tuple[str, Kind]]:
-        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
-        try:
-            with os.scandir(fd) as entries:
-                return [(entry.name, self._entry_kind(entry)) for entry in entries]
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _entry_kind(entry: os.DirEntry[str]) -> Kind:
-        if entry.is_symlink():
-            return Kind.SYMLINK
-        if entry.is_dir(follow_symlinks=False):
-            return Kind.DIRECTORY
-        if entry.is_file(follow_symlinks=False):
-            return Kind.FILE
-        return Kind.OTHER
+        return [(name, kind_of(kind)) for name, kind in scan_directory(directory) if kind]
 
     def readlink(self, directory: Handle, name: str) -> str:
         return os.readlink(name, dir_fd=directory)
@@ -100,18 +118,8 @@ class DirectoryBackend:
             return target[len(self._root) :].lstrip("/")
         raise PathEscapeError("symlink points outside the workspace", target)
 
-    def _open_regular(self, directory: Handle, name: str, flags: int, mode: int = 0o644) -> int:
-        fd = os.open(name, flags | _FILE_FLAGS, mode, dir_fd=directory)
-        info = os.fstat(fd)
-        if not _stat.S_ISREG(info.st_mode):
-            os.close(fd)
-            if _stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory")
-            raise OSError(errno.EINVAL, "not a regular file")
-        return fd
-
     def read(self, directory: Handle, name: str, entry: Entry, offset: int, size: int) -> bytes:
-        fd = self._open_regular(directory, name, os.O_RDONLY)
+        fd = open_regular(directory, name)
         try:
             blocks = []
             while size > 0 and (block := os.pread(fd, min(size, BLOCK), offset)):
@@ -123,21 +131,13 @@ class DirectoryBackend:
             os.close(fd)
 
     def read_blocks(self, directory: Handle, name: str, entry: Entry) -> Iterator[bytes]:
-        return self._blocks(self._open_regular(directory, name, os.O_RDONLY))
-
-    @staticmethod
-    def _blocks(fd: int) -> Iterator[bytes]:
-        try:
-            while block := os.read(fd, BLOCK):
-                yield block
-        finally:
-            os.close(fd)
+        return read_blocks(open_regular(directory, name))
 
     def write(
         self, directory: Handle, name: str, entry: Entry | None, data: bytes, mode: WriteMode
     ) -> None:
         flags = os.O_WRONLY | os.O_CREAT | _WRITE_FLAGS[mode]
-        fd = self._open_regular(directory, name, flags)
+        fd = open_regular(directory, name, flags, 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -152,11 +152,7 @@ class DirectoryBackend:
         os.unlink(name, dir_fd=directory)
 
     def remove_tree(self, directory: Handle, name: str) -> None:
-        parent = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
-        try:  # fd-based: symlinks inside are removed, never followed
-            shutil.rmtree(name, dir_fd=parent)
-        finally:
-            os.close(parent)
+        remove_entry(directory, name)  # descriptor-based: links inside removed, never followed
 
     def reading(self) -> AbstractContextManager[object]:
         return contextlib.nullcontext()
