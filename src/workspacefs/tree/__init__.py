@@ -5,6 +5,7 @@ from ._chunks import CHUNK_SIZE as CHUNK_SIZE
 from ._diff import PathDiff as PathDiff
 from ._diff import changed_entries as changed_entries
 from ._diff import diff_versions as diff_versions
+from ._diff import same_entry as same_entry
 from ._journal import Journal as Journal
 from ._journal import Subscriber as Subscriber
 from ._journal import TreeLock as TreeLock
