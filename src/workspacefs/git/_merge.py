@@ -37,7 +37,18 @@ from typing import Literal, TypeVar
 
 from .._errors import InvalidArgumentError, ReadOnlyError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
-from ..tree import Directory, File, Node, Special, Symlink, Tree, TreeView, Version, diff_versions
+from ..tree import (
+    Directory,
+    File,
+    Lineage,
+    Node,
+    Special,
+    Symlink,
+    Tree,
+    TreeView,
+    Version,
+    diff_versions,
+)
 from ..tree import same_entry as _same
 from ._mergefile import is_binary, merge_text
 
@@ -158,7 +169,12 @@ def find_base(
 ) -> Version:
     """The nearest common ancestor of ``ours`` and ``theirs`` that some kept
     version stands for: a snapshot of either workspace, a fork point, or one
-    of the two itself (when one side descends from the other)."""
+    of the two itself (when one side descends from the other).
+
+    The walk climbs the two histories to where they meet, deeper side first
+    (as ``changes_between`` does), then up to the first kept version: it costs
+    the distance to the ancestor, not the length of the history.
+    """
     known: dict[Hashable, Version] = {ours.history_key: ours, theirs.history_key: theirs}
     spaces = [fs, other] if isinstance(other, InMemoryFilesystem) else [fs]
     for space in spaces:
@@ -167,11 +183,20 @@ def find_base(
             known.setdefault(version.history_key, version)
         if space.fork_point is not None:
             known.setdefault(space.fork_point.history_key, space.fork_point)
-    theirs_line = {theirs.history_key, *theirs.ancestor_keys()}
-    for key in (ours.history_key, *ours.ancestor_keys()):
-        if key in theirs_line and key in known:
-            return known[key]
-    raise InvalidArgumentError("no common ancestor of the two workspaces is known", None)
+    mine: Lineage | None = ours.lineage
+    yours: Lineage | None = theirs.lineage
+    while mine is not yours:
+        if mine is None or yours is None:
+            raise InvalidArgumentError("the two workspaces share no history", None)
+        if mine.depth >= yours.depth:
+            mine = mine.parent
+        else:
+            yours = yours.parent
+    while mine is not None:
+        if mine in known:
+            return known[mine]
+        mine = mine.parent
+    raise InvalidArgumentError("no common ancestor of the two workspaces is kept", None)
 
 
 def _side(node: Node | None) -> MergeSide | None:
@@ -261,8 +286,10 @@ def _merge_entry(
         return conflict("add/add" if base is None else "symlink")
     mode = _pick(base.mode if base else None, mine.mode, other.mode)
     if base is None:
-        if mine.data == other.data and mode is not None:
-            return MergeSide("file", mode, mine.data), None
+        if mine.data == other.data:
+            return (
+                (MergeSide("file", mode, mine.data), None) if mode is not None else conflict("mode")
+            )
         text = (
             None
             if is_binary(mine.data) or is_binary(other.data)

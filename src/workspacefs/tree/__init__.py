@@ -9,6 +9,7 @@ from ._diff import same_entry as same_entry
 from ._journal import Journal as Journal
 from ._journal import Subscriber as Subscriber
 from ._journal import TreeLock as TreeLock
+from ._lineage import Lineage as Lineage
 from ._nodes import Content as Content
 from ._nodes import Directory as Directory
 from ._nodes import File as File
