@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from workspacefs import InMemoryFilesystem
-from workspacefs.git import merge
+from workspacefs.git import load, merge, persist
 
 State = dict[str, bytes | tuple[str, bytes]]
 """path -> content, ("x", content) for an executable file, ("l", target) for a symlink."""
@@ -382,3 +382,19 @@ def test_random_merges_match_git_merge_tree(base: State, ours: State, theirs: St
                 assert conflict.markers == (kept[1] if isinstance(kept, tuple) else kept)
     else:
         assert _contents(origin) == git_tree
+
+
+def test_fork_persists_beside_its_origin(tmp_path: Path) -> None:
+    origin = InMemoryFilesystem()
+    origin.write("a", "origin")
+    origin.write("d/b", "shared")
+    first = origin.snapshot()
+    persist(origin, first, tmp_path / "repo")
+    fork = origin.fork(first)
+    fork.write("a", "fork")
+    persist(fork, fork.snapshot(), tmp_path / "repo")  # its own refs: no clash
+    back = load(tmp_path / "repo", "snapshots/1", workspace=fork.workspace_id)
+    assert back.read("a").content == "fork"
+    assert back.read("d/b").content == "shared"
+    mine = load(tmp_path / "repo", "snapshots/1", workspace=origin.workspace_id)
+    assert mine.read("a").content == "origin"
