@@ -175,3 +175,14 @@ def test_a_hundred_forks_cost_under_one_percent_each() -> None:
     assert origin.read(f"pkg{3}/module{3}.py").content == "print('hello world')\n" * 4
     assert forks[3].read("pkg3/module3.py").content == "changed"
     assert forks[4].read("pkg3/module3.py").content == "print('hello world')\n" * 4
+
+
+def test_a_fork_sets_every_field_of_a_tree() -> None:
+    # Tree.fork builds the tree without __init__: a field added to Tree must be
+    # set there too.
+    tree = Tree()
+    fork = tree.fork(tree.snapshot())
+    for name in Tree.__slots__:
+        getattr(fork, name)
+    assert fork.lock is not tree.lock
+    assert fork.id != tree.id
