@@ -98,6 +98,18 @@ CASES: dict[str, tuple[State, State, State, set[str]]] = {
         {"l": ("l", b"elsewhere"), "x": b"x\n"},
         set(),
     ),
+    "file replaces a directory": (
+        {"a": b"a\n", "d/x": b"x\n", "d/e/y": b"y\n"},
+        {"a": b"a2\n", "d/x": b"x\n", "d/e/y": b"y\n"},
+        {"a": b"a\n", "d": b"now a file\n"},
+        set(),
+    ),
+    "file replaces a directory the other side added to": (
+        {"a": b"a\n", "d/x": b"x\n"},
+        {"a": b"a\n", "d/x": b"x\n", "d/z": b"z\n"},
+        {"a": b"a\n", "d": b"now a file\n"},
+        {"d"},
+    ),
     "rename as delete+add, clean": (
         {"a": LINES, "b": b"b\n"},
         {"a2": LINES, "b": b"b\n"},
@@ -111,6 +123,14 @@ def _fill(fs: InMemoryFilesystem, state: State) -> None:
     """Make the workspace hold exactly ``state``."""
     for path in set(_contents(fs)) - set(state):
         fs.delete(path)
+    wanted = {
+        "/".join(path.split("/")[:i]) for path in state for i in range(1, path.count("/") + 1)
+    }
+    with fs.tree.lock:
+        dirs = [path for path, _, node in fs.tree.walk() if node.mode & 0o170000 == 0o040000]
+    for path in sorted(dirs):
+        if path not in wanted and fs.exists(path):
+            fs.delete(path, recursive=True)
     for path, value in state.items():
         kind, data = value if isinstance(value, tuple) else ("f", value)
         with fs.transaction() as tree:

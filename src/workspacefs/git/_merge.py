@@ -249,11 +249,16 @@ def _same_side(node: Node, side: MergeSide) -> bool:
 
 
 def _blocked(ours: Version, path: str, plan: dict[str, _Target]) -> bool:
-    """True if writing ``path`` meets a directory of ours at it, or a file of
-    ours above it that the merge keeps."""
+    """True if writing ``path`` meets a directory of ours at it that keeps a
+    file after the merge's deletions, or a file of ours above it that the
+    merge keeps. (Walking that directory costs its size, only in this case.)"""
     ino = ours.resolve_path(path)
     if ino is not None and isinstance(ours.get(ino), Directory):
-        return True
+        return any(
+            plan.get(inner, 1) is not None
+            for inner, _, node in ours.walk(ino, path)
+            if not isinstance(node, Directory)
+        )
     parts = path.split("/")
     for i in range(1, len(parts)):
         prefix = "/".join(parts[:i])
@@ -338,16 +343,22 @@ def _apply(tree: Tree, plan: dict[str, _Target], theirs: Version) -> None:
 
 
 def _prune_dirs(tree: Tree, path: str, theirs: Version) -> None:
-    """Remove directories the merge emptied, up from ``path``, unless theirs has them."""
+    """Remove directories the merge emptied, up from ``path``, unless theirs
+    has them too (directories follow their files, as in git)."""
     while path:
         ino = tree.resolve_path(path)
-        if ino is None or tree.directory(ino).entries or theirs.resolve_path(path) is not None:
+        if ino is None or tree.directory(ino).entries or _is_dir(theirs, path):
             return
         parent_path, _, name = path.rpartition("/")
         parent = tree.resolve_path(parent_path)
         assert parent is not None
         tree.rmdir(parent, name)
         path = parent_path
+
+
+def _is_dir(view: TreeView, path: str) -> bool:
+    ino = view.resolve_path(path)
+    return ino is not None and isinstance(view.get(ino), Directory)
 
 
 def _write(tree: Tree, path: str, target: MergeSide) -> None:
@@ -358,7 +369,10 @@ def _write(tree: Tree, path: str, target: MergeSide) -> None:
         tree.replace(ino, target.data)
         tree.setattr(ino, mode=target.mode)
         return
-    if ino is not None:
+    if ino is not None and isinstance(tree.node(ino), Directory):
+        tree.empty(ino)  # only directories are left in it (see ``_blocked``)
+        tree.rmdir(parent, name)
+    elif ino is not None:
         tree.unlink(parent, name)
     uid, gid = os.getuid(), os.getgid()
     if target.kind == "file":
