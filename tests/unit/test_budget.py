@@ -123,10 +123,13 @@ def test_budget_can_be_changed() -> None:
 
 
 def test_default_budget_is_half_of_what_can_be_allocated() -> None:
+    before = available_memory()
     budget = default_memory_budget()
+    after = available_memory()
+    slack = 256 << 20  # other processes allocate and free meanwhile
     assert budget % CHUNK_SIZE == 0
-    assert 0 < budget <= available_memory() // 2
-    assert InMemoryFilesystem().memory_budget <= available_memory()
+    assert 0 < budget <= max(before, after) // 2 + slack
+    assert InMemoryFilesystem().memory_budget <= max(before, after) + slack
 
 
 def test_default_budget_follows_the_address_space_limit() -> None:

@@ -67,6 +67,44 @@ class InMemoryFilesystem(TreeFilesystem):
         self._retention = retention
         self._workspace_id = workspace_id or uuid.uuid4().hex
         self._current: uuid.UUID | None = None
+        self._fork_point: Version | None = None
+
+    def fork(self, snapshot: FilesystemSnapshot | None = None) -> InMemoryFilesystem:
+        """A new writable workspace whose state is ``snapshot`` (default: the live
+        tree now), in O(1): it shares all data with this one until either writes.
+
+        Writes in the fork never show here and the other way round. The fork has
+        its own snapshot store (empty), its own workspace id (so both may persist
+        to one git repository) and this workspace's limits, mount point,
+        retention and read-only flag. It draws on the same memory budget: shared
+        data is counted once, and each side's new data adds to it (see
+        ``Tree.fork``). Its history continues this one's, so the two can be
+        compared and merged (``fork_point``, ``workspacefs.git.merge``).
+
+        Each fork is its own tree: to mount several at once, mount each in its
+        own process (pyfuse3 runs one FUSE session per process), i.e. one daemon
+        per fork, the design ``docs/forks.md`` explains.
+        """
+        with self._live.lock:
+            version = self._live.snapshot() if snapshot is None else self.version(snapshot)
+            tree = self._live.fork(version)
+        fork = InMemoryFilesystem.__new__(InMemoryFilesystem)
+        TreeFilesystem.__init__(
+            fork, tree, read_only=self.read_only, mount_point=self.mount_point, limits=self.limits
+        )
+        fork._live = tree
+        fork._store = InMemorySnapshotStore()
+        fork._retention = self._retention
+        fork._workspace_id = uuid.uuid4().hex
+        fork._current = None
+        fork._fork_point = version
+        return fork
+
+    @property
+    def fork_point(self) -> Version | None:
+        """The version this workspace was forked from (None if it is no fork):
+        the common ancestor of the fork and its origin at the time of the fork."""
+        return self._fork_point
 
     @property
     def tree(self) -> Tree:

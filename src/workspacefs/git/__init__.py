@@ -6,6 +6,12 @@ objects (modes, ``encode_tree``, ``walk_tree``).
 """
 
 from ._load import load as load
+from ._merge import ConflictKind as ConflictKind
+from ._merge import MergeConflict as MergeConflict
+from ._merge import MergeResult as MergeResult
+from ._merge import MergeSide as MergeSide
+from ._merge import find_base as find_base
+from ._merge import merge as merge
 from ._objects import EMPTY_TREE as EMPTY_TREE
 from ._objects import ESCAPE_PREFIX as ESCAPE_PREFIX
 from ._objects import MODE_EXECUTABLE as MODE_EXECUTABLE

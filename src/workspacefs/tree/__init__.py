@@ -5,9 +5,11 @@ from ._chunks import CHUNK_SIZE as CHUNK_SIZE
 from ._diff import PathDiff as PathDiff
 from ._diff import changed_entries as changed_entries
 from ._diff import diff_versions as diff_versions
+from ._diff import same_entry as same_entry
 from ._journal import Journal as Journal
 from ._journal import Subscriber as Subscriber
 from ._journal import TreeLock as TreeLock
+from ._lineage import Lineage as Lineage
 from ._nodes import Content as Content
 from ._nodes import Directory as Directory
 from ._nodes import File as File

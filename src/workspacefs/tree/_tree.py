@@ -118,6 +118,7 @@ class Tree(TreeView):
     __slots__ = (
         "_changes",
         "_epoch",
+        "_epochs",
         "_head",
         "_held",
         "_journal",
@@ -138,7 +139,9 @@ class Tree(TreeView):
         mode: int = 0o755,
         budget: MemoryBudget | None = None,
     ) -> None:
-        self._epoch = 1
+        # Epoch numbers come from one counter per family of forks (see ``fork``).
+        self._epochs = itertools.count(1)
+        self._epoch = next(self._epochs)
         self.budget = budget if budget is not None else MemoryBudget()
         super().__init__(Table(self._epoch, []))
         self.id = next(_tree_ids)
@@ -168,8 +171,52 @@ class Tree(TreeView):
         )
         self._head = lineage
         self._changes = set()
-        self._epoch += 1
+        self._epoch = next(self._epochs)
         return version
+
+    def fork(self, version: Version) -> Tree:
+        """A new live tree whose state is ``version``, in O(1); for forks of a workspace.
+
+        The fork adopts ``version``'s table as ``restore`` does, so it shares
+        every page, node and chunk with this tree's versions until it writes.
+        It has its own lock, journal, orphans and change sets, and continues
+        this tree's lineage, so ``changes_between`` works between any version
+        of either tree and the other (O(changes since their common ancestor)).
+
+        Why nothing can be changed in place by the wrong tree: objects are
+        changed in place only by the tree whose live epoch owns them, and the
+        epochs of this tree and all its forks come from one counter, so no two
+        trees of a family ever share an epoch number; whatever a fork reaches
+        from ``version`` belongs to an older epoch and is copied on first write.
+
+        Memory: the fork draws on this tree's ``budget`` (one budget for the
+        family). A chunk counts in it once, when made, whichever tree made it,
+        and is given back once, when the last version or tree holding it drops
+        it (CPython frees it with its last reference); so shared data is never
+        counted twice nor freed while a fork still holds it.
+
+        Inode numbers continue from this tree's next one at the time of the
+        fork; later inodes of the two trees may reuse each other's numbers,
+        which diffs tolerate (they classify by path, see ``_diff``).
+        """
+        if version.tree_id != self.id:
+            raise InvalidArgumentError("version belongs to another tree", None)
+        fork = object.__new__(Tree)
+        fork._epochs = self._epochs
+        fork._epoch = next(self._epochs)
+        fork.budget = self.budget
+        fork._table = version._table
+        fork.id = next(_tree_ids)
+        fork._journal = Journal()
+        fork.lock = TreeLock(fork._take_journal)
+        fork._next_ino = self._next_ino
+        fork._orphans = {}
+        fork._held = set()
+        fork._changes = set()
+        fork._head = version.lineage
+        fork.file_count = version.file_count
+        fork.total_bytes = version.total_bytes
+        return fork
 
     def restore(self, version: Version) -> Journal:
         """Make ``version`` the live state in O(1) plus O(changes).
@@ -191,7 +238,7 @@ class Tree(TreeView):
         self._table = version._table
         self._head = version.lineage
         self._changes = set()
-        self._epoch += 1
+        self._epoch = next(self._epochs)
         self.file_count = version.file_count
         self.total_bytes = version.total_bytes
         for ino in [ino for ino in self._orphans if version.get(ino) is not None]:

@@ -1,0 +1,384 @@
+"""Three-way merge of two versions of a workspace (a fork and its origin, or a
+snapshot and the live tree), with git's semantics per path.
+
+The work is O(changes): the change sets since the common ancestor name the
+paths each side changed (``Tree.changes_between``, ``diff_versions``), and
+only paths both sides changed need a decision. Per path, as ``git merge``
+(ort) decides without rename detection:
+
+* changed on one side only: that side wins;
+* changed alike on both: kept;
+* both regular files: mode and content merge separately, each taking the
+  side that changed it; content both sides changed is merged line-wise by
+  libgit2's merge-file (``_mergefile``), binary content (a NUL byte in the
+  first 8000, as git) cannot be;
+* otherwise a conflict, classified: ``content``, ``binary``, ``mode``,
+  ``symlink`` (two targets, or a symlink against another kind), ``type``
+  (file against device node and the like), ``delete/modify``, ``add/add``
+  (two different additions; two equal ones merge clean) and ``directory``
+  (a file where the other side has a directory).
+
+A rename is a delete and an add (git would follow it by content similarity).
+Directories follow their files, as in git: one emptied by the merge goes.
+
+A merge applies all or nothing: with any conflict it changes nothing and
+reports the conflicts with both sides (and, for text, the merged text with
+conflict markers if asked); otherwise it takes a snapshot tagged
+``before-merge`` and applies every change in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as _stat
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+from .._errors import InvalidArgumentError, ReadOnlyError
+from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..tree import (
+    Directory,
+    File,
+    Lineage,
+    Node,
+    Special,
+    Symlink,
+    Tree,
+    TreeView,
+    Version,
+    diff_versions,
+)
+from ..tree import same_entry as _same
+from ._mergefile import is_binary, merge_text
+
+ConflictKind = Literal[
+    "content", "binary", "mode", "symlink", "type", "delete/modify", "add/add", "directory"
+]
+"""Why a path could not be merged (see the module docstring)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSide:
+    """One side's state of a path: its kind, full mode and bytes (a file's
+    content, or a symlink's target); ``rdev`` for a device node."""
+
+    kind: Literal["file", "symlink", "other"]
+    mode: int
+    data: bytes
+    rdev: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MergeConflict:
+    """A path both sides changed in ways that do not merge.
+
+    ``base``, ``ours`` and ``theirs`` are the path's three states (None where
+    it does not exist). ``markers`` is the text merged with git's conflict
+    markers, for a ``content`` or text ``add/add`` conflict when asked.
+    """
+
+    path: str
+    kind: ConflictKind
+    base: MergeSide | None
+    ours: MergeSide | None
+    theirs: MergeSide | None
+    markers: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """What a merge did, or with ``applied`` False would have done.
+
+    ``changed`` lists the paths the merge changes in the workspace (those it
+    would change, for a dry run or a merge refused for its ``conflicts``).
+    ``snapshot`` is the snapshot taken before an applied merge.
+    """
+
+    changed: tuple[str, ...]
+    conflicts: tuple[MergeConflict, ...]
+    applied: bool
+    snapshot: FilesystemSnapshot | None = None
+
+    @property
+    def clean(self) -> bool:
+        """True if no path conflicts."""
+        return not self.conflicts
+
+
+_Target = MergeSide | None
+"""What a path becomes: a state, or None for deleted."""
+
+
+def merge(
+    fs: InMemoryFilesystem,
+    other: InMemoryFilesystem | FilesystemSnapshot,
+    *,
+    base: FilesystemSnapshot | Version | None = None,
+    dry_run: bool = False,
+    markers: bool = False,
+) -> MergeResult:
+    """Merge ``other`` (a fork, the workspace a fork came from, or one of
+    ``fs``'s snapshots) into ``fs``'s live tree, three-way against their common
+    ancestor; all or nothing.
+
+    Args:
+        fs: The workspace merged into.
+        other: A related workspace (its live state now), or a snapshot of ``fs``.
+        base: The common ancestor; default: the nearest one that ``fs``,
+            ``other`` or a fork point of either keeps (see ``find_base``).
+        dry_run: Only report.
+        markers: Give text conflicts the merged text with conflict markers.
+
+    Returns:
+        The changes and the conflicts; ``applied`` says whether the live tree
+        changed (never with a conflict or a dry run).
+
+    Raises:
+        InvalidArgumentError: No common ancestor is known; pass ``base``.
+        ReadOnlyError: ``fs`` is read-only (and this is no dry run).
+    """
+    if isinstance(other, InMemoryFilesystem):
+        with other.tree.lock:
+            theirs = other.tree.snapshot()
+    else:
+        theirs = fs.version(other)
+    with fs.tree.lock:
+        ours = fs.tree.snapshot()  # O(1); equal to the live tree while we hold the lock
+        if base is None:
+            ancestor = find_base(fs, other, ours, theirs)
+        else:
+            ancestor = fs.version(base) if isinstance(base, FilesystemSnapshot) else base
+        plan, conflicts = _plan(ancestor, ours, theirs, markers=markers)
+        changed = tuple(sorted(plan))
+        if dry_run or conflicts or not plan:
+            return MergeResult(changed, tuple(conflicts), applied=False)
+        if fs.read_only:
+            raise ReadOnlyError("read-only filesystem", "/")
+        record = fs.snapshot(tag="before-merge")
+        with fs.transaction() as tree:
+            _apply(tree, plan, theirs)
+    return MergeResult(changed, (), applied=True, snapshot=record)
+
+
+def find_base(
+    fs: InMemoryFilesystem,
+    other: InMemoryFilesystem | FilesystemSnapshot,
+    ours: Version,
+    theirs: Version,
+) -> Version:
+    """The nearest common ancestor of ``ours`` and ``theirs`` that some kept
+    version stands for: a snapshot of either workspace, a fork point, or one
+    of the two itself (when one side descends from the other).
+
+    The walk climbs the two histories to where they meet, deeper side first
+    (as ``changes_between`` does), then up to the first kept version: it costs
+    the distance to the ancestor, not the length of the history.
+    """
+    known: dict[Hashable, Version] = {ours.history_key: ours, theirs.history_key: theirs}
+    spaces = [fs, other] if isinstance(other, InMemoryFilesystem) else [fs]
+    for space in spaces:
+        for record in space.snapshots():
+            version = space.version(record)
+            known.setdefault(version.history_key, version)
+        if space.fork_point is not None:
+            known.setdefault(space.fork_point.history_key, space.fork_point)
+    mine: Lineage | None = ours.lineage
+    yours: Lineage | None = theirs.lineage
+    while mine is not yours:
+        if mine is None or yours is None:
+            raise InvalidArgumentError("the two workspaces share no history", None)
+        if mine.depth >= yours.depth:
+            mine = mine.parent
+        else:
+            yours = yours.parent
+    while mine is not None:
+        if mine in known:
+            return known[mine]
+        mine = mine.parent
+    raise InvalidArgumentError("no common ancestor of the two workspaces is kept", None)
+
+
+def _side(node: Node | None) -> MergeSide | None:
+    if node is None:
+        return None
+    if isinstance(node, File):
+        return MergeSide("file", node.mode, node.read(0, node.size))
+    if isinstance(node, Symlink):
+        return MergeSide("symlink", node.mode, node.target.encode("utf-8", "surrogateescape"))
+    return MergeSide("other", node.mode, b"", node.rdev if isinstance(node, Special) else 0)
+
+
+def _entry(view: TreeView, path: str) -> Node | None:
+    ino = view.resolve_path(path)
+    node = None if ino is None else view.get(ino)
+    return None if isinstance(node, Directory) else node
+
+
+def _plan(
+    base: Version, ours: Version, theirs: Version, *, markers: bool
+) -> tuple[dict[str, _Target], list[MergeConflict]]:
+    """What to change in ``ours`` (path -> new state) and what conflicts."""
+    mine = diff_versions(base, ours, Tree.changes_between(base, ours))
+    other = diff_versions(base, theirs, Tree.changes_between(base, theirs))
+    ours_changed = {*mine.added, *mine.modified, *mine.deleted}
+    plan: dict[str, _Target] = {}
+    conflicts: list[MergeConflict] = []
+    for path in sorted({*other.added, *other.modified, *other.deleted}):
+        b, o, t = _entry(base, path), _entry(ours, path), _entry(theirs, path)
+        if path not in ours_changed:
+            plan[path] = _side(t)
+        elif (o is None and t is None) or (o is not None and t is not None and _same(o, t)):
+            continue
+        else:
+            target, conflict = _merge_entry(path, b, o, t, markers=markers)
+            if conflict is not None:
+                conflicts.append(conflict)
+            elif target is not None and not (o is not None and _same_side(o, target)):
+                plan[path] = target
+    for path, target in plan.items():
+        if target is not None and _blocked(ours, path, plan):
+            conflicts.append(
+                MergeConflict(path, "directory", _side(_entry(base, path)), None, target)
+            )
+    return plan, conflicts
+
+
+def _same_side(node: Node, side: MergeSide) -> bool:
+    return _side(node) == side
+
+
+def _blocked(ours: Version, path: str, plan: dict[str, _Target]) -> bool:
+    """True if writing ``path`` meets a directory of ours at it that keeps a
+    file after the merge's deletions, or a file of ours above it that the
+    merge keeps. (Walking that directory costs its size, only in this case.)"""
+    ino = ours.resolve_path(path)
+    if ino is not None and isinstance(ours.get(ino), Directory):
+        return any(
+            plan.get(inner, 1) is not None
+            for inner, _, node in ours.walk(ino, path)
+            if not isinstance(node, Directory)
+        )
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        prefix = "/".join(parts[:i])
+        ino = ours.resolve_path(prefix)
+        if ino is None:
+            return False
+        if not isinstance(ours.get(ino), Directory) and plan.get(prefix, 1) is not None:
+            return True
+    return False
+
+
+def _merge_entry(
+    path: str, b: Node | None, o: Node | None, t: Node | None, *, markers: bool
+) -> tuple[_Target, MergeConflict | None]:
+    """Both sides changed ``path`` differently: the merged state, or a conflict."""
+    base, mine, other = _side(b), _side(o), _side(t)
+
+    def conflict(kind: ConflictKind, text: bytes | None = None) -> tuple[_Target, MergeConflict]:
+        return None, MergeConflict(path, kind, base, mine, other, text if markers else None)
+
+    if mine is None or other is None:
+        return conflict("delete/modify")
+    if mine.kind != other.kind or mine.kind == "other":
+        if base is None:
+            return conflict("add/add")
+        return conflict("symlink" if "symlink" in (mine.kind, other.kind) else "type")
+    if base is not None and base.kind != mine.kind:
+        base = None  # a type change on both sides: no common content
+    if mine.kind == "symlink":
+        return conflict("add/add" if base is None else "symlink")
+    mode = _pick(base.mode if base else None, mine.mode, other.mode)
+    if base is None:
+        if mine.data == other.data:
+            return (
+                (MergeSide("file", mode, mine.data), None) if mode is not None else conflict("mode")
+            )
+        text = (
+            None
+            if is_binary(mine.data) or is_binary(other.data)
+            else merge_text(None, mine.data, other.data)[0]
+        )
+        return conflict("add/add", text)
+    data = _pick(base.data, mine.data, other.data)
+    if data is None:
+        if is_binary(base.data) or is_binary(mine.data) or is_binary(other.data):
+            return conflict("binary")
+        merged, clean = merge_text(base.data, mine.data, other.data)
+        if not clean:
+            return conflict("content", merged)
+        data = merged
+    if mode is None:
+        return conflict("mode")
+    return MergeSide("file", mode, data), None
+
+
+_T = TypeVar("_T")
+
+
+def _pick(base: _T | None, mine: _T, other: _T) -> _T | None:
+    """The three-way choice of one value: the side that changed it, or None
+    if both changed it differently."""
+    if mine == other or other == base:
+        return mine
+    if mine == base:
+        return other
+    return None
+
+
+def _apply(tree: Tree, plan: dict[str, _Target], theirs: Version) -> None:
+    """Make ``tree`` hold ``plan``: deletions first (they may empty a directory
+    that a file of the same name replaces), then writes."""
+    for path, target in plan.items():
+        if target is None:
+            parent_path, _, name = path.rpartition("/")
+            parent = tree.resolve_path(parent_path)
+            if parent is not None and tree.find(parent, name) is not None:
+                tree.unlink(parent, name)
+                _prune_dirs(tree, parent_path, theirs)
+    for path, target in plan.items():
+        if target is not None:
+            _write(tree, path, target)
+
+
+def _prune_dirs(tree: Tree, path: str, theirs: Version) -> None:
+    """Remove directories the merge emptied, up from ``path``, unless theirs
+    has them too (directories follow their files, as in git)."""
+    while path:
+        ino = tree.resolve_path(path)
+        if ino is None or tree.directory(ino).entries or _is_dir(theirs, path):
+            return
+        parent_path, _, name = path.rpartition("/")
+        parent = tree.resolve_path(parent_path)
+        assert parent is not None
+        tree.rmdir(parent, name)
+        path = parent_path
+
+
+def _is_dir(view: TreeView, path: str) -> bool:
+    ino = view.resolve_path(path)
+    return ino is not None and isinstance(view.get(ino), Directory)
+
+
+def _write(tree: Tree, path: str, target: MergeSide) -> None:
+    parent_path, _, name = path.rpartition("/")
+    parent = tree.make_dirs(parent_path)
+    ino = tree.find(parent, name)
+    if ino is not None and target.kind == "file" and isinstance(tree.node(ino), File):
+        tree.replace(ino, target.data)
+        tree.setattr(ino, mode=target.mode)
+        return
+    if ino is not None and isinstance(tree.node(ino), Directory):
+        tree.empty(ino)  # only directories are left in it (see ``_blocked``)
+        tree.rmdir(parent, name)
+    elif ino is not None:
+        tree.unlink(parent, name)
+    uid, gid = os.getuid(), os.getgid()
+    if target.kind == "file":
+        ino = tree.create(parent, name, _stat.S_IMODE(target.mode), uid, gid)
+        tree.write(ino, 0, target.data)
+    elif target.kind == "symlink":
+        tree.symlink(parent, name, target.data.decode("utf-8", "surrogateescape"), uid, gid)
+    else:
+        tree.mknod(parent, name, target.mode, target.rdev, uid, gid)
