@@ -82,3 +82,20 @@ def test_hydrate_size_limit_changes_nothing(project: Path) -> None:
     with pytest.raises(ValueError, match="max_bytes"):
         fs.hydrate_from_host(HostMount("src", max_bytes=10), allowed_roots=[project])
     assert fs.list() == []
+
+
+def test_hydrate_keeps_sparse_files_sparse(tmp_path: Path) -> None:
+    """A 2 GiB file with one data block costs the block, not 2 GiB (nor a failure halfway)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    size = 2 << 30
+    with open(root / "sparse.img", "wb") as sparse:
+        sparse.seek(1 << 30)
+        sparse.write(b"data in the middle")
+        sparse.truncate(size)
+    fs = InMemoryFilesystem(memory_budget=64 << 20)
+    fs.hydrate_from_host(HostMount(str(root), mount_path="p"), allowed_roots=[tmp_path])
+    assert fs.stat("p/sparse.img").size_bytes == size
+    assert fs.read_bytes("p/sparse.img", offset=1 << 30, limit=18).content == b"data in the middle"
+    assert fs.read_bytes("p/sparse.img", offset=size - 4, limit=4).content == bytes(4)
+    assert fs.memory_usage().held < 1 << 20

@@ -15,9 +15,10 @@ dropped unless ``HostMount.special_modes`` asks for them.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as _stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._errors import (
@@ -33,7 +34,6 @@ from ._descriptors import (
     DIRECTORY_FLAGS,
     open_beneath,
     open_regular,
-    read_blocks,
     same_object,
     walk_directory,
 )
@@ -261,13 +261,38 @@ def _copy_file(
     existing = tree.directory(parent).entries.get(name)
     ino = existing if existing is not None else tree.create(parent, name, 0o644, *owner)
     tree.truncate(ino, 0)
-    offset = 0
-    for block in read_blocks(fd, BLOCK):
-        offset += len(block)
-        if budget is not None and offset > budget:
-            raise LimitExceededError(
-                f"host files grew past max_bytes {mount.max_bytes:,}", mount.host_path
-            )
-        tree.write(ino, offset - len(block), block)
+    copied = 0
+    try:
+        for offset, block in _data_blocks(fd, info.st_size):
+            copied += len(block)
+            if budget is not None and copied > budget:
+                raise LimitExceededError(
+                    f"host files grew past max_bytes {mount.max_bytes:,}", mount.host_path
+                )
+            tree.write(ino, offset, block)
+        tree.truncate(ino, max(info.st_size, tree.node(ino).size))  # a trailing hole
+    finally:
+        os.close(fd)
     tree.setattr(ino, mode=_stat.S_IMODE(_mode(info.st_mode, mount)), mtime_ns=info.st_mtime_ns)
-    return offset
+    return copied
+
+
+def _data_blocks(fd: int, size: int) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of a file's data in blocks, skipping its holes (SEEK_DATA/SEEK_HOLE),
+    so a sparse host file stays sparse in the tree and costs only its data."""
+    offset = 0
+    while True:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data past offset: the rest is a hole
+                return
+            start, end = offset, max(size, offset) + BLOCK  # no hole support: read it all
+        while start < end:
+            block = os.pread(fd, min(BLOCK, end - start), start)
+            if not block:
+                return
+            yield start, block
+            start += len(block)
+        offset = end
