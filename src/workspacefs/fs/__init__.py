@@ -1,5 +1,11 @@
 """The ``Filesystem`` protocol, its value types, and the in-memory backend."""
 
+from ..tree import CAUSE_VARIABLE as CAUSE_VARIABLE
+from ..tree import Cause as Cause
+from ..tree import ChangeKind as ChangeKind
+from ..tree import PathChange as PathChange
+from ..tree import attributed as attributed
+from ..tree import current_cause as current_cause
 from ._backend import Backend as Backend
 from ._backend import Entry as Entry
 from ._backend import Handle as Handle
@@ -22,6 +28,10 @@ from ._descriptors import walk_directory as walk_directory
 from ._directory import DirectoryBackend as DirectoryBackend
 from ._directory import entry_of as entry_of
 from ._frontend import BackendFilesystem as BackendFilesystem
+from ._history import BlameEntry as BlameEntry
+from ._history import SnapshotChanges as SnapshotChanges
+from ._history import change_from_dict as change_from_dict
+from ._history import change_to_dict as change_to_dict
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
 from ._limits import Limits as Limits
@@ -62,11 +72,15 @@ from ._snapshots import SnapshotStore as SnapshotStore
 from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
+    "CAUSE_VARIABLE",
     "DEFAULT_LIMITS",
     "DIRECTORY_FLAGS",
     "TEMPORARY_PREFIX",
     "Backend",
     "BackendFilesystem",
+    "BlameEntry",
+    "Cause",
+    "ChangeKind",
     "DirectoryBackend",
     "Entry",
     "FileEntry",
@@ -86,8 +100,10 @@ __all__ = [
     "Location",
     "MemoryUsage",
     "OpenDirectories",
+    "PathChange",
     "ReadBytesResult",
     "ReadResult",
+    "SnapshotChanges",
     "SnapshotKind",
     "SnapshotRef",
     "SnapshotRetentionPolicy",
@@ -97,9 +113,13 @@ __all__ = [
     "Walked",
     "WriteMode",
     "WriteResult",
+    "attributed",
     "available_memory",
+    "change_from_dict",
+    "change_to_dict",
     "clear_directory",
     "copy_content",
+    "current_cause",
     "default_memory_budget",
     "entry_of",
     "leaves_as_written",

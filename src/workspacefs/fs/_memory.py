@@ -5,16 +5,30 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
     InvalidArgumentError,
+    IsADirectoryFsError,
     ReadOnlyError,
     SnapshotIncompatibleError,
+    SnapshotNotFoundError,
 )
-from ..tree import MemoryBudget, Tree, Version, diff_versions
+from ..tree import Cause, Directory, Lineage, MemoryBudget, Tree, Version, diff_versions
+from ..tree import attributed as _attributed
 from ._budget import MemoryUsage, default_memory_budget
+from ._history import (
+    Anchor,
+    BlameEntry,
+    Recorded,
+    SnapshotChanges,
+    Step,
+    blame_of,
+    changes_of,
+    walk,
+)
 from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
 from ._snapshots import (
@@ -68,6 +82,8 @@ class InMemoryFilesystem(TreeFilesystem):
         self._workspace_id = workspace_id or uuid.uuid4().hex
         self._current: uuid.UUID | None = None
         self._fork_point: Version | None = None
+        self._origin: weakref.ref[InMemoryFilesystem] | None = None
+        self._recorded: dict[Lineage, Recorded] = {}
 
     def fork(self, snapshot: FilesystemSnapshot | None = None) -> InMemoryFilesystem:
         """A new writable workspace whose state is ``snapshot`` (default: the live
@@ -98,6 +114,10 @@ class InMemoryFilesystem(TreeFilesystem):
         fork._workspace_id = uuid.uuid4().hex
         fork._current = None
         fork._fork_point = version
+        # History before the fork is the origin's, read while the origin lives:
+        # a strong reference would keep every origin snapshot alive with the fork.
+        fork._origin = weakref.ref(self)
+        fork._recorded = {}
         return fork
 
     @property
@@ -169,10 +189,20 @@ class InMemoryFilesystem(TreeFilesystem):
             self._store.prune(self._retention)
         return record
 
-    def adopt_snapshot(self, record: FilesystemSnapshot) -> Version:
+    def adopt_snapshot(
+        self, record: FilesystemSnapshot, *, history: Iterable[SnapshotChanges] | None = None
+    ) -> Version:
         """Freeze the live tree under an existing record, e.g. one loaded from git.
 
         The record must name this workspace; afterwards ``restore(record)`` works.
+
+        Args:
+            record: The snapshot's record.
+            history: What the snapshot changed and what the snapshots before it
+                did, newest first (the first item's snapshot is ``record``), as
+                recorded elsewhere (git): ``changes``, ``history`` and ``blame``
+                read it rather than counting the whole state as added. Iterated
+                again on every such call, so it should cache what it reads.
         """
         if record.workspace_id != self._workspace_id:
             raise SnapshotIncompatibleError("snapshot belongs to another workspace", None)
@@ -180,6 +210,9 @@ class InMemoryFilesystem(TreeFilesystem):
             version = self._live.snapshot()
             self._store.save(record, version)
             self._current = record.snapshot_id
+            if history is not None:
+                anchor = Anchor(record, version, version.lineage)
+                self._recorded[version.lineage] = Recorded(anchor, history)
         return version
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
@@ -210,6 +243,117 @@ class InMemoryFilesystem(TreeFilesystem):
             deleted=paths.deleted,
             unchanged_count=count - len(paths.added) - len(paths.modified),
         )
+
+    # -- attribution -----------------------------------------------------------
+
+    @staticmethod
+    def attributed(cause: Cause | None) -> contextlib.AbstractContextManager[Cause | None]:
+        """Attribute every change made in this thread or task to ``cause`` until the
+        block ends (changes through the mount are attributed to their process).
+
+        The cause lives in a context variable, so it is the same for every
+        workspace: ``workspacefs.attributed(cause)`` does the same.
+        """
+        return _attributed(cause)
+
+    @property
+    def attribution(self) -> bool:
+        """Whether changes are recorded with their cause (default True); settable.
+
+        Off, the tree records no cause and a mount resolves no process: for
+        measuring what attribution costs, or a workspace nobody will blame.
+        """
+        return self._live.attributing
+
+    @attribution.setter
+    def attribution(self, on: bool) -> None:
+        self._live.attributing = bool(on)
+
+    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """What ``snapshot`` changed since the snapshot before it (None: what the live
+        workspace changed since its last snapshot), with the cause of each change.
+
+        "The snapshot before it" is the nearest earlier one still kept on its
+        line of history (its origin's too, for a fork), or, before a snapshot
+        loaded from git, what git recorded. O(changes).
+        """
+        for step in self._steps(snapshot):
+            return changes_of(step)
+        return SnapshotChanges(snapshot, None, ())
+
+    def history(
+        self,
+        snapshot: FilesystemSnapshot | None = None,
+        *,
+        anchors: Iterable[tuple[FilesystemSnapshot, Version]] = (),
+    ) -> Iterator[SnapshotChanges]:
+        """``changes`` of ``snapshot`` (None: the live workspace) and of every earlier
+        snapshot on its line of history, newest first, lazily.
+
+        Args:
+            snapshot: Where to start.
+            anchors: More versions to count changes from, with their records
+                (e.g. the last one persisted, which the store may have dropped).
+        """
+        for step in self._steps(snapshot, anchors):
+            yield changes_of(step)
+
+    def blame(self, path: str, *, snapshot: FilesystemSnapshot | None = None) -> list[BlameEntry]:
+        """Every change to the file at ``path`` over the workspace's history, newest
+        first: in which snapshot, added, modified or deleted, and by whom.
+
+        Starts at ``snapshot`` (None: the live workspace, whose changes no
+        snapshot holds yet come first with ``snapshot`` None). A path that
+        never existed has no entries. O(depth) per snapshot.
+
+        Raises:
+            IsADirectoryError: ``path`` is a directory (blame the files in it).
+        """
+        norm = self._normalize(path)
+        start = self._start(snapshot)
+        with start.lock:
+            ino = start.view.resolve_path(norm)
+            if ino is not None and isinstance(start.view.get(ino), Directory):
+                raise IsADirectoryFsError("is a directory", path)
+        found = []
+        for step in self._steps(snapshot, start=start):
+            entry = blame_of(step, norm)
+            if entry is not None:
+                found.append(entry)
+        return found
+
+    def _start(self, snapshot: FilesystemSnapshot | None) -> Anchor:
+        if snapshot is None:
+            with self._live.lock:
+                return Anchor(None, self._live, self._live.pending(), self._live.lock)
+        version = self.version(snapshot)
+        return Anchor(snapshot, version, version.lineage)
+
+    def _steps(
+        self,
+        snapshot: FilesystemSnapshot | None,
+        extra: Iterable[tuple[FilesystemSnapshot, Version]] = (),
+        *,
+        start: Anchor | None = None,
+    ) -> Iterator[Step]:
+        """The steps of ``history`` (see ``_history.walk``)."""
+        start = start or self._start(snapshot)
+        anchors: dict[Lineage, Anchor] = {}
+        recorded: dict[Lineage, Recorded] = {}
+        workspace: InMemoryFilesystem | None = self
+        while workspace is not None:
+            for record in workspace._store.list():
+                try:
+                    _, version = workspace._store.load(record.snapshot_id)
+                except SnapshotNotFoundError:  # deleted meanwhile
+                    continue
+                anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
+            for lineage, found in workspace._recorded.items():
+                recorded.setdefault(lineage, found)
+            workspace = workspace._origin() if workspace._origin is not None else None
+        for record, version in extra:
+            anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
+        return walk(start, anchors, recorded)
 
     def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
         """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""

@@ -1,6 +1,17 @@
 """The pure copy-on-write inode tree: no I/O, no trio, no pyfuse3, no pygit2."""
 
+from ._blame import ChangeKind as ChangeKind
+from ._blame import PathChange as PathChange
+from ._blame import attributed_diff as attributed_diff
+from ._blame import empty_view as empty_view
+from ._blame import path_change as path_change
 from ._budget import MemoryBudget as MemoryBudget
+from ._causes import CAUSE_VARIABLE as CAUSE_VARIABLE
+from ._causes import Cause as Cause
+from ._causes import CauseKind as CauseKind
+from ._causes import attributed as attributed
+from ._causes import current_cause as current_cause
+from ._causes import set_cause as set_cause
 from ._chunks import CHUNK_SIZE as CHUNK_SIZE
 from ._diff import PathDiff as PathDiff
 from ._diff import changed_entries as changed_entries
@@ -10,6 +21,7 @@ from ._journal import Journal as Journal
 from ._journal import Subscriber as Subscriber
 from ._journal import TreeLock as TreeLock
 from ._lineage import Lineage as Lineage
+from ._lineage import Span as Span
 from ._nodes import Content as Content
 from ._nodes import Directory as Directory
 from ._nodes import File as File

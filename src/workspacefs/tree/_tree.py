@@ -5,7 +5,8 @@ epoch that made it. ``snapshot()`` freezes the current table by starting a
 new epoch, which costs O(1); afterwards the first write to a page, node or
 chunk copies just that object. ``restore(v)`` adopts ``v``'s table in a new
 epoch, also O(1). The set of inodes touched in each epoch is kept (see
-``_lineage``), so diffs and cache invalidation cost O(changes).
+``_lineage``), so diffs and cache invalidation cost O(changes), and so is
+who made each change (see ``_causes``), so attribution costs O(changes) too.
 
 The tree does no locking of its own: ``lock`` is for callers (the Python API
 and the FUSE thread) to hold around each operation or group of operations.
@@ -35,9 +36,10 @@ from .._errors import (
     NotSupportedError,
 )
 from ._budget import MemoryBudget
+from ._causes import Cause, current_cause
 from ._diff import changed_entries
 from ._journal import Journal, TreeLock
-from ._lineage import Lineage, changes_between
+from ._lineage import MAX_CAUSES, Lineage, changes_between
 from ._nodes import Content, Directory, File, Node, Special, Symlink
 from ._table import Table, nodes, put
 from ._view import ROOT_INO, TreeView
@@ -116,6 +118,7 @@ class Tree(TreeView):
     """
 
     __slots__ = (
+        "_causes",
         "_changes",
         "_epoch",
         "_epochs",
@@ -124,6 +127,7 @@ class Tree(TreeView):
         "_journal",
         "_next_ino",
         "_orphans",
+        "attributing",
         "budget",
         "file_count",
         "id",
@@ -151,7 +155,11 @@ class Tree(TreeView):
         self._orphans: dict[int, Node] = {}
         self._held: set[int] = set()
         self._changes: set[int] = {ROOT_INO}
+        self._causes: dict[int, tuple[Cause, ...]] = {}
         self._head = Lineage(None, frozenset())
+        self.attributing = True
+        """Record the cause in effect (``current_cause``) with every change; off,
+        changes are recorded without one (and the mount resolves no processes)."""
         self.file_count = 0
         self.total_bytes = 0
         self._table = put(self._table, ROOT_INO, Directory(1, mode, uid, gid, time.time_ns()), 1)
@@ -160,7 +168,7 @@ class Tree(TreeView):
 
     def snapshot(self) -> Version:
         """Freeze the current state in O(1) and return it."""
-        lineage = Lineage(self._head, self._changes)
+        lineage = Lineage(self._head, self._changes, self._causes)
         version = Version(
             self._table,
             lineage,
@@ -171,6 +179,7 @@ class Tree(TreeView):
         )
         self._head = lineage
         self._changes = set()
+        self._causes = {}
         self._epoch = next(self._epochs)
         return version
 
@@ -213,6 +222,8 @@ class Tree(TreeView):
         fork._orphans = {}
         fork._held = set()
         fork._changes = set()
+        fork._causes = {}
+        fork.attributing = self.attributing
         fork._head = version.lineage
         fork.file_count = version.file_count
         fork.total_bytes = version.total_bytes
@@ -238,6 +249,7 @@ class Tree(TreeView):
         self._table = version._table
         self._head = version.lineage
         self._changes = set()
+        self._causes = {}
         self._epoch = next(self._epochs)
         self.file_count = version.file_count
         self.total_bytes = version.total_bytes
@@ -259,7 +271,13 @@ class Tree(TreeView):
 
     def changes_since(self, version: Version) -> set[int]:
         """Inodes that may differ between ``version`` and the live state."""
-        return changes_between(version.lineage, Lineage(self._head, self._changes))
+        return changes_between(version.lineage, self.pending())
+
+    def pending(self) -> Lineage:
+        """The live state's place in history: the step it would become if frozen now
+        (what changed since the last freeze, and who changed it). Hold the lock; the
+        step is shared with the tree until the next freeze."""
+        return Lineage(self._head, self._changes, self._causes)
 
     @staticmethod
     def changes_between(a: Version, b: Version) -> set[int]:
@@ -288,7 +306,26 @@ class Tree(TreeView):
             self._store(ino, node)
         else:
             self._journal.inodes.add(ino)
+            if self.attributing:
+                self._attribute(ino)
         return node
+
+    def _attribute(self, ino: int) -> None:
+        """Record that the cause in effect changed ``ino`` in this epoch.
+
+        On every write path, so the common case is one dict lookup and an
+        identity test: the same cause object (one per tool call, one per
+        process on the mount) changing the same inode again.
+        """
+        cause = current_cause()
+        if cause is None:
+            return
+        known = self._causes.get(ino)
+        if known is None:
+            self._causes[ino] = (cause,)
+        elif known[-1] is not cause and known[-1] != cause:
+            kept = tuple(c for c in known if c != cause)
+            self._causes[ino] = (*kept[-(MAX_CAUSES - 1) :], cause)
 
     def _mutable_dir(self, ino: int) -> Directory:
         current = self.node(ino)
@@ -303,6 +340,8 @@ class Tree(TreeView):
     def _store(self, ino: int, node: Node | None) -> None:
         self._changes.add(ino)
         self._journal.inodes.add(ino)
+        if self.attributing:
+            self._attribute(ino)
         if ino in self._orphans:
             if node is None:
                 del self._orphans[ino]

@@ -1,0 +1,129 @@
+"""Path-level changes with their causes, between two views of one tree.
+
+The diff (``_diff``) says which paths differ; the steps of history between
+the two views say which causes changed which inodes (``causes_between``).
+A path's causes are those of the inode it names (on the side where it
+exists, the newer first), or, when that inode itself did not change (a
+directory above it was renamed or replaced), those of the nearest directory
+on its way that did. Both cost O(depth) per path, so attributing a diff
+stays O(changes), and one path's history costs O(depth) per version.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from ._causes import Cause
+from ._diff import diff_versions, same_entry
+from ._nodes import Directory, Node
+from ._table import Table, put
+from ._view import ROOT_INO, TreeView
+
+ChangeKind = Literal["added", "modified", "deleted"]
+
+
+class Causes(Protocol):
+    """Who changed an inode, by inode (a ``Span``, or a plain dict)."""
+
+    def get(self, ino: int, /) -> tuple[Cause, ...] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PathChange:
+    """One non-directory path that differs, how, and who changed it.
+
+    ``causes`` is empty when no cause was in effect (an unattributed API
+    call, or a version older than attribution).
+    """
+
+    path: str
+    kind: ChangeKind
+    causes: tuple[Cause, ...]
+
+
+@functools.cache
+def empty_view() -> TreeView:
+    """A tree holding only an empty root: the state before the first change."""
+    return TreeView(put(Table(0, []), ROOT_INO, Directory(0, 0o755, 0, 0, 0), 0))
+
+
+def attributed_diff(
+    base: TreeView, target: TreeView, changed: Iterable[int], causes: Causes
+) -> list[PathChange]:
+    """Every path that differs from ``base`` to ``target``, sorted, with its causes;
+    ``changed`` and ``causes`` come from the steps between them."""
+    paths = diff_versions(base, target, changed)
+    groups: tuple[tuple[ChangeKind, tuple[str, ...]], ...] = (
+        ("added", paths.added),
+        ("modified", paths.modified),
+        ("deleted", paths.deleted),
+    )
+    found = [
+        PathChange(path, kind, path_causes(base, target, path, causes))
+        for kind, group in groups
+        for path in group
+    ]
+    found.sort(key=lambda change: change.path)
+    return found
+
+
+def path_change(base: TreeView, target: TreeView, path: str, causes: Causes) -> PathChange | None:
+    """How ``path`` changed from ``base`` to ``target`` (None: it did not), as ``diff``
+    would say, with its causes."""
+    old, new = _leaf(base, path), _leaf(target, path)
+    kind: ChangeKind
+    if old is None and new is None:
+        return None
+    if old is None:
+        kind = "added"
+    elif new is None:
+        kind = "deleted"
+    elif same_entry(old, new):
+        return None
+    else:
+        kind = "modified"
+    return PathChange(path, kind, path_causes(base, target, path, causes))
+
+
+def path_causes(base: TreeView, target: TreeView, path: str, causes: Causes) -> tuple[Cause, ...]:
+    """The causes of ``path``'s change (see the module docstring)."""
+    full = path.count("/") + 2  # the root and one inode per name
+    chains = [_chain(target, path), _chain(base, path)]
+    for chain in chains:
+        if len(chain) == full:  # the path exists on this side: its own inode first
+            found = causes.get(chain[-1])
+            if found:
+                return found
+    for chain in chains:
+        # The directories on the way, deepest first. Not the root: every change at
+        # the top level changes it.
+        for ino in reversed(chain[1 : full - 1]):
+            found = causes.get(ino)
+            if found:
+                return found
+    return ()
+
+
+def _chain(view: TreeView, path: str) -> list[int]:
+    """The inodes from the root along ``path`` as far as it resolves."""
+    ino = ROOT_INO
+    chain = [ino]
+    for name in path.split("/"):
+        node = view.get(ino)
+        if not isinstance(node, Directory):
+            break
+        child = node.entries.get(name)
+        if child is None:
+            break
+        ino = child
+        chain.append(ino)
+    return chain
+
+
+def _leaf(view: TreeView, path: str) -> Node | None:
+    ino = view.resolve_path(path)
+    node = None if ino is None else view.get(ino)
+    return None if node is None or isinstance(node, Directory) else node
