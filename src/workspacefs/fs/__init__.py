@@ -31,6 +31,7 @@ from ._frontend import BackendFilesystem as BackendFilesystem
 from ._history import BlameEntry as BlameEntry
 from ._history import SnapshotChanges as SnapshotChanges
 from ._history import change_from_dict as change_from_dict
+from ._history import change_kind as change_kind
 from ._history import change_to_dict as change_to_dict
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
@@ -116,6 +117,7 @@ __all__ = [
     "attributed",
     "available_memory",
     "change_from_dict",
+    "change_kind",
     "change_to_dict",
     "clear_directory",
     "copy_content",

@@ -38,7 +38,8 @@ from ._snapshots import FilesystemSnapshot
 _KINDS: tuple[ChangeKind, ...] = ("added", "modified", "deleted")
 
 
-def _kind(value: object) -> ChangeKind:
+def change_kind(value: object) -> ChangeKind:
+    """``value`` as a ``ChangeKind``; InvalidArgumentError if it is none."""
     for kind in _KINDS:
         if value == kind:
             return kind
@@ -57,7 +58,7 @@ def change_to_dict(change: PathChange) -> dict[str, Any]:
 def change_from_dict(data: Mapping[str, Any]) -> PathChange:
     """The ``PathChange`` ``change_to_dict`` wrote."""
     causes = tuple(Cause.from_dict(cause) for cause in data.get("causes", ()))
-    return PathChange(str(data["path"]), _kind(data["kind"]), causes)
+    return PathChange(str(data["path"]), change_kind(data["kind"]), causes)
 
 
 def _record(data: Mapping[str, Any] | None) -> FilesystemSnapshot | None:
@@ -145,7 +146,7 @@ class BlameEntry:
             str(data["path"]),
             _record(data.get("snapshot")),
             _record(data.get("base")),
-            _kind(data["kind"]),
+            change_kind(data["kind"]),
             tuple(Cause.from_dict(cause) for cause in data.get("causes", ())),
         )
 

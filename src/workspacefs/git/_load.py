@@ -2,7 +2,9 @@
 
 Directories, symlinks and metadata are read at once; a file's bytes stay a
 blob id until the file is first read or written, so opening a large commit
-costs its directory count, not its size.
+costs its directory count, not its size. So is history: the changes each
+earlier snapshot made, and their causes, are read commit by commit when
+``changes``, ``history`` or ``blame`` first reach them (``GitHistory``).
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ import os
 import stat as _stat
 import threading
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pygit2
 
 from .._errors import SnapshotError
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRef
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges, SnapshotRef
 from ..tree import ROOT_INO, File, Tree
+from ._history import recorded_history
 from ._objects import EMPTY_TREE, decode_name, encode_name, read_blob, read_tree
 from ._persist import DIR_PREFIX, META_BLOB, Progress, ProgressHook, resolve_commit
 from ._repo import open_repository
@@ -107,10 +111,12 @@ def load(
         meta_commit = repository[trailers(commit.message)["Workspacefs-Meta"]]
         if not isinstance(meta_commit, pygit2.Commit):
             raise SnapshotError(f"{commit.id}: its metadata is not a commit", git_dir)
+        history = GitHistory(repository, commit, record)
+        recorded = history if history.present() else None
         fs = InMemoryFilesystem(workspace_id=record.workspace_id, mount_point=mount_point)
         with fs.transaction() as tree:
             dirs = _populate(tree, odb, commit.tree_id, meta_commit.tree_id, progress)
-        version = fs.adopt_snapshot(record)
+        version = fs.adopt_snapshot(record, history=recorded)
     except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
         raise SnapshotError(f"cannot load {ref!r}: {exc}", git_dir) from exc
     state = state_for(fs, git_dir)
@@ -120,8 +126,77 @@ def load(
         if isinstance(node, File) and isinstance(node.deferred_key, pygit2.Oid):
             state.blobs[ino] = (node.content_key, node.deferred_key)
     state.version = version
+    state.record = record
+    state.persisted.add(record.snapshot_id)
     state.commits[version.history_key] = (commit.id, meta_commit.id)
     return fs
+
+
+class GitHistory:
+    """The recorded history of a loaded snapshot: its metadata commit's ``history``,
+    then its parent commit's, and so on (see ``_history``); read lazily, kept once
+    read, iterable again and again, safe across threads.
+
+    Args:
+        repository: The repository holding the commits.
+        commit: The loaded snapshot's commit.
+        record: Its record, which stands for the in-memory one its history names.
+    """
+
+    def __init__(
+        self, repository: pygit2.Repository, commit: pygit2.Commit, record: FilesystemSnapshot
+    ) -> None:
+        self._repository = repository
+        self._record = record
+        self._lock = threading.Lock()  # libgit2 objects are not shared across threads unguarded
+        self._read: list[list[SnapshotChanges]] = []
+        self._next: pygit2.Commit | None = commit
+        self._first = self._steps(commit)
+
+    def present(self) -> bool:
+        """Whether the commit records history (commits before attribution do not)."""
+        return self._first is not None
+
+    def __iter__(self) -> Iterator[SnapshotChanges]:
+        index = 0
+        while True:
+            with self._lock:
+                if index == len(self._read) and not self._advance():
+                    return
+                steps = self._read[index]
+            yield from steps
+            index += 1
+
+    def _advance(self) -> bool:
+        """Read the next commit's steps; False at the end of recorded history."""
+        commit = self._next
+        if commit is None:
+            return False
+        if self._read:
+            steps = self._steps(commit)
+        else:
+            steps = self._first
+            first = steps[0].snapshot if steps else None
+            if steps and first is not None and first.snapshot_id == self._record.snapshot_id:
+                steps[0] = SnapshotChanges(self._record, steps[0].base, steps[0].changes)
+        if steps is None:
+            self._next = None
+            return False
+        parents = commit.parents
+        self._next = parents[0] if parents else None
+        self._read.append(steps)
+        return True
+
+    def _steps(self, commit: pygit2.Commit) -> list[SnapshotChanges] | None:
+        try:
+            meta = self._repository[trailers(commit.message)["Workspacefs-Meta"]]
+            if not isinstance(meta, pygit2.Commit):
+                raise TypeError(f"{meta.id} is not a commit")
+            return recorded_history(self._repository.odb, meta)
+        except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
+            raise SnapshotError(
+                f"the history recorded with {commit.id} is damaged: {exc}", self._repository.path
+            ) from exc
 
 
 def _populate(

@@ -11,7 +11,9 @@ A persisted snapshot is two commits (see docs/git.md):
 * the **metadata commit**, whose tree mirrors the directories, each holding
   a ``meta`` blob (JSON) with what git trees cannot hold: full modes,
   owners, times, xattrs, hard links, empty directories, fifos and devices.
-  The snapshot commit names it in its ``Workspacefs-Meta:`` trailer.
+  The snapshot commit names it in its ``Workspacefs-Meta:`` trailer. Its
+  message (or, when long, a ``history`` blob in its root) holds the changes
+  since the last snapshot in the repository and who made them (``_history``).
 
 Incremental: the tree's change sets say which inodes changed since the last
 persisted version; only their directories and the directories above them
@@ -34,6 +36,13 @@ from pygit2.enums import ObjectType
 from .._errors import SnapshotCreationError, SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
+from ._history import (
+    INLINE_HISTORY,
+    encode_history,
+    history_to_persist,
+    with_history,
+    without_history,
+)
 from ._objects import (
     EMPTY_TREE,
     MODE_EXECUTABLE,
@@ -43,6 +52,7 @@ from ._objects import (
     TreeEntry,
     encode_name,
     encode_tree,
+    read_tree,
     tree_name,
 )
 from ._pack import DEFAULT_COMPRESSION, PackWriter
@@ -130,6 +140,7 @@ class _Writer:
         self.dir_trees: dict[int, pygit2.Oid] = {}
         self.meta_trees: dict[int, pygit2.Oid] = {}
         self.blobs: dict[int, tuple[Hashable, pygit2.Oid]] = {}
+        self.root_meta: list[TreeEntry] | None = None  # the root's entries, if rewritten
 
     def dirty_directories(self) -> list[int]:
         """Directories to rewrite, deepest first."""
@@ -193,8 +204,9 @@ class _Writer:
             self.blobs[ino] = (content_key(node), oid)
             self.objects += 1
 
-    def build(self) -> tuple[pygit2.Oid, pygit2.Oid]:
-        """Write the workspace tree and the metadata tree; return both root ids."""
+    def build(self) -> pygit2.Oid:
+        """Write the workspace tree and the metadata trees below the root; return the
+        workspace tree's id (``meta_root`` writes the metadata root)."""
         version = self.version
         if self.changed is None and self.pack is not None:
             self.write_all_blobs(self.pack)
@@ -233,14 +245,41 @@ class _Writer:
             )
             record = json.dumps(meta, sort_keys=True).encode("utf-8", "surrogateescape")
             meta_entries.append((META_BLOB, MODE_FILE, self.sink(ObjectType.BLOB, record)))
-            self.meta_trees[ino] = self.sink(ObjectType.TREE, encode_tree(meta_entries))
             self.objects += 3
+            if ino == ROOT_INO:  # written with the history, by ``meta_root``
+                self.root_meta = meta_entries
+                continue
+            self.meta_trees[ino] = self.sink(ObjectType.TREE, encode_tree(meta_entries))
             if self.progress is not None and count % 256 == 0:
                 self.progress(Progress("trees", count, len(dirty)))
         root = self.dir_trees.get(ROOT_INO) or self.state.dir_trees[ROOT_INO]
         if root == EMPTY_TREE:
             root = self.sink(ObjectType.TREE, b"")
-        return root, self.meta_trees.get(ROOT_INO) or self.state.meta_trees[ROOT_INO]
+        return root
+
+    def meta_root(self, history: bytes) -> tuple[pygit2.Oid, str]:
+        """Write the metadata commit's tree (the root's metadata tree) and return its
+        id with the history text its message carries ("" if a blob in the tree does,
+        see ``_history``)."""
+        entries = self.root_meta
+        rewritten = entries is not None
+        if entries is None:  # the root was not rewritten: its tree is in the repository
+            entries = read_tree(self.odb, self.state.meta_trees[ROOT_INO])
+        kept = without_history(entries)
+        text = ""
+        if len(history) <= INLINE_HISTORY:
+            text = history.decode("ascii")
+            if rewritten or len(kept) != len(entries):
+                tree = self.sink(ObjectType.TREE, encode_tree(kept))
+                self.objects += 0 if rewritten else 1  # a rewritten root counted its tree
+            else:
+                tree = self.state.meta_trees[ROOT_INO]
+        else:
+            blob = self.sink(ObjectType.BLOB, history)
+            tree = self.sink(ObjectType.TREE, encode_tree(with_history(kept, blob)))
+            self.objects += 1 if rewritten else 2
+        self.meta_trees[ROOT_INO] = tree
+        return tree, text
 
     def commit_state(self, version: Version) -> None:
         """Adopt what was written as the state for the next persist."""
@@ -343,9 +382,11 @@ def persist(
     pack = PackWriter(repository, compression=compression) if big else None
     sink: ObjectSink = pack.add if pack is not None else repository.odb.write
     writer = _Writer(repository.odb, sink, pack, version, state, changed, progress)
+    history = encode_history(history_to_persist(fs, snapshot, state))
     try:
         try:
-            tree, meta_tree = writer.build()
+            tree = writer.build()
+            meta_tree, history_text = writer.meta_root(history)
         except BaseException:
             if pack is not None:
                 pack.abort()
@@ -355,8 +396,11 @@ def persist(
         parents, meta_parents = _parents(state, version)
         number = refs.next_number(repository)
         signature = identity.signature(snapshot.created_at)
+        message = f"workspacefs metadata {number}\n" + (
+            f"\n{history_text}\n" if history_text else ""
+        )
         meta_commit = repository.create_commit(
-            None, signature, signature, f"workspacefs metadata {number}\n", meta_tree, meta_parents
+            None, signature, signature, message, meta_tree, meta_parents
         )
         commit = repository.create_commit(
             None, signature, signature, _message(snapshot, number, meta_commit), tree, parents
@@ -370,6 +414,8 @@ def persist(
     except (pygit2.GitError, OSError) as exc:
         raise SnapshotCreationError(f"cannot persist to {repo}: {exc}", str(repo)) from exc
     writer.commit_state(version)
+    state.record = snapshot
+    state.persisted.add(snapshot.snapshot_id)
     state.commits[version.history_key] = (commit, meta_commit)
     if progress is not None:
         progress(Progress("done", writer.objects, writer.objects))

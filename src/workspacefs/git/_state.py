@@ -10,13 +10,14 @@ true (see ``File.content_key``).
 from __future__ import annotations
 
 import threading
+import uuid
 import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import pygit2
 
-from ..fs import InMemoryFilesystem
+from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import Version
 
 
@@ -27,9 +28,14 @@ class PersistState:
     ``dir_trees``/``meta_trees``/``blobs`` are keyed by inode; a blob entry is
     (content key, blob id). ``commits`` maps a version's history key to its
     (snapshot commit, metadata commit), so later commits get their parents.
+    ``record`` is ``version``'s snapshot record and ``persisted`` the ids of the
+    snapshots the repository holds, so a commit's history stops where the
+    repository's already covers it (``_history``).
     """
 
     version: Version | None = None
+    record: FilesystemSnapshot | None = None
+    persisted: set[uuid.UUID] = field(default_factory=set)
     dir_trees: dict[int, pygit2.Oid] = field(default_factory=dict)
     meta_trees: dict[int, pygit2.Oid] = field(default_factory=dict)
     blobs: dict[int, tuple[Hashable, pygit2.Oid]] = field(default_factory=dict)
