@@ -24,14 +24,14 @@ import logging
 import os
 import stat as _stat
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
-from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
+from ..tree import NAME_MAX, ROOT_INO, Cause, Directory, Tree, TreeView, current_cause
 from ._attributes import (
     BLOCK_SIZE,
     DEFAULT_CACHE,
@@ -40,6 +40,7 @@ from ._attributes import (
     entry_attributes,
     missing_entry,
 )
+from ._causes import RequestCauses
 from ._lookups import LookupCounts
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 
@@ -86,6 +87,7 @@ def encode(name: str) -> bytes:
 class _OpenFile:
     ino: InodeT
     append: bool
+    cause: Cause | None = field(default_factory=current_cause)  # its writes' (stock pyfuse3)
 
 
 class WorkspaceOperations(pyfuse3.Operations):
@@ -122,6 +124,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             live.lock.unpublished if live is not None else contextlib.nullcontext()
         )
         self._cache = cache
+        self._causes = RequestCauses(self._tree)
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
@@ -227,6 +230,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         fh: FileHandleT | None,
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
+        self._causes.attribute(ctx)
         tree = self._writable(inode)
         with self._locked():
             tree.setattr(
@@ -281,6 +285,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         rdev: int,
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode)
         with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
@@ -290,6 +295,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: InodeT, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode)
         with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode | _stat.S_IFDIR)
@@ -299,6 +305,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def symlink(
         self, parent_inode: InodeT, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode)
         with self._locked():
             _, uid, gid = self._owner(parent_inode, ctx, 0)
@@ -312,6 +319,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         new_name: bytes,
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
+        self._causes.attribute(ctx)
         tree = self._writable(inode, new_parent_inode)
         with self._locked():
             tree.link(inode, new_parent_inode, decode(new_name))
@@ -319,12 +327,14 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     async def unlink(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode)
         with self._locked():
             tree.unlink(parent_inode, decode(name))
 
     @fuse_errors
     async def rmdir(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode)
         with self._locked():
             tree.rmdir(parent_inode, decode(name))
@@ -339,6 +349,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode_old, parent_inode_new)
         with self._locked():
             tree.rename(
@@ -364,6 +375,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def open(
         self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.FileInfo:
+        self._causes.attribute(ctx)
         with self._locked():
             return self._open(inode, flags)
 
@@ -376,6 +388,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        self._causes.attribute(ctx)
         tree = self._writable(parent_inode)
         with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
@@ -393,6 +406,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         tree = self._writable()
         with self._locked():
             handle = self._files[fh]
+            self._causes.resume(handle.cause)
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
             return tree.write(handle.ino, off, buf)
@@ -457,6 +471,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def setxattr(
         self, inode: InodeT, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
+        self._causes.attribute(ctx)
         tree = self._writable(inode)
         if name.startswith(b"system.posix_acl_"):
             # Without ACL support, refuse ACLs like tmpfs without CONFIG_TMPFS_POSIX_ACL:
@@ -484,6 +499,7 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     async def removexattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        self._causes.attribute(ctx)
         tree = self._writable(inode)
         with self._locked():
             tree.removexattr(inode, name)
@@ -494,6 +510,7 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     def fallocate(self, inode: InodeT, mode: int, offset: int, length: int) -> None:
         """fallocate(2) on ``inode`` (see ``Tree.fallocate``); raises FUSEError or OSError."""
+        self._causes.attribute(None)  # the callback gets no caller
         tree = self._writable(inode)
         with self._locked():
             tree.fallocate(inode, mode, offset, length)
