@@ -28,6 +28,7 @@ from ._descriptors import walk_directory as walk_directory
 from ._directory import DirectoryBackend as DirectoryBackend
 from ._directory import entry_of as entry_of
 from ._frontend import BackendFilesystem as BackendFilesystem
+from ._history import AttributedFilesystem as AttributedFilesystem
 from ._history import BlameEntry as BlameEntry
 from ._history import SnapshotChanges as SnapshotChanges
 from ._history import change_from_dict as change_from_dict
@@ -77,6 +78,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "DIRECTORY_FLAGS",
     "TEMPORARY_PREFIX",
+    "AttributedFilesystem",
     "Backend",
     "BackendFilesystem",
     "BlameEntry",

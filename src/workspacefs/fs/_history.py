@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .._errors import InvalidArgumentError
 from ..tree import (
@@ -149,6 +149,24 @@ class BlameEntry:
             change_kind(data["kind"]),
             tuple(Cause.from_dict(cause) for cause in data.get("causes", ())),
         )
+
+
+@runtime_checkable
+class AttributedFilesystem(Protocol):
+    """A filesystem that knows who made each change: ``InMemoryFilesystem`` and
+    ``RemoteFilesystem``. Backends that cannot attribute (``HostFilesystem``: a
+    real directory anyone may write) do not implement it."""
+
+    def blame(
+        self, path: str, *, snapshot: FilesystemSnapshot | None = None
+    ) -> Sequence[BlameEntry]:
+        """Every change to the file at ``path``, newest first (see
+        ``InMemoryFilesystem.blame``)."""
+        ...
+
+    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """What ``snapshot`` (None: the live workspace) changed, with causes."""
+        ...
 
 
 # -- the walk ---------------------------------------------------------------------------

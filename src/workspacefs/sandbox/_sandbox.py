@@ -29,7 +29,7 @@ from .._errors import (
     NotADirectoryFsError,
     NotPermittedError,
 )
-from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fs import CAUSE_VARIABLE, Cause, FilesystemSnapshot, InMemoryFilesystem, current_cause
 from ..fuse import mount
 from ..tools import WorkspaceSnapshots
 from ._config import SandboxConfig, Size, check_env, default_cpus
@@ -335,6 +335,11 @@ class PodmanSandbox:
         holds what the command changed, and what was written through the API
         meanwhile. Commands run one at a time.
 
+        What the command writes is attributed to its processes (``blame``)
+        and to this command: the call in effect (a ``shell`` tool call's name
+        and id, else ``exec-<n>``) and the command line reach the mount
+        through the ``WORKSPACEFS_CAUSE`` environment variable.
+
         Args:
             command: A shell command line.
             timeout: Seconds before the command and its process group are
@@ -369,6 +374,8 @@ class PodmanSandbox:
         with self._lock:
             container = self._container()
             number = _next_exec_number(self._fs)
+            outer = current_cause() or Cause()
+            call = Cause.call(outer.tool, outer.call_id or f"exec-{number}", command)
             before = self._fs.snapshot(tag=f"exec-{number}-before")
             try:
                 done = run_command(
@@ -376,7 +383,7 @@ class PodmanSandbox:
                     command,
                     timeout=timeout,
                     cwd=directory,
-                    env=pairs,
+                    env=[(CAUSE_VARIABLE, call.environment()), *pairs],
                     stdin=data,
                     output_limit=self._config.output_limit,
                 )

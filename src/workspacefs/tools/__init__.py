@@ -7,6 +7,8 @@ first use, so exporting schemas or dispatching calls does not pay for it.
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
+from ._blame import BLAME as BLAME
+from ._blame import BlameParams as BlameParams
 from ._context import ToolContext as ToolContext
 from ._coordinated import CoordinatedSnapshot as CoordinatedSnapshot
 from ._coordinated import coordinated_rollback as coordinated_rollback

@@ -19,6 +19,9 @@ class ToolContext:
 
     Attributes:
         filesystem: The workspace the tools act on.
+        call_id: The caller's id for this call (e.g. the model's tool-call id):
+            every change the call makes is attributed to the tool and this id
+            (see ``Tool.invoke``), so ``blame`` can name the call.
         prompt: The framework's prompt object, if any.
         rendered_prompt: The prompt as sent to the model, if any.
         adapter: The model adapter making the call, if any.
@@ -28,6 +31,7 @@ class ToolContext:
     """
 
     filesystem: Filesystem
+    call_id: str | None = None
     prompt: Any = None
     rendered_prompt: Any = None
     adapter: Any = None

@@ -10,6 +10,7 @@ are synchronous and the undo history is ordered.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from functools import partial
 from importlib import metadata
@@ -81,9 +82,13 @@ def create_server(
     context = ToolContext(filesystem=filesystem)
     lock = anyio.Lock()
 
-    def run(call: str, arguments: dict[str, Any]) -> ToolResult[Any]:
+    def run(call: str, arguments: dict[str, Any], request: str | None) -> ToolResult[Any]:
         try:
-            return toolset.call(call, arguments, context=context)
+            if isinstance(toolset, UndoableToolset):  # names the call itself
+                return toolset.call(call, arguments, context=context)
+            # The request id names the call in what ``blame`` shows.
+            called = dataclasses.replace(context, call_id=request)
+            return toolset.call(call, arguments, context=called)
         except Exception as exc:  # a bug must not take the server down
             log.exception("tool %s failed", call)
             return ToolResult.fail(f"{call} failed with an internal error: {exc!r}")
@@ -98,7 +103,7 @@ def create_server(
     ) -> types.CallToolResult:
         async with lock:
             result = await anyio.to_thread.run_sync(
-                partial(run, params.name, dict(params.arguments or {}))
+                partial(run, params.name, dict(params.arguments or {}), _request_id(ctx))
             )
         return types.CallToolResult(
             content=[types.TextContent(text=result.message)], is_error=not result.success
@@ -111,6 +116,10 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _request_id(ctx: ServerRequestContext[Any]) -> str | None:
+    return None if ctx.request_id is None else f"mcp-{ctx.request_id}"
 
 
 async def _serve(server: Server[Any]) -> None:

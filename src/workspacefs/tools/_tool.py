@@ -14,6 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..fs import Cause, attributed, current_cause
 from ._context import ToolContext
 from ._messages import cause
 from ._result import ToolResult
@@ -93,6 +94,10 @@ class Tool(Generic[P, T]):
     ) -> ToolResult[T]:
         """Validate ``arguments`` and run the handler.
 
+        Every change the handler makes is attributed to this tool and the
+        context's ``call_id`` (with the label of a cause the caller set, if
+        any), in this thread or task only.
+
         A filesystem error (``OSError``) or bad value (``ValueError``) that the
         handler did not word itself becomes a failed result; anything else is
         a bug and propagates.
@@ -100,8 +105,10 @@ class Tool(Generic[P, T]):
         params = self.validate(arguments)
         if isinstance(params, str):
             return ToolResult.fail(params)
+        call = Cause.call(self.name, context.call_id).with_call(current_cause())
         try:
-            return self.handler(params, context=context)
+            with attributed(call):
+                return self.handler(params, context=context)
         except (OSError, ValueError) as exc:
             return ToolResult.fail(f"{self.name} failed: {cause(exc)}.")
 

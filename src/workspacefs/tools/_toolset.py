@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fs import Filesystem, SnapshotableFilesystem
+from ..fs import AttributedFilesystem, Filesystem, SnapshotableFilesystem
+from ._blame import BLAME
 from ._edit import EDIT_FILE
 from ._files import READ_FILE, WRITE_FILE
 from ._grep import GREP
@@ -20,13 +21,16 @@ SNAPSHOT_TOOLS: tuple[Tool[Any, Any], ...] = (SNAPSHOT, RESTORE, DIFF)
 """The tools a ``SnapshotableFilesystem`` supports too."""
 
 
-def filesystem_tools(filesystem: Filesystem | None = None) -> ToolRegistry:
+def filesystem_tools(filesystem: Filesystem | None = None, *, blame: bool = False) -> ToolRegistry:
     """A new registry of the built-in tools.
 
     Args:
         filesystem: If given and it cannot snapshot, the snapshot tools are left out.
+        blame: Offer ``blame`` too (unless ``filesystem`` cannot attribute changes).
     """
     tools = list(FILE_TOOLS)
     if filesystem is None or isinstance(filesystem, SnapshotableFilesystem):
         tools += SNAPSHOT_TOOLS
+    if blame and (filesystem is None or isinstance(filesystem, AttributedFilesystem)):
+        tools.append(BLAME)
     return ToolRegistry(tools)

@@ -13,6 +13,7 @@ them (through the mount, say) is counted as part of the next mutating call.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Mapping, Sequence
@@ -105,15 +106,18 @@ class UndoableToolset:
             arguments: Its raw arguments.
             context: The call's context; its filesystem must be this workspace
                 (default: a context holding just the workspace).
-            call_id: The id to record (e.g. the model's tool-call id);
-                default ``call-<n>``.
+            call_id: The id to record (e.g. the model's tool-call id), and to
+                attribute the call's changes to; default the context's
+                ``call_id``, else ``call-<n>``.
         """
         if context is None:
             context = ToolContext(filesystem=self._fs)
         elif context.filesystem is not self._fs:
             raise InvalidArgumentError("the context's filesystem is not this toolset's", None)
         with self._lock:
-            call_id = call_id or f"call-{next(self._ids)}"
+            call_id = call_id or context.call_id or f"call-{next(self._ids)}"
+            if context.call_id != call_id:  # the changes are attributed to the recorded id
+                context = dataclasses.replace(context, call_id=call_id)
             if any(call.call_id == call_id for call in self._history):
                 raise AlreadyExistsError("call id already in the undo history", call_id)
             tool = self._tools.get(name)

@@ -1,0 +1,77 @@
+"""``blame``: which tool call or command changed a file, snapshot by snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC
+
+from pydantic import Field
+
+from ..fs import AttributedFilesystem, BlameEntry, Cause, FilesystemSnapshot
+from ._context import ToolContext
+from ._messages import cause, count, quote
+from ._result import ToolResult
+from ._snapshots import describe
+from ._tool import Tool, ToolAnnotations, ToolParams
+
+
+class BlameParams(ToolParams):
+    """Arguments of ``blame``."""
+
+    path: str = Field(min_length=1, description="The file to explain (relative to the root).")
+    limit: int = Field(20, ge=1, le=500, description="Most changes to show, newest first.")
+
+
+def _when(snapshot: FilesystemSnapshot | None) -> str:
+    if snapshot is None:
+        return "not in a snapshot yet"
+    taken = snapshot.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{describe(snapshot)}, {taken}"
+
+
+def who(causes: Sequence[Cause]) -> str:
+    """``by edit_file call toolu_01 and pid 42 `sed -i ...```, or that nobody is known."""
+    if not causes:
+        return "by an unrecorded cause"
+    return "by " + " and ".join(c.describe() for c in reversed(causes))
+
+
+def entry_line(entry: BlameEntry) -> str:
+    """One change, for people and models."""
+    return f"{entry.kind} {who(entry.causes)} ({_when(entry.snapshot)})"
+
+
+def blame(params: BlameParams, *, context: ToolContext) -> ToolResult[list[BlameEntry]]:
+    """Who changed a file: each change, newest first, with its tool call or command."""
+    fs = context.filesystem
+    if not isinstance(fs, AttributedFilesystem):
+        return ToolResult.fail("This workspace does not record who changed its files.")
+    try:
+        entries = list(fs.blame(params.path))
+    except (OSError, ValueError) as exc:
+        return ToolResult.fail(f"Cannot blame {quote(params.path)}: {cause(exc)}.")
+    if not entries:
+        where = "exists but" if fs.exists(params.path) else "does not exist and"
+        return ToolResult.ok(
+            f"{quote(params.path)} {where} has no recorded change in the kept history.", entries
+        )
+    shown = entries[: params.limit]
+    lines = [f"{quote(params.path)}: {count(len(entries), 'change')}, newest first (who wrote it):"]
+    lines += [f"{n}. {entry_line(entry)}" for n, entry in enumerate(shown, 1)]
+    if len(entries) > len(shown):
+        lines.append(f"[... {count(len(entries) - len(shown), 'older change')} not shown]")
+    return ToolResult.ok("\n".join(lines), entries)
+
+
+BLAME = Tool(
+    name="blame",
+    description=(
+        "Show who changed a file: each change (added, modified, deleted), newest first, "
+        "with the snapshot it is in and its cause: the tool call (tool name and call id) "
+        "or the command and process that wrote it through the mount."
+    ),
+    params=BlameParams,
+    handler=blame,
+    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
+                                title="Blame file"),
+)  # fmt: skip
