@@ -10,6 +10,7 @@ from rich.table import Table
 
 from .._errors import SnapshotNotFoundError
 from ._app import JsonOption, app, split_mountpoint, workspace
+from ._history import changes_json, print_files
 from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
@@ -141,9 +142,12 @@ def diff(
                 print(f"{mark}\t{name}")
 
 
-@app.command(epilog="Example: workspacefs log ./ws")
+@app.command(epilog="Example: workspacefs log ./ws --files")
 def log(
     args: Annotated[list[str] | None, typer.Argument(metavar="[MOUNTPOINT]")] = None,
+    files: Annotated[
+        bool, typer.Option("--files", help="Each snapshot's changed files and who changed them.")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """List the workspace's snapshots: id, tag, parent, time, files, bytes (* = current)."""
@@ -151,8 +155,13 @@ def log(
     with workspace(point) as fs:
         records = fs.snapshots()
         current = fs.current_snapshot_id
+        if files and not as_json:
+            print_files(fs, records, current)
+            return
+        found = {r.snapshot_id: changes_json(fs.changes(r)) for r in records} if files else {}
     if as_json:
-        emit_json([{**r.to_dict(), "current": r.snapshot_id == current} for r in records])
+        emit_json([{**r.to_dict(), "current": r.snapshot_id == current,
+                    **found.get(r.snapshot_id, {})} for r in records])  # fmt: skip
         return
     if not records:
         stdout.print("No snapshots yet.")

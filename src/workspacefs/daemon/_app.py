@@ -3,7 +3,9 @@
 Every request body and answer is JSON (``_wire``). A success is
 ``{"result": ...}`` with status 200; a failure is ``{"error": {...}}`` with
 400 (the verb refused: the class, errno, message and path to rebuild it) or
-500 (a bug, logged here). Each verb runs in a worker thread.
+500 (a bug, logged here). Each verb runs in a worker thread, attributed to
+the body's ``cause`` (a ``Cause.to_dict``), if it has one: what the verb
+changes is then blamed on the client's call.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .._errors import InvalidArgumentError
+from ..fs import Cause, attributed
 from ._wire import JSON_TYPE, PREFIX, Json, dumps, encode_error, loads
 from ._workspace import Workspace
 
@@ -39,13 +42,20 @@ def _failure(exc: BaseException) -> Response:
     return _answer(status, payload)
 
 
+def _attributed(handler: Handler, body: Json, request: Request) -> Any:
+    """Run ``handler`` in this (worker) thread, attributed to the body's cause."""
+    cause = body.pop("cause", None)
+    with attributed(None if cause is None else Cause.from_dict(cause)):
+        return handler(body, request)
+
+
 def _endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
             body = loads(await request.body())
             if not isinstance(body, dict):
                 raise InvalidArgumentError("the request body must be a JSON object", None)
-            result = await anyio.to_thread.run_sync(handler, body, request)
+            result = await anyio.to_thread.run_sync(_attributed, handler, body, request)
         except Exception as exc:
             return _failure(exc)
         return _answer(200, {"result": result})
@@ -77,6 +87,8 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         route("/snapshots/delete", lambda a, r: w.delete_snapshot(a["snapshot"])),
         route("/restore", lambda a, r: w.restore(a["snapshot"])),
         route("/diff", lambda a, r: w.diff(a["base"], a.get("target"))),
+        route("/changes", lambda a, r: w.changes(a.get("snapshot"))),
+        route("/blame", lambda a, r: w.blame(a["path"], a.get("snapshot"))),
         route("/export", lambda a, r: w.export(a["path"], a.get("at"))),
         route("/import", lambda a, r: w.import_(a["path"], a.get("limits"))),
         route("/persist", lambda a, r: w.persist(a.get("snapshot"), a.get("tag"), a.get("remote"))),

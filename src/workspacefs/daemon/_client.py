@@ -3,16 +3,24 @@
 Calls go over the daemon's Unix socket as HTTP/1.1 (httpx, one kept-alive
 connection per thread from its pool). Errors come back as the same classes
 with the same errno, message and path that the daemon's workspace raised.
+
+Every call that changes the workspace carries its cause: the one in effect
+in the calling thread or task (``attributed``), else this process (its pid,
+command line and uid, and the call a sandbox runs it for, if its
+environment says so), so the daemon's ``blame`` names who called.
 """
 
 from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import errno
+import functools
 import os
 import socket
 import stat
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -25,6 +33,9 @@ import httpx
 from .._errors import BackendUnavailableError, NotPermittedError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
+    CAUSE_VARIABLE,
+    BlameEntry,
+    Cause,
     FileEntry,
     FileStat,
     FilesystemDiff,
@@ -33,8 +44,11 @@ from ..fs import (
     GrepMatch,
     ReadBytesResult,
     ReadResult,
+    SnapshotChanges,
     WriteMode,
     WriteResult,
+    attributed,
+    current_cause,
 )
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
 from ._wire import (
@@ -81,6 +95,19 @@ def _os_error(exc: BaseException) -> OSError | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+@functools.cache
+def _this_process() -> Cause:
+    """This process as the cause of its calls (what ``ps`` would say of it)."""
+    call = Cause.from_environment(os.environ.get(CAUSE_VARIABLE))
+    cause = Cause(pid=os.getpid(), command=tuple(sys.orig_argv), uid=os.getuid())
+    return cause.bounded().with_call(call)
+
+
+def _cause() -> Json:
+    """The cause a changing call carries (see the module docstring)."""
+    return (current_cause() or _this_process()).to_dict()
 
 
 class _Connection:
@@ -192,6 +219,10 @@ class RemoteFilesystem:
             args["at"] = self._at
         return self._connection.request("POST", f"/fs/{verb}", args)
 
+    def _change(self, verb: str, **args: Any) -> Any:
+        """``_call`` of a verb that changes the workspace: it carries the cause."""
+        return self._call(verb, **args, cause=_cause())
+
     # -- properties --------------------------------------------------------------
 
     @property
@@ -278,7 +309,7 @@ class RemoteFilesystem:
         self, path: str, content: str, *, mode: WriteMode = "overwrite", create_parents: bool = True
     ) -> WriteResult:
         """Write UTF-8 text to a file."""
-        result = self._call(
+        result = self._change(
             "write", path=path, content=content, mode=mode, create_parents=create_parents
         )
         return decode_write(result)
@@ -294,18 +325,18 @@ class RemoteFilesystem:
         """Write bytes to a file."""
         encoded = base64.b64encode(content).decode("ascii")
         return decode_write(
-            self._call(
+            self._change(
                 "write_bytes", path=path, content=encoded, mode=mode, create_parents=create_parents
             )
         )
 
     def delete(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, symlink or (with ``recursive``) a directory tree."""
-        self._call("delete", path=path, recursive=recursive)
+        self._change("delete", path=path, recursive=recursive)
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory."""
-        self._call("mkdir", path=path, parents=parents, exist_ok=exist_ok)
+        self._change("mkdir", path=path, parents=parents, exist_ok=exist_ok)
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -323,6 +354,35 @@ class RemoteFilesystem:
         """Files added, modified and deleted from ``base`` to ``target`` (None: live)."""
         body = {"base": base.to_dict(), "target": None if target is None else target.to_dict()}
         return decode_diff(self._connection.request("POST", "/diff", body))
+
+    # -- attribution -----------------------------------------------------------------
+
+    @staticmethod
+    def attributed(cause: Cause | None) -> contextlib.AbstractContextManager[Cause | None]:
+        """Attribute the changes this thread or task makes through any client to
+        ``cause`` until the block ends (default: this process, see the module
+        docstring)."""
+        return attributed(cause)
+
+    def _snapshot_id(self, snapshot: FilesystemSnapshot | None) -> str | None:
+        if snapshot is not None:
+            return str(snapshot.snapshot_id)
+        return self._at  # a view starts at its snapshot
+
+    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """What ``snapshot`` (None: the live workspace) changed since the snapshot
+        before it, with causes (see ``InMemoryFilesystem.changes``)."""
+        body = {"snapshot": self._snapshot_id(snapshot)}
+        return SnapshotChanges.from_dict(self._connection.request("POST", "/changes", body))
+
+    def blame(
+        self, path: str, *, snapshot: FilesystemSnapshot | None = None
+    ) -> builtins.list[BlameEntry]:
+        """Every change to the file at ``path``, newest first (see
+        ``InMemoryFilesystem.blame``)."""
+        body = {"path": path, "snapshot": self._snapshot_id(snapshot)}
+        found = self._connection.request("POST", "/blame", body)
+        return [BlameEntry.from_dict(entry) for entry in found]
 
     def at(self, snapshot: FilesystemSnapshot) -> RemoteFilesystem:
         """A read-only view of ``snapshot``, without restoring it.
@@ -362,7 +422,7 @@ class RemoteFilesystem:
         self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
     ) -> int:
         """Replace the workspace with the archive at ``path``; the file count."""
-        body = {"path": os.path.abspath(path), "limits": asdict(limits)}
+        body = {"path": os.path.abspath(path), "limits": asdict(limits), "cause": _cause()}
         return int(self._connection.request("POST", "/import", body)["files"])
 
     def persist(

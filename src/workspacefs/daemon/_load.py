@@ -7,7 +7,7 @@ import re
 from .. import git
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
 from ..archive import import_archive
-from ..fs import HostMount, InMemoryFilesystem
+from ..fs import Cause, HostMount, InMemoryFilesystem, attributed
 from ._sources import Source
 
 _WORKSPACE_REF = re.compile(r"^refs/workspacefs/([^/]+)/snapshots/(\d+)$")
@@ -43,10 +43,13 @@ def load_source(source: Source, mount_point: str) -> InMemoryFilesystem:
         ref = source.ref or str(newest)
         return git.load(source.path, ref, workspace=workspace or None, mount_point=mount_point)
     fs = InMemoryFilesystem(mount_point=mount_point)
-    if source.kind == "directory":
-        assert source.path is not None
-        fs.hydrate_from_host(HostMount(source.path, mount_path="."), allowed_roots=[source.path])
-    elif source.kind == "archive":
-        assert source.path is not None
-        import_archive(fs, source.path)
+    # What the workspace starts with is blamed on where it came from.
+    with attributed(Cause.call(label=f"loaded from {source.kind} {source.path}")):
+        if source.kind == "directory":
+            assert source.path is not None
+            hydrate = HostMount(source.path, mount_path=".")
+            fs.hydrate_from_host(hydrate, allowed_roots=[source.path])
+        elif source.kind == "archive":
+            assert source.path is not None
+            import_archive(fs, source.path)
     return fs

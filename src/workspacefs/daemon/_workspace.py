@@ -209,6 +209,24 @@ class Workspace:
             after = self._current_or_new()
         return encode_diff(self.fs.diff(decode_snapshot(base), after))
 
+    def _record_or_live(self, snapshot: str | None) -> FilesystemSnapshot | None:
+        if snapshot is None:
+            return None
+        try:
+            return self.find(uuid.UUID(snapshot))
+        except ValueError as exc:
+            raise InvalidArgumentError(f"not a snapshot id: {snapshot!r}", None) from exc
+
+    def changes(self, snapshot: str | None) -> Json:
+        """What the snapshot with this id (None: the live tree) changed, with causes."""
+        return self.fs.changes(self._record_or_live(snapshot)).to_dict()
+
+    def blame(self, path: str, snapshot: str | None) -> list[Json]:
+        """Every change to ``path`` from the snapshot with this id (None: the live
+        tree) back, newest first."""
+        entries = self.fs.blame(path, snapshot=self._record_or_live(snapshot))
+        return [entry.to_dict() for entry in entries]
+
     def delete_snapshot(self, record: Json) -> None:
         """Forget a snapshot."""
         self.fs.delete_snapshot(decode_snapshot(record))

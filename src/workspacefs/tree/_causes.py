@@ -118,11 +118,12 @@ class Cause:
         if self.call_id is not None:
             parts.append(f"call {self.call_id}")
         if self.label is not None:
-            parts.append(f"({self.label})" if parts else self.label)
+            label = self.label.translate(_VISIBLE)
+            parts.append(f"({label})" if parts else label)
         if self.pid is not None:
             parts.append(f"pid {self.pid}")
         if self.command:
-            line = " ".join(self.command)
+            line = " ".join(self.command).translate(_VISIBLE)
             parts.append(f"`{line[:157] + '...' if len(line) > 160 else line}`")
         if self.container is not None:
             parts.append(f"in container {self.container[:12]}")
@@ -188,6 +189,8 @@ class Cause:
 
 
 _CALL_FIELDS = ("tool", "call_id", "label")
+_VISIBLE = {code: f"\\x{code:02x}" for code in range(32)} | {10: "\\n", 9: "\\t"}
+"""Control characters as escapes: a description is one line."""
 
 _current: ContextVar[Cause | None] = ContextVar("workspacefs_cause", default=None)
 
