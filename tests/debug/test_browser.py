@@ -244,3 +244,35 @@ def test_errors_reach_the_page(browser: Any) -> None:
             f"/api/snapshots/{snapshot.snapshot_id}/raw?path=blob.bin"
         )
         page.close()
+
+
+def test_the_timeline_and_the_diff_say_who_changed_what(browser: Any) -> None:
+    fs, _ = agent_session()
+    fs.write("notes.txt", "by hand\n")  # no cause in effect: adds no name to the live row
+    ids = [str(s.snapshot_id) for s in fs.snapshots()]
+    with start(LiveTarget(fs)) as server:
+        page = browser.new_page(viewport=VIEWPORT)
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(f"{server.url}#from={ids[2]}&to={ids[4]}")
+        page.wait_for_selector("body[data-ready='1']")
+        page.wait_for_selector("#timeline li .causes")
+        rows = page.locator("#timeline li")
+        # Snapshot #n is taken before call n, so it holds what call n-1 changed.
+        assert rows.nth(0).locator(".causes").count() == 0  # the empty start
+        assert rows.nth(1).locator(".causes").inner_text() == "by write_file call call-1"
+        assert rows.nth(3).locator(".causes").inner_text() == "by edit_file call call-3"
+        assert rows.nth(5).locator(".causes").inner_text() == "by write_file call call-5"
+        assert rows.nth(6).locator(".causes").inner_text() == "by rm call call-6"
+
+        # From #3 to #5: the edit of call 3 and the new file of call 4, each named.
+        page.wait_for_selector("#changed-files li")
+        changed = page.locator("#changed-files li")
+        assert changed.nth(0).get_attribute("title") == "by edit_file call call-3"
+        assert changed.nth(1).get_attribute("title") == "by write_file call call-4"
+        page.wait_for_selector("#diff-file .view-header .who")
+        assert page.locator("#diff-file .view-header .who").inner_text() == (
+            "by edit_file call call-3"
+        )
+        page.close()
+        assert problems == []

@@ -8,7 +8,10 @@ Routes (all GET; errors as in ``_http``):
 * ``/api/snapshots/{id}/file?path=[&against={id}]`` a text file, with the lines
   that differ from ``against`` when given;
 * ``/api/snapshots/{id}/raw?path=`` any file, as a download;
-* ``/api/diff?from=&to=[&patch=1]`` the paths that changed (and a unified diff);
+* ``/api/diff?from=&to=[&patch=1]`` the paths that changed (and a unified diff),
+  with who changed each where the target records it;
+* ``/api/causes`` who made each snapshot's changes, for the timeline, and
+  ``/api/snapshots/{id}/changes`` one snapshot's changes with their causes;
 * ``/api/diff/file?from=&to=&path=`` one file's hunks;
 * seed 003's ``/api/filesystem/meta``, ``/api/filesystem/tree`` and
   ``/api/filesystem/file?path=``, on the newest snapshot unless ``?snapshot=``.
@@ -20,7 +23,7 @@ slow archive or git read never blocks the event loop.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -46,10 +49,12 @@ from ._http import (
     positive_int,
     query,
 )
-from ._model import SnapshotSummary, TreeEntry
+from ._model import PathAttribution, SnapshotSummary, TreeEntry, merged
 from ._target import DebugTarget
 from ._text import Hunk, changed_lines, decode_text, hunks, split_lines, unified
 
+TIMELINE_CAUSES = 3
+"""Causes the timeline shows per snapshot (the rest are counted)."""
 TEXT_LIMIT = 1 << 20
 """Largest file shown as text (bigger ones: 413, and a download)."""
 DIFF_LINE_LIMIT = 20_000
@@ -205,10 +210,51 @@ class _Api:
             },
         )
 
+    def causes(self, request: Request) -> Response:
+        found: dict[str, Any] = {}
+        for summary in self.target.snapshots():
+            attribution = self.target.attribution(summary.id)
+            if attribution is None:
+                return JsonResponse({"attributed": False, "snapshots": {}})
+            shown, more = attribution.causes(TIMELINE_CAUSES)
+            found[summary.id] = {"causes": shown, "more": more}
+        return JsonResponse({"attributed": True, "snapshots": found})
+
+    def changes(self, request: Request) -> Response:
+        snapshot = request.path_params["snapshot"]
+        self._summary(snapshot)
+        attribution = self.target.attribution(snapshot)
+        if attribution is None:
+            raise ApiError(404, "not_attributed", "this target records no causes")
+        return JsonResponse({"snapshot": snapshot, **attribution.to_json()})
+
+    def _path_causes(self, base: str, target: str) -> dict[str, PathAttribution] | None:
+        """Who changed each path from ``base`` to ``target``: the steps from ``target``
+        back to ``base``, united; None if the target records no causes or ``base``
+        is not an earlier state of ``target``."""
+        steps: list[Mapping[str, PathAttribution]] = []
+        current: str | None = target
+        most = len(self.target.snapshots())  # each step goes back one snapshot
+        while current is not None and current != base and len(steps) <= most:
+            attribution = self.target.attribution(current)
+            if attribution is None:
+                return None
+            steps.append(attribution.paths)
+            current = attribution.base
+        return merged(steps) if current == base else None
+
     def diff(self, request: Request) -> Response:
         base, target = query(request, "from"), query(request, "to")
         changes = self.target.diff(base, target)
         body: dict[str, Any] = {"from": base, "to": target, **changes.to_json()}
+        who = self._path_causes(base, target)
+        if who is not None:
+            changed = {*changes.added, *changes.modified, *changes.deleted}
+            body["causes"] = {
+                path: [dict(cause) for cause in found.causes]
+                for path, found in who.items()
+                if path in changed
+            }
         if request.query_params.get("patch") in ("1", "true", "yes"):
             limit = positive_int(request, "max_lines", PATCH_LINES, MAX_PATCH_LINES)
             lines, more = self._patch(base, target, changes.added, changes.modified,
@@ -394,6 +440,8 @@ def create_app(target: DebugTarget, *, allowed_hosts: Sequence[str] | None = Non
         Route("/api/snapshots/{snapshot}/file", api.file),
         Route("/api/snapshots/{snapshot}/raw", api.raw),
         Route("/api/diff", api.diff),
+        Route("/api/causes", api.causes),
+        Route("/api/snapshots/{snapshot}/changes", api.changes),
         Route("/api/diff/file", api.diff_file),
         Route("/api/filesystem/meta", api.filesystem_meta),
         Route("/api/filesystem/tree", api.filesystem_tree),

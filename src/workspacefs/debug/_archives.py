@@ -35,7 +35,15 @@ from .._errors import (
     SnapshotNotFoundError,
 )
 from ..archive import ArchiveError, Entry, Reader, read_archive
-from ._model import Changes, EntryKind, SnapshotSummary, TargetInfo, TreeEntry, depth_first
+from ._model import (
+    Attribution,
+    Changes,
+    EntryKind,
+    SnapshotSummary,
+    TargetInfo,
+    TreeEntry,
+    depth_first,
+)
 from ._reader import BLOCK
 
 MANIFEST = "manifest.json"
@@ -328,6 +336,10 @@ class ArchivesTarget:
         return Changes(
             tuple(added), tuple(modified), tuple(deleted), len(new) - len(added) - len(modified)
         )
+
+    def attribution(self, snapshot: str) -> Attribution | None:
+        self._member(snapshot)  # an unknown id is an error, as for every other question
+        return None  # archives keep no causes
 
     def warm(self) -> None:
         # The page opens on the newest snapshot and offers the diff from the one before.

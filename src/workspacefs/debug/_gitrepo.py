@@ -32,11 +32,13 @@ from .._errors import (
     SnapshotNotFoundError,
 )
 from ._model import (
+    Attribution,
     Changes,
     SnapshotSummary,
     TargetInfo,
     TreeEntry,
     depth_first,
+    merged,
     origin_from_tag,
 )
 from ._reader import BLOCK
@@ -282,6 +284,22 @@ class GitTarget:
         return Changes(
             tuple(sorted(added)), tuple(sorted(modified)), tuple(sorted(deleted)), unchanged
         )
+
+    def attribution(self, snapshot: str) -> Attribution | None:
+        item = self._find(snapshot)
+        with self._lock:
+            commit = self._repo[item.commit]
+            if not isinstance(commit, pygit2.Commit):
+                raise SnapshotError(f"{item.commit} is not a commit", self._path)
+            steps = git.recorded_changes(self._repo, commit)
+        if steps is None:
+            return None
+        # One commit records every kept snapshot since the one persisted before it.
+        listed = list(self._stored)
+        found = [Attribution.of(step, listed) for step in steps]
+        if not found:
+            return Attribution(None, {})
+        return Attribution(found[-1].base, merged([step.paths for step in found]))
 
     def warm(self) -> None:
         self._list()

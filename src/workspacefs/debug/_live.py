@@ -14,8 +14,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._errors import SnapshotNotFoundError
-from ..fs import Filesystem, FilesystemSnapshot, SnapshotableFilesystem
-from ._model import LIVE, Changes, Origin, SnapshotSummary, TargetInfo, TreeEntry, origin_from_tag
+from ..fs import AttributedFilesystem, Filesystem, FilesystemSnapshot, SnapshotableFilesystem
+from ._model import (
+    LIVE,
+    Attribution,
+    Changes,
+    Origin,
+    SnapshotSummary,
+    TargetInfo,
+    TreeEntry,
+    origin_from_tag,
+)
 from ._reader import StateReader, reader_for
 
 
@@ -82,6 +91,7 @@ class LiveTarget:
         self._label = label or (str(workspace) if workspace else type(filesystem).__name__)
         self._location = None if location is None else os.fspath(location)
         self._arguments = call_arguments
+        self._attributions: dict[str, Attribution] = {}  # a kept snapshot's never changes
 
     def info(self) -> TargetInfo:
         workspace = getattr(self._fs, "workspace_id", None)
@@ -173,6 +183,20 @@ class LiveTarget:
         after = None if target == LIVE else self._record(target)
         found = self._fs.diff(self._record(base), after)
         return Changes(found.added, found.modified, found.deleted, found.unchanged_count)
+
+    def attribution(self, snapshot: str) -> Attribution | None:
+        if not isinstance(self._fs, AttributedFilesystem):
+            return None
+        listed = {str(record.snapshot_id) for record in self._records()}
+        cached = self._attributions.get(snapshot)
+        # Deleting the snapshot before it moves its base further back: then count again.
+        if cached is not None and (cached.base is None or cached.base in listed):
+            return cached
+        record = None if snapshot == LIVE else self._record(snapshot)
+        found = Attribution.of(self._fs.changes(record), listed)
+        if record is not None:
+            self._attributions[snapshot] = found
+        return found
 
     def warm(self) -> None:
         pass

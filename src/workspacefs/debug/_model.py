@@ -1,14 +1,17 @@
-"""What the debug UI shows: targets, snapshots, tree entries, changes, and where a
-snapshot came from. Plain values, turned into JSON by ``to_json``."""
+"""What the debug UI shows: targets, snapshots, tree entries, changes, where a
+snapshot came from and who changed what. Plain values, turned into JSON by
+``to_json``."""
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from ..fs import Cause, SnapshotChanges
 
 EntryKind = Literal["file", "directory", "symlink", "other"]
 
@@ -232,3 +235,87 @@ class Changes:
 def _contains(ordered: tuple[str, ...], item: str) -> bool:
     index = bisect_left(ordered, item)
     return index < len(ordered) and ordered[index] == item
+
+
+# -- who changed what -------------------------------------------------------------------
+
+
+def cause_json(cause: Cause) -> dict[str, Any]:
+    """A cause as the UI shows it: its fields, its kind and one line of text."""
+    return {**cause.to_dict(), "kind": cause.kind, "text": cause.describe()}
+
+
+@dataclass(frozen=True, slots=True)
+class PathAttribution:
+    """How one path changed and who changed it (causes as ``cause_json``, oldest first)."""
+
+    kind: str
+    causes: tuple[Mapping[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"kind": self.kind, "causes": [dict(cause) for cause in self.causes]}
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """What one snapshot changed since the snapshot before it, and who changed each path.
+
+    Attributes:
+        base: The id of the snapshot the changes are counted from, when the
+            timeline lists it (None: the empty workspace, or one not listed).
+        paths: Each changed file or symlink.
+    """
+
+    base: str | None
+    paths: Mapping[str, PathAttribution]
+
+    @classmethod
+    def of(cls, step: SnapshotChanges, listed: Iterable[str]) -> Attribution:
+        """A step of a workspace's history; ``listed`` are the timeline's ids."""
+        base = None if step.base is None else str(step.base.snapshot_id)
+        paths = {
+            change.path: PathAttribution(change.kind, tuple(cause_json(c) for c in change.causes))
+            for change in step.changes
+        }
+        return cls(base if base in set(listed) else None, paths)
+
+    def causes(self, most: int) -> tuple[list[dict[str, Any]], int]:
+        """The distinct causes of the changes, newest first: the first ``most``, and how
+        many more there are."""
+        seen: dict[str, dict[str, Any]] = {}
+        for change in self.paths.values():
+            for cause in reversed(change.causes):
+                seen.setdefault(cause["text"], dict(cause))
+        found = list(seen.values())
+        return found[:most], max(0, len(found) - most)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "base": self.base,
+            "changes": {path: change.to_json() for path, change in sorted(self.paths.items())},
+        }
+
+
+def merged(steps: Sequence[Mapping[str, PathAttribution]]) -> dict[str, PathAttribution]:
+    """The changes of consecutive steps (newest first) as one step: a path added then
+    deleted did not change, one deleted then added was modified; causes united."""
+    found: dict[str, PathAttribution] = {}
+    for step in steps:  # newest first: each older step comes before what ``found`` holds
+        for path, older in step.items():
+            newer = found.get(path)
+            if newer is None:
+                found[path] = older
+                continue
+            causes = [c for c in older.causes if c not in newer.causes] + list(newer.causes)
+            found[path] = PathAttribution(_kind_of(older.kind, newer.kind), tuple(causes))
+    return {path: change for path, change in found.items() if change.kind != "unchanged"}
+
+
+def _kind_of(older: str, newer: str) -> str:
+    if older == "added":
+        return "unchanged" if newer == "deleted" else "added"
+    if newer == "deleted":
+        return "deleted"
+    return "modified"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from ._model import Changes, SnapshotSummary, TargetInfo, TreeEntry
+from ._model import Attribution, Changes, SnapshotSummary, TargetInfo, TreeEntry
 
 
 class DebugTarget(Protocol):
@@ -61,6 +61,11 @@ class DebugTarget(Protocol):
 
     def diff(self, base: str, target: str) -> Changes:
         """Files and symlinks added, modified and deleted from ``base`` to ``target``."""
+        ...
+
+    def attribution(self, snapshot: str) -> Attribution | None:
+        """What ``snapshot`` changed since the snapshot before it and who changed each
+        path; None where the target does not record causes (archives)."""
         ...
 
     def warm(self) -> None:

@@ -6,6 +6,7 @@ objects (modes, ``encode_tree``, ``walk_tree``).
 """
 
 from ._load import load as load
+from ._load import recorded_changes as recorded_changes
 from ._merge import ConflictKind as ConflictKind
 from ._merge import MergeConflict as MergeConflict
 from ._merge import MergeResult as MergeResult

@@ -188,15 +188,28 @@ class GitHistory:
         return True
 
     def _steps(self, commit: pygit2.Commit) -> list[SnapshotChanges] | None:
-        try:
-            meta = self._repository[trailers(commit.message)["Workspacefs-Meta"]]
-            if not isinstance(meta, pygit2.Commit):
-                raise TypeError(f"{meta.id} is not a commit")
-            return recorded_history(self._repository.odb, meta)
-        except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
-            raise SnapshotError(
-                f"the history recorded with {commit.id} is damaged: {exc}", self._repository.path
-            ) from exc
+        return recorded_changes(self._repository, commit)
+
+
+def recorded_changes(
+    repository: pygit2.Repository, commit: pygit2.Commit
+) -> list[SnapshotChanges] | None:
+    """The changes a snapshot commit records with their causes: its snapshot's, then
+    each earlier one's back to its parent commit's snapshot (newest first); None if
+    it records none (written before attribution existed).
+
+    Raises:
+        SnapshotError: The commit or its record is damaged.
+    """
+    try:
+        meta = repository[trailers(commit.message)["Workspacefs-Meta"]]
+        if not isinstance(meta, pygit2.Commit):
+            raise TypeError(f"{meta.id} is not a commit")
+        return recorded_history(repository.odb, meta)
+    except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
+        raise SnapshotError(
+            f"the history recorded with {commit.id} is damaged: {exc}", repository.path
+        ) from exc
 
 
 def _populate(

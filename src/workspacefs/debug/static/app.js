@@ -11,6 +11,7 @@ const state = {
   file: null, // path shown in the file view
   diff: null, // {from, to, added, modified, deleted, unchanged_count, status: Map}
   diffFile: null, // last /api/diff/file answer
+  causes: {}, // snapshot id -> {causes, more}: who made its changes (/api/causes)
   layout: "split", // or "unified"
 };
 
@@ -103,6 +104,19 @@ function originText(origin) {
   return `${origin.summary} ${text.length > 160 ? text.slice(0, 157) + "..." : text}`;
 }
 
+function causesText(causes, more) {
+  const texts = causes.map((cause) => cause.text);
+  if (more) texts.push(`${more} more`);
+  return texts.join("; ");
+}
+
+function timelineCauses(snapshot) {
+  const found = state.causes[snapshot.id];
+  if (!found || !found.causes.length) return null;
+  const text = causesText(found.causes, found.more);
+  return el("span", { class: "causes", title: text, text: `by ${text}` });
+}
+
 function metaLine(snapshot) {
   const parts = [when(snapshot.created_at)];
   if (snapshot.file_count !== null) parts.push(`${snapshot.file_count} files`);
@@ -150,6 +164,7 @@ function renderTimeline() {
         ),
         el("span", { class: "meta", text: metaLine(snapshot) }),
         snapshot.origin ? el("span", { class: "origin", text: originText(snapshot.origin) }) : null,
+        timelineCauses(snapshot),
       ),
     ),
   );
@@ -194,6 +209,13 @@ async function loadSnapshots() {
   state.byId = new Map(state.snapshots.map((snapshot) => [snapshot.id, snapshot]));
   renderSelects();
   renderTimeline();
+  try {
+    const causes = await api("/api/causes");
+    state.causes = causes.snapshots;
+    renderTimeline();
+  } catch (error) {
+    state.causes = {}; // the timeline works without them
+  }
 }
 
 // -- tree ---------------------------------------------------------------------------
@@ -460,6 +482,12 @@ async function runDiff() {
 
 const MAX_LISTED = 5000;
 
+function whoChanged(path) {
+  // Who changed a path between the diff's two snapshots, newest first ("" if unknown).
+  const causes = state.diff && state.diff.causes && state.diff.causes[path];
+  return causes && causes.length ? `by ${causesText([...causes].reverse(), 0)}` : "";
+}
+
 function renderDiff() {
   const diff = state.diff;
   const paths = [...diff.status.keys()].sort();
@@ -475,6 +503,7 @@ function renderDiff() {
           role: "option",
           class: diff.status.get(path),
           "aria-selected": "false",
+          title: whoChanged(path) || null,
           dataset: { path },
           onclick: () => openDiffFile(path),
         },
@@ -597,6 +626,7 @@ function renderDiffFile() {
     { class: "view-header" },
     el("span", { class: "path", text: file.path }),
     el("span", { class: `status ${file.status}`, text: file.status }),
+    whoChanged(file.path) ? el("span", { class: "who", text: whoChanged(file.path) }) : null,
     downloadLink(file.downloads.old, "old"),
     downloadLink(file.downloads.new, "new"),
   );
