@@ -42,6 +42,9 @@ from .archive import SessionCheckpoints as SessionCheckpoints
 from .archive import SnapshotInfo as SnapshotInfo
 from .archive import dump_session as dump_session
 from .archive import load_session as load_session
+from .fs import AttributedFilesystem as AttributedFilesystem
+from .fs import BlameEntry as BlameEntry
+from .fs import Cause as Cause
 from .fs import FileEntry as FileEntry
 from .fs import FileStat as FileStat
 from .fs import Filesystem as Filesystem
@@ -54,14 +57,17 @@ from .fs import InMemoryFilesystem as InMemoryFilesystem
 from .fs import InMemorySnapshotStore as InMemorySnapshotStore
 from .fs import Limits as Limits
 from .fs import MemoryUsage as MemoryUsage
+from .fs import PathChange as PathChange
 from .fs import ReadBytesResult as ReadBytesResult
 from .fs import ReadResult as ReadResult
 from .fs import SnapshotableFilesystem as SnapshotableFilesystem
+from .fs import SnapshotChanges as SnapshotChanges
 from .fs import SnapshotRef as SnapshotRef
 from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from .fs import SnapshotStore as SnapshotStore
 from .fs import WriteMode as WriteMode
 from .fs import WriteResult as WriteResult
+from .fs import attributed as attributed
 
 if TYPE_CHECKING:
     from . import daemon as daemon
