@@ -1,6 +1,7 @@
 """The FUSE front door: the live tree at a real mount point (pyfuse3 + trio)."""
 
 from ._attributes import CachePolicy as CachePolicy
+from ._causes import RequestCauses as RequestCauses
 from ._invalidate import invalidate as invalidate
 from ._mount import Mount as Mount
 from ._mount import fuse_mounts as fuse_mounts

@@ -60,11 +60,23 @@ class RequestCauses:
             attributes nothing). Its ``attributing`` switch is obeyed per
             request.
         proc: Where procfs is mounted.
+        trust: Seconds a cached cause is used before its thread's start time is
+            checked again.
+        capacity: The most threads cached.
     """
 
-    def __init__(self, tree: Tree | None, *, proc: str = "/proc") -> None:
+    def __init__(
+        self,
+        tree: Tree | None,
+        *,
+        proc: str = "/proc",
+        trust: float = TRUST_SECONDS,
+        capacity: int = CAPACITY,
+    ) -> None:
         self._tree = tree
         self._proc = proc
+        self._trust = trust
+        self._capacity = capacity
         self._known: dict[int, _Known] = {}
 
     def attribute(self, ctx: pyfuse3.RequestContext | None) -> None:
@@ -95,14 +107,18 @@ class RequestCauses:
         started = self._started(pid)
         now = time.monotonic()
         if known is not None and known.uid == uid and started == known.started:
-            known.trusted_until = now + TRUST_SECONDS
+            known.trusted_until = now + self._trust
             return known.cause
         cause = self._describe(pid, uid)
         self._known.pop(pid, None)
-        while len(self._known) >= CAPACITY:
+        while len(self._known) >= self._capacity:
             del self._known[next(iter(self._known))]
-        self._known[pid] = _Known(cause, uid, started, now + TRUST_SECONDS)
+        self._known[pid] = _Known(cause, uid, started, now + self._trust)
         return cause
+
+    def __len__(self) -> int:
+        """How many threads are cached."""
+        return len(self._known)
 
     def _read(self, pid: int, name: str) -> bytes:
         try:
