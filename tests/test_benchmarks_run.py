@@ -9,6 +9,7 @@ from workspacefs.fuse import unavailable_reason
 
 NAMES = sorted(path.stem[len("bench_") :] for path in Path("benchmarks").glob("bench_*.py"))
 MARKS = {
+    "blame": [pytest.mark.fuse],
     "fuse": [pytest.mark.fuse],
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
     "daemon": [pytest.mark.slow],  # covered by tests/daemon/test_daemon_bench.py
@@ -18,7 +19,7 @@ MARKS = {
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=MARKS.get(name, [])) for name in NAMES])
 def test_benchmark_runs(name: str) -> None:
-    if name == "fuse" and (reason := unavailable_reason()):
+    if name in ("blame", "fuse") and (reason := unavailable_reason()):
         pytest.skip(reason)
     module = importlib.import_module(f"benchmarks.bench_{name}")
     assert module.main(["--quick"]) == 0

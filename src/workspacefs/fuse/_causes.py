@@ -41,7 +41,7 @@ READ_LIMIT = 1 << 20
 """The most bytes read of one /proc file (an environment can be large)."""
 
 _CONTAINER = re.compile(rb"(?:libpod-|docker-|/docker/)([0-9a-f]{64})(?![0-9a-f])")
-_VARIABLE = CAUSE_VARIABLE.encode() + b"="
+_VARIABLE = b"\0" + CAUSE_VARIABLE.encode() + b"="
 
 
 @dataclass(slots=True)
@@ -85,7 +85,15 @@ class RequestCauses:
         tree = self._tree
         if tree is None or not tree.attributing:
             return
-        set_cause(None if ctx is None else self.cause(ctx.pid, ctx.uid))
+        if ctx is None:
+            set_cause(None)
+            return
+        # ``cause``'s common case, inline: on every request that may change the tree.
+        known = self._known.get(ctx.pid)
+        if known is not None and known.uid == ctx.uid and time.monotonic() < known.trusted_until:
+            set_cause(known.cause)
+        else:
+            set_cause(self._refresh(ctx.pid, ctx.uid, known))
 
     def resume(self, cause: Cause | None) -> None:
         """Make ``cause`` (taken with ``current_cause`` by an earlier request, such as
@@ -129,7 +137,7 @@ class RequestCauses:
             chunks = []
             size = 0
             while size < READ_LIMIT:
-                chunk = os.read(fd, min(1 << 16, READ_LIMIT - size))
+                chunk = os.read(fd, min(1 << 14, READ_LIMIT - size))
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -163,10 +171,12 @@ class RequestCauses:
         found = _CONTAINER.search(self._read(process, "cgroup"))
         container = found[1].decode() if found else None
         call = None
-        for variable in self._read(process, "environ").split(b"\0"):
-            if variable.startswith(_VARIABLE):
-                value = variable[len(_VARIABLE) :].decode("utf-8", "replace")
-                call = Cause.from_environment(value)
-                break
+        environ = b"\0" + self._read(process, "environ")
+        start = environ.find(_VARIABLE)
+        if start >= 0:
+            start += len(_VARIABLE)
+            end = environ.find(b"\0", start)
+            value = environ[start : end if end >= 0 else None]
+            call = Cause.from_environment(value.decode("utf-8", "replace"))
         cause = Cause(pid=process, command=command, container=container, uid=uid)
         return cause.bounded().with_call(call)

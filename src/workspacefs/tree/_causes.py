@@ -192,23 +192,24 @@ _CALL_FIELDS = ("tool", "call_id", "label")
 _VISIBLE = {code: f"\\x{code:02x}" for code in range(32)} | {10: "\\n", 9: "\\t"}
 """Control characters as escapes: a description is one line."""
 
-_current: ContextVar[Cause | None] = ContextVar("workspacefs_cause", default=None)
+CURRENT: ContextVar[Cause | None] = ContextVar("workspacefs_cause", default=None)
+"""The cause in effect in this context; set it with ``attributed`` (or ``set_cause``)."""
 
 
 def current_cause() -> Cause | None:
     """The cause changes made now in this context are attributed to."""
-    return _current.get()
+    return CURRENT.get()
 
 
 @contextlib.contextmanager
 def attributed(cause: Cause | None) -> Iterator[Cause | None]:
     """Attribute every change made in this context (thread, task) to ``cause`` until
     the block ends; blocks nest, the innermost wins (None: no cause)."""
-    token = _current.set(cause)
+    token = CURRENT.set(cause)
     try:
         yield cause
     finally:
-        _current.reset(token)
+        CURRENT.reset(token)
 
 
 def set_cause(cause: Cause | None) -> None:
@@ -218,4 +219,4 @@ def set_cause(cause: Cause | None) -> None:
     handlers), where each request that changes the tree sets its own first;
     everyone else uses ``attributed``.
     """
-    _current.set(cause)
+    CURRENT.set(cause)

@@ -17,7 +17,12 @@ from collections.abc import Mapping, Set
 
 from ._causes import Cause
 
-NO_CAUSES: Mapping[int, tuple[Cause, ...]] = {}
+StepCauses = Mapping[int, "Cause | tuple[Cause, ...]"]
+"""Inode -> the causes of its changes in one step, oldest first: one cause as itself,
+several as a tuple (most inodes have one, and a tuple each would be an object more
+for the garbage collector per changed inode)."""
+
+NO_CAUSES: StepCauses = {}
 
 
 class Lineage:
@@ -30,7 +35,7 @@ class Lineage:
         self,
         parent: Lineage | None,
         changes: Set[int],
-        causes: Mapping[int, tuple[Cause, ...]] = NO_CAUSES,
+        causes: StepCauses = NO_CAUSES,
     ) -> None:
         self.parent = parent
         self.changes = changes
@@ -94,8 +99,11 @@ class Span:
         found: tuple[Cause, ...] | None = None
         for step in self._steps:
             causes = step.causes.get(ino)
-            if causes:
-                found = causes if found is None else joined(found, causes)
+            if causes is None:
+                continue
+            if isinstance(causes, Cause):
+                causes = (causes,)
+            found = causes if found is None else joined(found, causes)
         return found
 
 

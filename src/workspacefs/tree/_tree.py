@@ -36,7 +36,7 @@ from .._errors import (
     NotSupportedError,
 )
 from ._budget import MemoryBudget
-from ._causes import Cause, current_cause
+from ._causes import CURRENT, Cause
 from ._diff import changed_entries
 from ._journal import Journal, TreeLock
 from ._lineage import MAX_CAUSES, Lineage, changes_between
@@ -155,7 +155,7 @@ class Tree(TreeView):
         self._orphans: dict[int, Node] = {}
         self._held: set[int] = set()
         self._changes: set[int] = {ROOT_INO}
-        self._causes: dict[int, tuple[Cause, ...]] = {}
+        self._causes: dict[int, Cause | tuple[Cause, ...]] = {}
         self._head = Lineage(None, frozenset())
         self.attributing = True
         """Record the cause in effect (``current_cause``) with every change; off,
@@ -306,23 +306,23 @@ class Tree(TreeView):
             self._store(ino, node)
         else:
             self._journal.inodes.add(ino)
-            if self.attributing:
+            # The write path's common case, inline: the same cause object (one per
+            # tool call, one per process on the mount) changing the same inode again.
+            if self.attributing and self._causes.get(ino) is not CURRENT.get():
                 self._attribute(ino)
         return node
 
     def _attribute(self, ino: int) -> None:
-        """Record that the cause in effect changed ``ino`` in this epoch.
-
-        On every write path, so the common case is one dict lookup and an
-        identity test: the same cause object (one per tool call, one per
-        process on the mount) changing the same inode again.
-        """
-        cause = current_cause()
+        """Record that the cause in effect changed ``ino`` in this epoch."""
+        cause = CURRENT.get()
         if cause is None:
             return
         known = self._causes.get(ino)
         if known is None:
-            self._causes[ino] = (cause,)
+            self._causes[ino] = cause
+        elif isinstance(known, Cause):
+            if known != cause:
+                self._causes[ino] = (known, cause)
         elif known[-1] is not cause and known[-1] != cause:
             kept = tuple(c for c in known if c != cause)
             self._causes[ino] = (*kept[-(MAX_CAUSES - 1) :], cause)
@@ -340,7 +340,7 @@ class Tree(TreeView):
     def _store(self, ino: int, node: Node | None) -> None:
         self._changes.add(ino)
         self._journal.inodes.add(ino)
-        if self.attributing:
+        if self.attributing and self._causes.get(ino) is not CURRENT.get():
             self._attribute(ino)
         if ino in self._orphans:
             if node is None:
