@@ -28,6 +28,7 @@ from ..tree import (
     Lineage,
     PathChange,
     Span,
+    Tree,
     TreeView,
     attributed_diff,
     empty_view,
@@ -201,7 +202,12 @@ class _Step:
     root: Lineage
 
     def _span(self) -> Span:
-        return Span(self.base.lineage if self.base is not None else self.root, self.target.lineage)
+        """The steps between the anchors (hold the target's lock). The live tree's
+        place is read now: a snapshot taken since the walk began is then one step
+        more, not changes lost."""
+        view = self.target.view
+        lineage = view.pending() if isinstance(view, Tree) else self.target.lineage
+        return Span(self.base.lineage if self.base is not None else self.root, lineage)
 
     def _base_view(self) -> TreeView:
         return self.base.view if self.base is not None else empty_view()
