@@ -39,6 +39,7 @@ from ._diff import changed_entries
 from ._journal import Journal, TreeLock
 from ._lineage import Lineage, changes_between
 from ._nodes import Content, Directory, File, Node, Special, Symlink
+from ._registry import WeakRegistry
 from ._table import Table, nodes, put
 from ._view import ROOT_INO, TreeView
 
@@ -61,7 +62,7 @@ _tree_ids = itertools.count(1)
 class Version(TreeView):
     """A frozen version of a tree: never changes after it is taken."""
 
-    __slots__ = ("file_count", "lineage", "number", "total_bytes", "tree_id")
+    __slots__ = ("__weakref__", "file_count", "lineage", "number", "total_bytes", "tree_id")
 
     def __init__(
         self,
@@ -124,6 +125,7 @@ class Tree(TreeView):
         "_journal",
         "_next_ino",
         "_orphans",
+        "_versions",
         "budget",
         "file_count",
         "id",
@@ -142,6 +144,8 @@ class Tree(TreeView):
         # Epoch numbers come from one counter per family of forks (see ``fork``).
         self._epochs = itertools.count(1)
         self._epoch = next(self._epochs)
+        # Every version of the family still alive, wherever it is held (space accounting).
+        self._versions: WeakRegistry[Version] = WeakRegistry()
         self.budget = budget if budget is not None else MemoryBudget()
         super().__init__(Table(self._epoch, []))
         self.id = next(_tree_ids)
@@ -169,10 +173,17 @@ class Tree(TreeView):
             file_count=self.file_count,
             total_bytes=self.total_bytes,
         )
+        self._versions.add(version)
         self._head = lineage
         self._changes = set()
         self._epoch = next(self._epochs)
         return version
+
+    def versions(self) -> list[Version]:
+        """Every version of this tree and of its family of forks that is still
+        alive, oldest first: those snapshot stores keep and any held elsewhere
+        (a frozen view, the git persistence state). For space accounting."""
+        return self._versions.alive()
 
     def fork(self, version: Version) -> Tree:
         """A new live tree whose state is ``version``, in O(1); for forks of a workspace.
@@ -204,6 +215,7 @@ class Tree(TreeView):
         fork = object.__new__(Tree)
         fork._epochs = self._epochs
         fork._epoch = next(self._epochs)
+        fork._versions = self._versions
         fork.budget = self.budget
         fork._table = version._table
         fork.id = next(_tree_ids)
@@ -753,6 +765,12 @@ class Tree(TreeView):
     def orphans(self) -> Set[int]:
         """Inodes unlinked from the tree but still held from outside."""
         return self._orphans.keys()
+
+    def orphan_nodes(self) -> list[tuple[int, Node]]:
+        """(inode, node) of every orphan, for space accounting. Taken right after
+        a ``snapshot()`` under the lock, the nodes are frozen like the version's:
+        the next change to one clones it first."""
+        return list(self._orphans.items())
 
 
 def _orphaned(node: Node, epoch: int) -> Node:
