@@ -175,6 +175,20 @@ def test_a_restored_snapshot_shares_with_the_live_tree(fs: InMemoryFilesystem) -
     assert snapshot_figures(usage) == {"first": (100, 100, 0), "second": (200, 0, 200)}
 
 
+def test_branches_without_a_kept_common_snapshot(fs: InMemoryFilesystem) -> None:
+    fs.write_bytes("a", b"a" * 100)
+    first = fs.snapshot(tag="first")
+    fs.write_bytes("b", b"b" * 200)
+    fs.snapshot(tag="second")
+    fs.restore(first)
+    fs.write_bytes("c", b"c" * 400)
+    fs.delete_snapshot(first)  # "second" and the live tree now meet in no kept version
+    usage = fs.space_usage()
+    assert snapshot_figures(usage) == {"second": (300, 100, 200)}
+    assert usage.live == type(usage.live)(500, 400)
+    assert usage.held == usage.accounted == 700
+
+
 def test_an_open_unlinked_file_counts_for_the_live_tree(fs: InMemoryFilesystem) -> None:
     fs.write_bytes("open", b"o" * 3000)
     with fs.tree.lock:

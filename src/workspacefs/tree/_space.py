@@ -8,18 +8,26 @@ dropping it would free: a chunk is freed with its last reference (see
 ``_budget``). Bytes are counted by chunk identity, as the budget counts
 them, so data that copy-on-write shares between versions counts once.
 
-Why it need not look at every version's every file: versions share by
-identity, and the lineage says where they may differ. Every inode outside
-``changes_between(v, base)`` holds in ``v`` the very node object it holds in
-the base version (a change stores a new node or clears the slot, and that
-records the inode), so its data is reached by every holding alike. Only the
-inodes some version changed, relative to the base, are looked at per version;
-their chunks are told apart by identity, per inode, since chunks are never
-shared across inodes (a node is cloned only into its own inode). The cost:
-one pass over the base version's table, plus, for each inode in the union
-``U`` of the versions' change sets, a lookup in each distinct table and a
-look at the chunks of its distinct nodes: O(inodes + |U| x tables + chunks of
-the nodes at U).
+Why it need not walk every version: versions share by identity, and the
+lineage says where they may differ. An inode outside ``changes_between(a,
+b)`` holds the very same node object in ``a`` and in ``b`` (every change
+stores a new node or clears the slot, and records the inode). So the
+versions are arranged in a tree along their lineage, each below its nearest
+ancestor among them (a version with none below the oldest one), and
+numbered depth first, which makes every subtree a range of numbers. An inode
+no edge of that tree changed holds one node in every version: its data is
+counted once, from the top version's table, as reached by everyone. An
+inode that some edges changed holds, in each version, the node of the
+nearest version above it (itself included) where it changed: a range of
+numbers minus the ranges of the changes below, found with one sorted sweep.
+Chunks of the distinct nodes at such an inode are then told apart by
+identity; they are never shared across inodes (a node is cloned only into
+its own inode).
+
+The cost: one pass over the top version's inode table, the lineage steps
+between the versions, and for each inode an edge changed, its change points
+and the chunks of its distinct nodes: O(inodes + changes), with a factor of
+versions / 64 for the bit sets of the holders (machine words of a Python int).
 
 What is not counted: deferred content not loaded yet (it holds no memory),
 and the tree's bookkeeping (nodes, directories, table pages), as in the
@@ -31,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ._lineage import changes_between
+from ._lineage import Lineage, changes_between
 from ._nodes import File, Node
 from ._table import PAGE_BITS
 from ._tree import Version
@@ -95,44 +103,137 @@ def shares(holdings: Sequence[Holding]) -> Shares:
     The caller keeps the versions alive and unchanged meanwhile (versions never
     change; a live tree is frozen first, see ``Tree.orphan_nodes``).
     """
-    # Versions sharing a table reach the same: one root each, with every holder's bit.
+    # Bits name "roots" while counting: one per distinct table (versions sharing
+    # a table reach the same), then one per holding with orphans. ``owners[bit]``
+    # says which holdings a root stands for; masks become holdings' at the end.
     roots: list[Version] = []
-    root_masks: list[int] = []
+    owners: list[int] = []
     by_table: dict[int, int] = {}
-    orphans: dict[int, list[tuple[Node, int]]] = {}
     for index, holding in enumerate(holdings):
-        bit = 1 << index
         for version in holding.versions:
             root = by_table.setdefault(id(version._table), len(roots))
             if root == len(roots):
                 roots.append(version)
-                root_masks.append(0)
-            root_masks[root] |= bit
-        for ino, node in holding.orphans:
-            orphans.setdefault(ino, []).append((node, bit))
+                owners.append(0)
+            owners[root] |= 1 << index
     counts: dict[int, int] = {}
-    changed: set[int] = set(orphans)
-    if roots:
-        base = roots[0]
-        for version in roots[1:]:
-            changed |= changes_between(version.lineage, base.lineage)
-        everyone = 0
-        for mask in root_masks:
-            everyone |= mask
-        unchanged = _unchanged_bytes(base, changed)
+    changed: dict[int, list[int]] = {}
+    tree = _RootTree(roots) if roots else None
+    if tree is not None:
+        roots = tree.roots
+        owners = [owners[root] for root in tree.order]
+        for number, inodes in enumerate(tree.changes):
+            for ino in inodes:
+                changed.setdefault(ino, []).append(number)
+    loose: dict[int, list[tuple[Node, int]]] = {}
+    for index, holding in enumerate(holdings):
+        if holding.orphans:
+            bit = 1 << len(owners)
+            owners.append(1 << index)
+            for ino, node in holding.orphans:
+                loose.setdefault(ino, []).append((node, bit))
+    touched = changed.keys() | loose.keys()
+    if tree is not None:
+        unchanged = _unchanged_bytes(roots[0], touched)
         if unchanged:
-            counts[everyone] = unchanged
-    tables = [(version._table, mask) for version, mask in zip(roots, root_masks, strict=True)]
-    for ino in changed:
+            counts[(1 << len(roots)) - 1] = unchanged
+    for ino in touched:
         found: dict[int, tuple[Node, int]] = {}
-        for table, mask in tables:
-            slot = table.get(ino)
-            if slot is not None:
-                _reach(found, slot, mask)
-        for orphan, bit in orphans.get(ino, ()):
+        if tree is not None:
+            for number, mask in tree.holders_at(changed.get(ino, [])):
+                node = roots[number]._table.get(ino)
+                if node is not None:
+                    _reach(found, node, mask)
+        for orphan, bit in loose.get(ino, ()):
             _reach(found, orphan, bit)
         _count_inode(found.values(), counts)
-    return Shares(counts, len(holdings))
+    return Shares(_by_holders(counts, owners), len(holdings))
+
+
+class _RootTree:
+    """Distinct versions in a tree along their lineage, numbered depth first.
+
+    ``roots[n]`` is version number ``n`` (0 the top); ``changes[n]`` the inodes
+    that may differ between it and its parent in the tree (none for the top);
+    ``sizes[n]`` the size of its subtree, which holds numbers ``n`` to ``n +
+    sizes[n] - 1``; ``order[n]`` its index in the list given.
+    """
+
+    __slots__ = ("changes", "order", "roots", "sizes")
+
+    def __init__(self, versions: Sequence[Version]) -> None:
+        at: dict[int, int] = {id(version.lineage): index for index, version in enumerate(versions)}
+        parents: list[int | None] = []
+        edges: list[set[int]] = []
+        tops = []
+        for index, version in enumerate(versions):
+            steps: list[Lineage] = [version.lineage]
+            step = version.lineage.parent
+            while step is not None and id(step) not in at:
+                steps.append(step)
+                step = step.parent
+            if step is None:  # no version above it: joined to the first such, below
+                tops.append(index)
+                parents.append(None)
+                edges.append(set())
+            else:
+                parents.append(at[id(step)])
+                edges.append(set().union(*(s.changes for s in steps)))
+        top = tops[0]
+        for index in tops[1:]:
+            parents[index] = top
+            edges[index] = changes_between(versions[index].lineage, versions[top].lineage)
+        children: list[list[int]] = [[] for _ in versions]
+        for index, parent in enumerate(parents):
+            if parent is not None:
+                children[parent].append(index)
+        order: list[int] = []
+        stack = [top]
+        while stack:  # depth first, children in the order given
+            index = stack.pop()
+            order.append(index)
+            stack.extend(reversed(children[index]))
+        number = {index: n for n, index in enumerate(order)}
+        sizes = [1] * len(order)
+        for n in range(len(order) - 1, 0, -1):
+            parent = parents[order[n]]
+            assert parent is not None
+            sizes[number[parent]] += sizes[n]
+        self.order = order
+        self.roots = [versions[index] for index in order]
+        self.changes = [edges[index] for index in order]
+        self.sizes = sizes
+
+    def holders_at(self, points: list[int]) -> list[tuple[int, int]]:
+        """(version number, mask of the versions holding its node) for one inode
+        changed on the edges above ``points`` (ascending): each point, and the
+        top, holds its node for its range minus the ranges of the points below."""
+        masks: dict[int, int] = {}
+        stack: list[tuple[int, int]] = []  # (point, end of its range), nested
+        for point in [0, *points]:
+            size = self.sizes[point]
+            while stack and point >= stack[-1][1]:
+                stack.pop()
+            span = ((1 << size) - 1) << point
+            if stack:
+                masks[stack[-1][0]] ^= span
+            masks[point] = span
+            stack.append((point, point + size))
+        return list(masks.items())
+
+
+def _by_holders(counts: dict[int, int], owners: list[int]) -> dict[int, int]:
+    """``counts`` by masks of roots turned into masks of holdings."""
+    result: dict[int, int] = {}
+    for mask, size in counts.items():
+        holders = 0
+        rest = mask
+        while rest:
+            low = rest & -rest
+            holders |= owners[low.bit_length() - 1]
+            rest ^= low
+        result[holders] = result.get(holders, 0) + size
+    return result
 
 
 def _reach(found: dict[int, tuple[Node, int]], node: Node, mask: int) -> None:
@@ -141,7 +242,7 @@ def _reach(found: dict[int, tuple[Node, int]], node: Node, mask: int) -> None:
     found[id(node)] = (node, mask if held is None else held[1] | mask)
 
 
-def _unchanged_bytes(base: Version, changed: set[int]) -> int:
+def _unchanged_bytes(base: Version, changed: Collection[int]) -> int:
     """Bytes held by the base's files at inodes outside ``changed``."""
     total = 0
     for index, page in enumerate(base._table.pages):
