@@ -63,7 +63,7 @@ def full_walk(fs: InMemoryFilesystem) -> list[tuple[int, int]]:
     views: list[TreeView] = [fs.tree] + [fs.version(record) for record in fs.snapshots()]
     holders = []
     for view in views:
-        chunks = {}
+        chunks: dict[int, int] = {}
         for _, _, node in view.walk():
             if isinstance(node, File) and node.lazy is None:
                 chunks.update((id(chunk), len(chunk)) for chunk in node.chunks.values())

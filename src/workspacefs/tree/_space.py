@@ -141,9 +141,9 @@ def shares(holdings: Sequence[Holding]) -> Shares:
         found: dict[int, tuple[Node, int]] = {}
         if tree is not None:
             for number, mask in tree.holders_at(changed.get(ino, [])):
-                node = roots[number]._table.get(ino)
-                if node is not None:
-                    _reach(found, node, mask)
+                slot = roots[number]._table.get(ino)
+                if slot is not None:
+                    _reach(found, slot, mask)
         for orphan, bit in loose.get(ino, ()):
             _reach(found, orphan, bit)
         _count_inode(found.values(), counts)
