@@ -21,7 +21,7 @@ from typing import Any
 from .. import git
 from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
 from ..archive import ArchiveLimits, export_archive, import_archive
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRetentionPolicy, TreeFilesystem
 from ._wire import (
     API_VERSION,
     Json,
@@ -212,6 +212,34 @@ class Workspace:
     def delete_snapshot(self, record: Json) -> None:
         """Forget a snapshot."""
         self.fs.delete_snapshot(decode_snapshot(record))
+
+    def space(self) -> Json:
+        """Shared and exclusive bytes of the live tree, each snapshot and each fork."""
+        return self.fs.space_usage().to_dict()
+
+    def prune(self, a: Json) -> Json:
+        """Delete the snapshots a retention policy expires (``dry_run``: only name
+        them); says what the accounting expects that to free, and the budget's
+        count before and after."""
+        policy = SnapshotRetentionPolicy(
+            max_count=a.get("max_count"),
+            max_age_hours=a.get("max_age_hours"),
+            keep_tagged=a.get("keep_tagged", True),
+            max_snapshot_bytes=a.get("max_snapshot_bytes"),
+        )
+        dry_run = bool(a.get("dry_run", False))
+        usage = self.fs.space_usage()
+        doomed = self.fs.prune(policy, dry_run=dry_run)
+        counted = {space.snapshot_id for space in usage.snapshots}
+        return {
+            "pruned": [record.to_dict() for record in doomed],
+            "dry_run": dry_run,
+            "freed_bytes": usage.exclusive_bytes(
+                [record for record in doomed if record.snapshot_id in counted]
+            ),
+            "held_before": usage.held,
+            "held_after": self.fs.tree.budget.held,
+        }
 
     def current(self) -> str | None:
         """The id of the snapshot last taken or restored."""
