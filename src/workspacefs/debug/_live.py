@@ -13,9 +13,18 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .._errors import SnapshotNotFoundError
+from .._errors import InvalidArgumentError, SnapshotNotFoundError
 from ..fs import Filesystem, FilesystemSnapshot, SnapshotableFilesystem
-from ._model import LIVE, Changes, Origin, SnapshotSummary, TargetInfo, TreeEntry, origin_from_tag
+from ._model import (
+    LIVE,
+    Changes,
+    Origin,
+    SnapshotSummary,
+    SpaceFigures,
+    TargetInfo,
+    TreeEntry,
+    origin_from_tag,
+)
 from ._reader import StateReader, reader_for
 
 
@@ -111,9 +120,28 @@ class LiveTarget:
         details = {**origin.details, "arguments": _json_safe(arguments)}
         return Origin(origin.kind, origin.summary, details)
 
+    def _space(self) -> dict[str, SpaceFigures]:
+        """Shared and exclusive bytes by snapshot id (and ``live``), where the
+        workspace counts them (``space_usage``: in memory, here or in a daemon)."""
+        space_usage = getattr(self._fs, "space_usage", None)
+        if space_usage is None:
+            return {}
+        try:
+            usage = space_usage()
+        except InvalidArgumentError:  # a daemon that predates the verb
+            return {}
+        found = {
+            str(s.snapshot_id): SpaceFigures(s.reached, s.shared, s.exclusive)
+            for s in usage.snapshots
+        }
+        live = usage.live
+        found[LIVE] = SpaceFigures(live.reached, live.shared, live.exclusive)
+        return found
+
     def snapshots(self) -> Sequence[SnapshotSummary]:
         records = self._records()
         known = {record.snapshot_id for record in records}
+        space = self._space()
         found = [
             SnapshotSummary(
                 id=str(record.snapshot_id),
@@ -125,6 +153,7 @@ class LiveTarget:
                 total_bytes=record.total_bytes,
                 origin=self._origin(record),
                 source=record.ref.kind,
+                space=space.get(str(record.snapshot_id)),
             )
             for number, record in enumerate(records, 1)
         ]
@@ -136,6 +165,7 @@ class LiveTarget:
                 created_at=None,
                 parent=str(current) if current in known else None,
                 source="live",
+                space=space.get(LIVE),
             )
         )
         return found
