@@ -98,6 +98,9 @@ def test_prune_by_bytes_frees_what_the_accounting_said(workspace: Path) -> None:
     assert (planned["dry_run"], planned["freed_bytes"]) == (True, 200 * KIB)
     assert planned["held_after"] == planned["held_before"]
     assert len(as_json("log", str(workspace))) == 2  # type: ignore[arg-type]
+    with connect(str(workspace)) as fs:  # the daemon keeps a view of "one" ready
+        one = next(s for s in fs.snapshots() if s.tag == "one")
+        assert fs.at(one).read_bytes("data.bin").size_bytes == 200 * KIB
     assert ok(
         "prune", str(workspace), "--max-bytes", "150KiB", "--include-tagged"
     ).splitlines() == [

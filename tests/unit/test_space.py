@@ -215,6 +215,23 @@ def test_versions_held_elsewhere_are_other(fs: InMemoryFilesystem) -> None:
     assert fs.space_usage().other.reached == 0
 
 
+def test_a_view_of_a_snapshot_holds_it_apart(fs: InMemoryFilesystem) -> None:
+    fs.write_bytes("f", b"1" * 100)
+    record = fs.snapshot()
+    fs.write_bytes("f", b"2" * 10)
+    view = fs.at(record)
+    usage = fs.space_usage()
+    assert usage.snapshots[0].exclusive == 0  # the view keeps the data too
+    assert usage.other == type(usage.other)(100, 0)
+    held = fs.memory_usage().held
+    fs.delete_snapshot(record)
+    assert fs.memory_usage().held == held
+    assert fs.space_usage().other == type(usage.other)(100, 100)
+    assert view.read("f").content == "1" * 100
+    del view
+    assert held - fs.memory_usage().held == 100
+
+
 def test_the_wire_form_round_trips(fs: InMemoryFilesystem) -> None:
     fs.write_bytes("f", b"1" * 100)
     fs.snapshot(tag="t")

@@ -110,7 +110,12 @@ class Workspace:
             if view is not None:
                 self._views.move_to_end(snapshot_id)
                 return view
-        view = self.fs.at(self.find(snapshot_id))
+        # The snapshot's own version, not an alias (``fs.at``): the cache drops a view
+        # with its snapshot, so it is no holder of its own for space accounting.
+        fs = self.fs
+        view = TreeFilesystem(
+            fs.version(self.find(snapshot_id)), mount_point=fs.mount_point, limits=fs.limits
+        )
         with self._views_lock:
             self._views[snapshot_id] = view
             while len(self._views) > VIEW_CACHE:
@@ -211,7 +216,15 @@ class Workspace:
 
     def delete_snapshot(self, record: Json) -> None:
         """Forget a snapshot."""
-        self.fs.delete_snapshot(decode_snapshot(record))
+        snapshot = decode_snapshot(record)
+        self.fs.delete_snapshot(snapshot)
+        self._drop_views([snapshot.snapshot_id])
+
+    def _drop_views(self, snapshot_ids: list[uuid.UUID]) -> None:
+        """Forget the cached views of deleted snapshots: they hold their memory."""
+        with self._views_lock:
+            for snapshot_id in snapshot_ids:
+                self._views.pop(snapshot_id, None)
 
     def space(self) -> Json:
         """Shared and exclusive bytes of the live tree, each snapshot and each fork."""
@@ -230,6 +243,8 @@ class Workspace:
         dry_run = bool(a.get("dry_run", False))
         usage = self.fs.space_usage()
         doomed = self.fs.prune(policy, dry_run=dry_run)
+        if not dry_run:
+            self._drop_views([record.snapshot_id for record in doomed])
         counted = {space.snapshot_id for space in usage.snapshots}
         return {
             "pruned": [record.to_dict() for record in doomed],

@@ -257,8 +257,9 @@ class InMemoryFilesystem(TreeFilesystem):
 
     def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
         """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""
+        # An alias: space accounting then sees what the view holds (``Version.alias``).
         return TreeFilesystem(
-            self.version(snapshot), mount_point=self.mount_point, limits=self.limits
+            self.version(snapshot).alias(), mount_point=self.mount_point, limits=self.limits
         )
 
     def snapshots(self) -> Sequence[FilesystemSnapshot]:

@@ -119,7 +119,7 @@ def load(
     for _, ino, node in version.walk():
         if isinstance(node, File) and isinstance(node.deferred_key, pygit2.Oid):
             state.blobs[ino] = (node.content_key, node.deferred_key)
-    state.version = version
+    state.version = version.alias()  # held apart from the snapshot's, for space accounting
     state.commits[version.history_key] = (commit.id, meta_commit.id)
     return fs
 

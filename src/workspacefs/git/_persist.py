@@ -257,7 +257,7 @@ class _Writer:
         state.dir_trees.update(self.dir_trees)
         state.meta_trees.update(self.meta_trees)
         state.blobs.update(self.blobs)
-        state.version = version
+        state.version = version.alias()  # held apart from the snapshot's, for space accounting
 
 
 def git_mode(node: Node) -> int | None:

@@ -62,7 +62,15 @@ _tree_ids = itertools.count(1)
 class Version(TreeView):
     """A frozen version of a tree: never changes after it is taken."""
 
-    __slots__ = ("__weakref__", "file_count", "lineage", "number", "total_bytes", "tree_id")
+    __slots__ = (
+        "__weakref__",
+        "_family",
+        "file_count",
+        "lineage",
+        "number",
+        "total_bytes",
+        "tree_id",
+    )
 
     def __init__(
         self,
@@ -73,6 +81,7 @@ class Version(TreeView):
         number: int,
         file_count: int,
         total_bytes: int,
+        family: WeakRegistry[Version] | None = None,
     ) -> None:
         super().__init__(table)
         self.lineage = lineage
@@ -80,6 +89,28 @@ class Version(TreeView):
         self.number = number
         self.file_count = file_count
         self.total_bytes = total_bytes
+        self._family = family
+        if family is not None:
+            family.add(self)
+
+    def alias(self) -> Version:
+        """The same frozen state as another object, known to space accounting as
+        its own holder.
+
+        Space accounting tells holders apart by their version objects: a layer
+        that keeps a snapshot's version beyond a call (a view, the git
+        persistence state) keeps an alias, so that deleting the snapshot shows
+        as freeing nothing while the alias lives. O(1).
+        """
+        return Version(
+            self._table,
+            self.lineage,
+            tree_id=self.tree_id,
+            number=self.number,
+            file_count=self.file_count,
+            total_bytes=self.total_bytes,
+            family=self._family,
+        )
 
     @property
     def history_key(self) -> Hashable:
@@ -172,8 +203,8 @@ class Tree(TreeView):
             number=self._epoch,
             file_count=self.file_count,
             total_bytes=self.total_bytes,
+            family=self._versions,
         )
-        self._versions.add(version)
         self._head = lineage
         self._changes = set()
         self._epoch = next(self._epochs)
