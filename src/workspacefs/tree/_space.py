@@ -36,7 +36,7 @@ budget.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from ._lineage import Lineage, changes_between
@@ -58,14 +58,18 @@ class Shares:
     """Bytes of file data by the set of holdings that reach them.
 
     Holdings are named by their index in the sequence ``shares`` was given.
-    Each query costs O(distinct sets of holders): a handful per version.
+    What one holding reaches, or holds alone, is counted for all of them in
+    one pass on first use; a query about a group costs O(distinct sets of
+    holders).
     """
 
-    __slots__ = ("_by_mask", "_count")
+    __slots__ = ("_alone", "_by_mask", "_count", "_reached")
 
     def __init__(self, by_mask: dict[int, int], count: int) -> None:
         self._by_mask = by_mask
         self._count = count
+        self._reached: list[int] | None = None
+        self._alone: list[int] | None = None
 
     @property
     def total(self) -> int:
@@ -75,6 +79,8 @@ class Shares:
     def reached(self, holdings: Collection[int]) -> int:
         """Bytes at least one of these holdings reaches."""
         group = self._group(holdings)
+        if len(holdings) == 1:
+            return self._each()[0][group.bit_length() - 1]
         return sum(size for mask, size in self._by_mask.items() if mask & group)
 
     def exclusive(self, holdings: Collection[int], *, dropped: Collection[int] = ()) -> int:
@@ -82,6 +88,8 @@ class Shares:
         them together would free. With ``dropped``, as if those were gone already
         (what they shared with these becomes these holdings' alone)."""
         group = self._group(holdings)
+        if len(holdings) == 1 and not dropped:
+            return self._each()[1][group.bit_length() - 1]
         others = ~(group | self._group(dropped))
         return sum(
             size for mask, size in self._by_mask.items() if mask & group and not mask & others
@@ -94,6 +102,36 @@ class Shares:
                 raise IndexError(f"no holding {holding}")
             group |= 1 << holding
         return group
+
+    def _each(self) -> tuple[list[int], list[int]]:
+        """What each holding reaches, and holds alone. Masks are read run by run
+        into a difference array: O(runs of the masks + holdings)."""
+        if self._reached is None or self._alone is None:
+            steps = [0] * (self._count + 1)
+            alone = [0] * self._count
+            for mask, size in self._by_mask.items():
+                if not mask & (mask - 1):
+                    alone[mask.bit_length() - 1] += size
+                for start, end in _runs(mask):
+                    steps[start] += size
+                    steps[end] -= size
+            reached, running = [], 0
+            for step in steps[:-1]:
+                running += step
+                reached.append(running)
+            self._reached, self._alone = reached, alone
+        return self._reached, self._alone
+
+
+def _runs(mask: int) -> Iterator[tuple[int, int]]:
+    """The runs of set bits of ``mask``, lowest first, as ranges [start, end)."""
+    while mask:
+        low = mask & -mask
+        start = low.bit_length() - 1
+        carried = mask + low  # the run cleared, and the bit above it set
+        end = (carried & -carried).bit_length() - 1
+        yield start, end
+        mask = carried ^ (1 << end)
 
 
 def shares(holdings: Sequence[Holding]) -> Shares:
@@ -223,15 +261,23 @@ class _RootTree:
 
 
 def _by_holders(counts: dict[int, int], owners: list[int]) -> dict[int, int]:
-    """``counts`` by masks of roots turned into masks of holdings."""
+    """``counts`` by masks of roots turned into masks of holdings.
+
+    A mask of roots is a few runs of consecutive bits (ranges of the depth
+    first numbering, see ``_RootTree.holders_at``), so it is read run by run,
+    each run's owners taken at once from a table of ORs over power-of-two
+    blocks: O(runs) per mask, not O(roots).
+    """
+    blocks = [owners]  # blocks[k][i]: the OR of owners[i : i + 2**k]
+    while (1 << len(blocks)) <= len(owners):
+        half, previous = 1 << (len(blocks) - 1), blocks[-1]
+        blocks.append([previous[i] | previous[i + half] for i in range(len(previous) - half)])
     result: dict[int, int] = {}
     for mask, size in counts.items():
         holders = 0
-        rest = mask
-        while rest:
-            low = rest & -rest
-            holders |= owners[low.bit_length() - 1]
-            rest ^= low
+        for start, end in _runs(mask):
+            level = (end - start).bit_length() - 1
+            holders |= blocks[level][start] | blocks[level][end - (1 << level)]
         result[holders] = result.get(holders, 0) + size
     return result
 
