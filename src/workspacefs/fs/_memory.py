@@ -157,10 +157,9 @@ class InMemoryFilesystem(TreeFilesystem):
         between versions, as the budget counts them, so the figures add up to
         ``memory_usage().held``. Each live tree of the family is frozen in O(1)
         under its lock (as ``frozen_view`` does), so no lock is held while
-        counting. Cost: one pass over this live tree's inode table, plus the
-        inodes that differ between it and each other version (their change
-        sets) and the chunks of those files: O(inodes + changes), never a walk
-        of every snapshot (``docs/space.md``).
+        counting. Cost: one pass over one version's inode table, plus the
+        inodes the versions' change sets name and the chunks of those files:
+        O(inodes + changes), never a walk of every snapshot (``docs/space.md``).
         """
         members = []
         for workspace in [self, *(fs for fs in self._family.alive() if fs is not self)]:
