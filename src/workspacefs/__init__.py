@@ -64,7 +64,11 @@ from .fs import SnapshotableFilesystem as SnapshotableFilesystem
 from .fs import SnapshotChanges as SnapshotChanges
 from .fs import SnapshotRef as SnapshotRef
 from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
+from .fs import SnapshotSpace as SnapshotSpace
 from .fs import SnapshotStore as SnapshotStore
+from .fs import SpaceShare as SpaceShare
+from .fs import SpaceUsage as SpaceUsage
+from .fs import WorkspaceSpace as WorkspaceSpace
 from .fs import WriteMode as WriteMode
 from .fs import WriteResult as WriteResult
 from .fs import attributed as attributed

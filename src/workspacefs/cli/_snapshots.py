@@ -1,7 +1,8 @@
-"""snapshot, restore, diff, log."""
+"""snapshot, restore, diff, log, prune."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,11 +12,11 @@ from rich.table import Table
 from .._errors import SnapshotNotFoundError
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import changes_json, print_files
-from ._output import emit_json, size, stdout
+from ._output import emit_json, parse_size, size, stdout
 
 if TYPE_CHECKING:
     from ..daemon import RemoteFilesystem
-    from ..fs import Filesystem, FilesystemSnapshot
+    from ..fs import Filesystem, FilesystemSnapshot, SpaceUsage
 
 MIN_PREFIX = 4
 
@@ -142,9 +143,17 @@ def diff(
                 print(f"{mark}\t{name}")
 
 
-@app.command(epilog="Example: workspacefs log ./ws --files")
+@app.command(epilog="Example: workspacefs log ./ws --space")
 def log(
     args: Annotated[list[str] | None, typer.Argument(metavar="[MOUNTPOINT]")] = None,
+    space: Annotated[
+        bool,
+        typer.Option(
+            "--space",
+            help="Also the memory each snapshot shares with others and holds alone "
+            "(what deleting it frees); costs a pass over the workspace.",
+        ),
+    ] = False,
     files: Annotated[
         bool, typer.Option("--files", help="Each snapshot's changed files and who changed them.")
     ] = False,
@@ -155,28 +164,124 @@ def log(
     with workspace(point) as fs:
         records = fs.snapshots()
         current = fs.current_snapshot_id
+        usage = fs.space_usage() if space else None
         if files and not as_json:
             print_files(fs, records, current)
+            if usage is not None:
+                stdout.print(space_summary(usage))
             return
         found = {r.snapshot_id: changes_json(fs.changes(r)) for r in records} if files else {}
+    shares = {} if usage is None else {s.snapshot_id: s for s in usage.snapshots}
     if as_json:
-        emit_json([{**r.to_dict(), "current": r.snapshot_id == current,
-                    **found.get(r.snapshot_id, {})} for r in records])  # fmt: skip
+        entries = []
+        for r in records:
+            entry = {**r.to_dict(), "current": r.snapshot_id == current}
+            if r.snapshot_id in shares:
+                held = shares[r.snapshot_id]
+                entry["space"] = {"reached": held.reached, "shared": held.shared,
+                                  "exclusive": held.exclusive}  # fmt: skip
+            entry.update(found.get(r.snapshot_id, {}))
+            entries.append(entry)
+        emit_json(entries if usage is None else {"snapshots": entries, "space": usage.to_dict()})
         return
     if not records:
         stdout.print("No snapshots yet.")
+    else:
+        table = Table(box=None, pad_edge=False)
+        columns = ["", "ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"]
+        numeric = {"FILES", "BYTES", "SHARED", "EXCLUSIVE"}
+        for column in columns + (["SHARED", "EXCLUSIVE"] if usage else []):
+            table.add_column(column, justify="right" if column in numeric else "left")
+        for r in records:
+            row = [
+                "*" if r.snapshot_id == current else "",
+                str(r.snapshot_id)[:8],
+                r.tag or "",
+                str(r.parent_id)[:8] if r.parent_id else "",
+                r.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+                f"{r.file_count:,}",
+                size(r.total_bytes),
+            ]
+            if usage is not None:
+                share = shares.get(r.snapshot_id)
+                row += ["", ""] if share is None else [size(share.shared), size(share.exclusive)]
+            table.add_row(*row)
+        stdout.print(table)
+    if usage is not None:
+        stdout.print(space_summary(usage))
+
+
+def space_summary(usage: SpaceUsage) -> str:
+    """The lines under ``log --space``: the live tree, the snapshots, forks, the rest."""
+    live = usage.live
+    lines = [
+        f"live tree: {size(live.reached)}, {size(live.exclusive)} of it held by nothing else",
+        f"snapshots alone hold {size(usage.workspace.snapshots_exclusive)} "
+        "(what deleting all of them frees)",
+    ]
+    for fork in usage.forks:
+        lines.append(f"fork {fork.workspace_id[:8]}: {size(fork.reached)}, "
+                     f"{size(fork.exclusive)} of it its alone")  # fmt: skip
+    if usage.other.reached:
+        lines.append(f"held elsewhere (persisted state, open views): {size(usage.other.reached)}, "
+                     f"{size(usage.other.exclusive)} of it theirs alone")  # fmt: skip
+    lines.append(f"memory held: {size(usage.held)}")
+    return "\n".join(lines)
+
+
+@app.command(epilog="Example: workspacefs prune ./ws --max-bytes 500MiB --dry-run")
+def prune(
+    args: Annotated[list[str] | None, typer.Argument(metavar="[MOUNTPOINT]")] = None,
+    keep: Annotated[
+        int | None, typer.Option("--keep", metavar="N", help="Keep the newest N snapshots.")
+    ] = None,
+    max_age: Annotated[
+        float | None,
+        typer.Option("--max-age", metavar="HOURS", help="Delete snapshots older than this."),
+    ] = None,
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-bytes",
+            metavar="SIZE",
+            help="Delete the oldest snapshots until what only snapshots hold in memory "
+            "is at most SIZE (e.g. 500MiB, 2G, 10000).",
+        ),
+    ] = None,
+    include_tagged: Annotated[
+        bool, typer.Option("--include-tagged", help="Tagged snapshots may go too.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "-n", help="Only say what would go.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete snapshots by count, age or the memory only they hold, oldest first."""
+    from ..fs import SnapshotRetentionPolicy
+
+    point, _ = split_mountpoint(args or [], 0, 0)
+    if keep is None and max_age is None and max_bytes is None:
+        raise typer.BadParameter("give --keep, --max-age or --max-bytes")
+    policy = SnapshotRetentionPolicy(
+        max_count=keep,
+        max_age_hours=max_age,
+        keep_tagged=not include_tagged,
+        max_snapshot_bytes=None if max_bytes is None else parse_size(max_bytes),
+    )
+    with workspace(point) as fs:
+        result = fs.prune(policy, dry_run=dry_run)
+    if as_json:
+        emit_json({**dataclasses.asdict(result),
+                   "pruned": [record.to_dict() for record in result.pruned]})  # fmt: skip
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("", "ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"):
-        table.add_column(column, justify="right" if column in ("FILES", "BYTES") else "left")
-    for r in records:
-        table.add_row(
-            "*" if r.snapshot_id == current else "",
-            str(r.snapshot_id)[:8],
-            r.tag or "",
-            str(r.parent_id)[:8] if r.parent_id else "",
-            r.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
-            f"{r.file_count:,}",
-            size(r.total_bytes),
+    count = len(result.pruned)
+    noun = "snapshot" if count == 1 else "snapshots"
+    if dry_run:
+        stdout.print(f"Would prune {count} {noun}, freeing {size(result.freed_bytes)}")
+    else:
+        stdout.print(
+            f"Pruned {count} {noun}, freed {size(result.freed_bytes)} "
+            f"(memory held {size(result.held_before)} -> {size(result.held_after)})"
         )
-    stdout.print(table)
+    for record in result.pruned:
+        stdout.print(f"  {describe(record)}")

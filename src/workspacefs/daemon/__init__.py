@@ -12,6 +12,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
 from ._client import PersistResult as PersistResult
+from ._client import PruneResult as PruneResult
 from ._client import RemoteFilesystem as RemoteFilesystem
 from ._client import connect as connect
 from ._options import DaemonOptions as DaemonOptions

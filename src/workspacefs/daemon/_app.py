@@ -85,6 +85,8 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         route("/snapshots", lambda a, r: w.snapshot(a.get("tag"))),
         route("/snapshots/current", lambda a, r: w.current(), "GET"),
         route("/snapshots/delete", lambda a, r: w.delete_snapshot(a["snapshot"])),
+        route("/snapshots/prune", lambda a, r: w.prune(a)),
+        route("/space", lambda a, r: w.space(), "GET"),
         route("/restore", lambda a, r: w.restore(a["snapshot"])),
         route("/diff", lambda a, r: w.diff(a["base"], a.get("target"))),
         route("/changes", lambda a, r: w.changes(a.get("snapshot"))),

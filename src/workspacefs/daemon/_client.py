@@ -45,6 +45,8 @@ from ..fs import (
     ReadBytesResult,
     ReadResult,
     SnapshotChanges,
+    SnapshotRetentionPolicy,
+    SpaceUsage,
     WriteMode,
     WriteResult,
     attributed,
@@ -85,6 +87,21 @@ class PersistResult:
     number: int
     objects_written: int
     pushed_to: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What ``RemoteFilesystem.prune`` deleted (or, with ``dry_run``, would delete)."""
+
+    pruned: tuple[FilesystemSnapshot, ...]
+    """The snapshots, oldest first."""
+    dry_run: bool
+    freed_bytes: int
+    """What the space accounting expected deleting them to free."""
+    held_before: int
+    """What the memory budget held before (``MemoryUsage.held``)."""
+    held_after: int
+    """And after: with nothing else changing, ``held_before - freed_bytes``."""
 
 
 def _os_error(exc: BaseException) -> OSError | None:
@@ -401,6 +418,29 @@ class RemoteFilesystem:
     def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
         """Forget a snapshot."""
         self._connection.request("POST", "/snapshots/delete", {"snapshot": snapshot.to_dict()})
+
+    def prune(self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False) -> PruneResult:
+        """Delete the snapshots ``policy`` expires (``dry_run``: only name them)."""
+        body = {
+            "max_count": policy.max_count,
+            "max_age_hours": policy.max_age_hours,
+            "keep_tagged": policy.keep_tagged,
+            "max_snapshot_bytes": policy.max_snapshot_bytes,
+            "dry_run": dry_run,
+        }
+        result = self._connection.request("POST", "/snapshots/prune", body)
+        return PruneResult(
+            pruned=tuple(decode_snapshot(record) for record in result["pruned"]),
+            dry_run=bool(result["dry_run"]),
+            freed_bytes=int(result["freed_bytes"]),
+            held_before=int(result["held_before"]),
+            held_after=int(result["held_after"]),
+        )
+
+    def space_usage(self) -> SpaceUsage:
+        """Shared and exclusive bytes of the live tree, each snapshot and each fork
+        (``InMemoryFilesystem.space_usage``; ``exclusive_bytes`` needs the daemon)."""
+        return SpaceUsage.from_dict(self._connection.request("GET", "/space"))
 
     @property
     def current_snapshot_id(self) -> uuid.UUID | None:

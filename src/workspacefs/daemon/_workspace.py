@@ -21,7 +21,7 @@ from typing import Any
 from .. import git
 from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
 from ..archive import ArchiveLimits, export_archive, import_archive
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRetentionPolicy, TreeFilesystem
 from ._wire import (
     API_VERSION,
     Json,
@@ -110,7 +110,12 @@ class Workspace:
             if view is not None:
                 self._views.move_to_end(snapshot_id)
                 return view
-        view = self.fs.at(self.find(snapshot_id))
+        # The snapshot's own version, not an alias (``fs.at``): the cache drops a view
+        # with its snapshot, so it is no holder of its own for space accounting.
+        fs = self.fs
+        view = TreeFilesystem(
+            fs.version(self.find(snapshot_id)), mount_point=fs.mount_point, limits=fs.limits
+        )
         with self._views_lock:
             self._views[snapshot_id] = view
             while len(self._views) > VIEW_CACHE:
@@ -229,7 +234,45 @@ class Workspace:
 
     def delete_snapshot(self, record: Json) -> None:
         """Forget a snapshot."""
-        self.fs.delete_snapshot(decode_snapshot(record))
+        snapshot = decode_snapshot(record)
+        self.fs.delete_snapshot(snapshot)
+        self._drop_views([snapshot.snapshot_id])
+
+    def _drop_views(self, snapshot_ids: list[uuid.UUID]) -> None:
+        """Forget the cached views of deleted snapshots: they hold their memory."""
+        with self._views_lock:
+            for snapshot_id in snapshot_ids:
+                self._views.pop(snapshot_id, None)
+
+    def space(self) -> Json:
+        """Shared and exclusive bytes of the live tree, each snapshot and each fork."""
+        return self.fs.space_usage().to_dict()
+
+    def prune(self, a: Json) -> Json:
+        """Delete the snapshots a retention policy expires (``dry_run``: only name
+        them); says what the accounting expects that to free, and the budget's
+        count before and after."""
+        policy = SnapshotRetentionPolicy(
+            max_count=a.get("max_count"),
+            max_age_hours=a.get("max_age_hours"),
+            keep_tagged=a.get("keep_tagged", True),
+            max_snapshot_bytes=a.get("max_snapshot_bytes"),
+        )
+        dry_run = bool(a.get("dry_run", False))
+        usage = self.fs.space_usage()
+        doomed = self.fs.prune(policy, dry_run=dry_run)
+        if not dry_run:
+            self._drop_views([record.snapshot_id for record in doomed])
+        counted = {space.snapshot_id for space in usage.snapshots}
+        return {
+            "pruned": [record.to_dict() for record in doomed],
+            "dry_run": dry_run,
+            "freed_bytes": usage.exclusive_bytes(
+                [record for record in doomed if record.snapshot_id in counted]
+            ),
+            "held_before": usage.held,
+            "held_after": self.fs.tree.budget.held,
+        }
 
     def current(self) -> str | None:
         """The id of the snapshot last taken or restored."""

@@ -23,6 +23,7 @@ from ._model import LIVE as LIVE
 from ._model import Changes as Changes
 from ._model import Origin as Origin
 from ._model import SnapshotSummary as SnapshotSummary
+from ._model import SpaceFigures as SpaceFigures
 from ._model import TargetInfo as TargetInfo
 from ._model import TreeEntry as TreeEntry
 from ._model import origin_from_tag as origin_from_tag

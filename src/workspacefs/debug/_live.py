@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .._errors import SnapshotNotFoundError
+from .._errors import InvalidArgumentError, SnapshotNotFoundError
 from ..fs import AttributedFilesystem, Filesystem, FilesystemSnapshot, SnapshotableFilesystem
 from ._model import (
     LIVE,
@@ -21,6 +21,7 @@ from ._model import (
     Changes,
     Origin,
     SnapshotSummary,
+    SpaceFigures,
     TargetInfo,
     TreeEntry,
     origin_from_tag,
@@ -121,9 +122,28 @@ class LiveTarget:
         details = {**origin.details, "arguments": _json_safe(arguments)}
         return Origin(origin.kind, origin.summary, details)
 
+    def _space(self) -> dict[str, SpaceFigures]:
+        """Shared and exclusive bytes by snapshot id (and ``live``), where the
+        workspace counts them (``space_usage``: in memory, here or in a daemon)."""
+        space_usage = getattr(self._fs, "space_usage", None)
+        if space_usage is None:
+            return {}
+        try:
+            usage = space_usage()
+        except InvalidArgumentError:  # a daemon that predates the verb
+            return {}
+        found = {
+            str(s.snapshot_id): SpaceFigures(s.reached, s.shared, s.exclusive)
+            for s in usage.snapshots
+        }
+        live = usage.live
+        found[LIVE] = SpaceFigures(live.reached, live.shared, live.exclusive)
+        return found
+
     def snapshots(self) -> Sequence[SnapshotSummary]:
         records = self._records()
         known = {record.snapshot_id for record in records}
+        space = self._space()
         found = [
             SnapshotSummary(
                 id=str(record.snapshot_id),
@@ -135,6 +155,7 @@ class LiveTarget:
                 total_bytes=record.total_bytes,
                 origin=self._origin(record),
                 source=record.ref.kind,
+                space=space.get(str(record.snapshot_id)),
             )
             for number, record in enumerate(records, 1)
         ]
@@ -146,6 +167,7 @@ class LiveTarget:
                 created_at=None,
                 parent=str(current) if current in known else None,
                 source="live",
+                space=space.get(LIVE),
             )
         )
         return found

@@ -93,6 +93,25 @@ def origin_from_tag(tag: str | None) -> Origin | None:
 
 
 @dataclass(frozen=True, slots=True)
+class SpaceFigures:
+    """The memory a snapshot (or the live state) holds, where the target can count it.
+
+    Attributes:
+        reached: Bytes of file data it reaches.
+        shared: Of those, what something else holds too.
+        exclusive: Of those, what nothing else holds: what deleting it frees.
+    """
+
+    reached: int
+    shared: int
+    exclusive: int
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"reached": self.reached, "shared": self.shared, "exclusive": self.exclusive}
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotSummary:
     """One snapshot in the timeline.
 
@@ -106,6 +125,7 @@ class SnapshotSummary:
         total_bytes: Bytes in files (None where unknown).
         origin: The tool call or command that it belongs to, where recorded.
         source: Where the state is kept, for people (``memory``, a commit, an archive).
+        space: Shared and exclusive bytes in memory (a live in-memory workspace only).
     """
 
     id: str
@@ -117,6 +137,7 @@ class SnapshotSummary:
     total_bytes: int | None = None
     origin: Origin | None = None
     source: str | None = None
+    space: SpaceFigures | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -130,6 +151,7 @@ class SnapshotSummary:
             "total_bytes": self.total_bytes,
             "origin": None if self.origin is None else self.origin.to_json(),
             "source": self.source,
+            "space": None if self.space is None else self.space.to_json(),
         }
 
 

@@ -67,10 +67,15 @@ from ._results import WriteResult as WriteResult
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
+from ._snapshots import SnapshotBytes as SnapshotBytes
 from ._snapshots import SnapshotKind as SnapshotKind
 from ._snapshots import SnapshotRef as SnapshotRef
 from ._snapshots import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from ._snapshots import SnapshotStore as SnapshotStore
+from ._space import SnapshotSpace as SnapshotSpace
+from ._space import SpaceShare as SpaceShare
+from ._space import SpaceUsage as SpaceUsage
+from ._space import WorkspaceSpace as WorkspaceSpace
 from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
@@ -106,14 +111,19 @@ __all__ = [
     "PathChange",
     "ReadBytesResult",
     "ReadResult",
+    "SnapshotBytes",
     "SnapshotChanges",
     "SnapshotKind",
     "SnapshotRef",
     "SnapshotRetentionPolicy",
+    "SnapshotSpace",
     "SnapshotStore",
     "SnapshotableFilesystem",
+    "SpaceShare",
+    "SpaceUsage",
     "TreeFilesystem",
     "Walked",
+    "WorkspaceSpace",
     "WriteMode",
     "WriteResult",
     "attributed",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import uuid
 import weakref
@@ -16,7 +17,16 @@ from .._errors import (
     SnapshotIncompatibleError,
     SnapshotNotFoundError,
 )
-from ..tree import Cause, Directory, Lineage, MemoryBudget, Tree, Version, diff_versions
+from ..tree import (
+    Cause,
+    Directory,
+    Lineage,
+    MemoryBudget,
+    Tree,
+    Version,
+    WeakRegistry,
+    diff_versions,
+)
 from ..tree import attributed as _attributed
 from ._budget import MemoryUsage, default_memory_budget
 from ._history import (
@@ -39,6 +49,7 @@ from ._snapshots import (
     SnapshotRetentionPolicy,
     SnapshotStore,
 )
+from ._space import SpaceUsage, WorkspaceHoldings, account
 from ._treefs import TreeFilesystem
 
 
@@ -84,6 +95,9 @@ class InMemoryFilesystem(TreeFilesystem):
         self._fork_point: Version | None = None
         self._origin: weakref.ref[InMemoryFilesystem] | None = None
         self._recorded: dict[Lineage, Recorded] = {}
+        # This workspace and its forks, theirs too (weakly): what space accounting asks.
+        self._family: WeakRegistry[InMemoryFilesystem] = WeakRegistry()
+        self._family.add(self)
 
     def fork(self, snapshot: FilesystemSnapshot | None = None) -> InMemoryFilesystem:
         """A new writable workspace whose state is ``snapshot`` (default: the live
@@ -118,6 +132,8 @@ class InMemoryFilesystem(TreeFilesystem):
         # a strong reference would keep every origin snapshot alive with the fork.
         fork._origin = weakref.ref(self)
         fork._recorded = {}
+        fork._family = self._family
+        self._family.add(fork)
         return fork
 
     @property
@@ -160,6 +176,41 @@ class InMemoryFilesystem(TreeFilesystem):
             held = self._live.budget.held
         return MemoryUsage(budget=self.memory_budget, held=held, live=live)
 
+    def space_usage(self) -> SpaceUsage:
+        """Shared and exclusive bytes of file data for the live tree, every
+        snapshot, every fork of the family and whatever else holds versions:
+        what deleting each snapshot (or dropping each fork) would free.
+
+        Bytes are counted by identity of the chunks that copy-on-write shares
+        between versions, as the budget counts them, so the figures add up to
+        ``memory_usage().held``. Each live tree of the family is frozen in O(1)
+        under its lock (as ``frozen_view`` does), so no lock is held while
+        counting. Cost: one pass over one version's inode table, plus the
+        inodes the versions' change sets name and the chunks of those files:
+        O(inodes + changes), never a walk of every snapshot (``docs/space.md``).
+        """
+        members = []
+        for workspace in [self, *(fs for fs in self._family.alive() if fs is not self)]:
+            members.append(workspace._holdings())
+        listed = {id(member.live) for member in members}
+        for member in members:
+            listed.update(id(version) for _, version in member.snapshots)
+            if member.fork_point is not None:
+                listed.add(id(member.fork_point))
+        others = [version for version in self._live.versions() if id(version) not in listed]
+        return account(members, others, self._live.budget.held)
+
+    def _holdings(self) -> WorkspaceHoldings:
+        """What this workspace holds, its live tree frozen in O(1)."""
+        with self._live.lock:
+            live = self._live.snapshot()
+            orphans = self._live.orphan_nodes()
+        snapshots = []
+        for record in self._store.list():
+            with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
+                snapshots.append((record, self._store.load(record.snapshot_id)[1]))
+        return WorkspaceHoldings(self._workspace_id, live, orphans, snapshots, self._fork_point)
+
     @property
     def current_snapshot_id(self) -> uuid.UUID | None:
         """The snapshot last taken or restored; None before the first."""
@@ -186,7 +237,7 @@ class InMemoryFilesystem(TreeFilesystem):
             self._store.save(record, version)
             self._current = record.snapshot_id
         if self._retention is not None:
-            self._store.prune(self._retention)
+            self.prune(self._retention)
         return record
 
     def adopt_snapshot(
@@ -357,8 +408,9 @@ class InMemoryFilesystem(TreeFilesystem):
 
     def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
         """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""
+        # An alias: space accounting then sees what the view holds (``Version.alias``).
         return TreeFilesystem(
-            self.version(snapshot), mount_point=self.mount_point, limits=self.limits
+            self.version(snapshot).alias(), mount_point=self.mount_point, limits=self.limits
         )
 
     def snapshots(self) -> Sequence[FilesystemSnapshot]:
@@ -369,9 +421,31 @@ class InMemoryFilesystem(TreeFilesystem):
         """Forget a snapshot; memory no other version shares is freed."""
         self._store.delete(snapshot.snapshot_id)
 
-    def prune(self, policy: SnapshotRetentionPolicy) -> Sequence[FilesystemSnapshot]:
-        """Delete the snapshots ``policy`` expires; return them."""
-        return self._store.prune(policy)
+    def prune(
+        self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False
+    ) -> Sequence[FilesystemSnapshot]:
+        """Delete the snapshots ``policy`` expires, oldest first; return them
+        (with ``dry_run``, only return them).
+
+        A ``max_snapshot_bytes`` rule needs ``space_usage()`` (O(inodes +
+        changes)), but only when the budget holds more than its limit: below
+        that, the snapshots cannot hold more either.
+        """
+        space = None
+        limit = policy.max_snapshot_bytes
+        if limit is not None and self._live.budget.held > limit:
+            space = self.space_usage()
+            # The snapshots it counted: one taken meanwhile waits for the next prune.
+            records = [item.snapshot for item in space.snapshots]
+        else:
+            policy = dataclasses.replace(policy, max_snapshot_bytes=None)
+            records = list(self._store.list())
+        doomed = policy.expired(records, space=space)
+        if not dry_run:
+            for snapshot in doomed:
+                with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
+                    self._store.delete(snapshot.snapshot_id)
+        return doomed
 
     def version(self, snapshot: FilesystemSnapshot) -> Version:
         """The frozen tree of a snapshot, for persistence and the FUSE layer."""

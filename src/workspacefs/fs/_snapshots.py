@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
@@ -105,29 +105,57 @@ class FilesystemDiff:
         return bool(self.added or self.modified or self.deleted)
 
 
+class SnapshotBytes(Protocol):
+    """What a byte-based retention rule asks: ``SpaceUsage`` answers it."""
+
+    def exclusive_bytes(
+        self,
+        snapshots: Iterable[FilesystemSnapshot],
+        *,
+        deleted: Iterable[FilesystemSnapshot] = (),
+    ) -> int:
+        """Bytes only these snapshots would hold, together, once ``deleted`` are gone."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotRetentionPolicy:
     """Which snapshots to keep.
 
-    ``max_count`` keeps the newest N, ``max_age_hours`` drops older ones; with
-    ``keep_tagged`` a tagged snapshot is never pruned (it still counts toward
-    ``max_count``). None disables a rule.
+    ``max_count`` keeps the newest N, ``max_age_hours`` drops older ones, and
+    ``max_snapshot_bytes`` drops the oldest until the memory that only the
+    kept snapshots hold (``SpaceUsage``: what deleting all of them would free)
+    is at most that many bytes; with ``keep_tagged`` a tagged snapshot is never
+    pruned (it still counts toward ``max_count`` and the bytes). None disables
+    a rule. The byte rule applies to in-memory workspaces
+    (``InMemoryFilesystem.prune``), which can count what snapshots hold.
     """
 
     max_count: int | None = None
     max_age_hours: float | None = None
     keep_tagged: bool = True
+    max_snapshot_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_count is not None and self.max_count < 1:
             raise InvalidArgumentError("max_count must be at least 1", None)
         if self.max_age_hours is not None and self.max_age_hours <= 0:
             raise InvalidArgumentError("max_age_hours must be positive", None)
+        if self.max_snapshot_bytes is not None and self.max_snapshot_bytes < 0:
+            raise InvalidArgumentError("max_snapshot_bytes cannot be negative", None)
 
     def expired(
-        self, snapshots: Sequence[FilesystemSnapshot], now: datetime | None = None
+        self,
+        snapshots: Sequence[FilesystemSnapshot],
+        now: datetime | None = None,
+        *,
+        space: SnapshotBytes | None = None,
     ) -> list[FilesystemSnapshot]:
-        """The snapshots this policy would delete, oldest first."""
+        """The snapshots this policy would delete, oldest first.
+
+        ``space`` says what snapshots hold; the ``max_snapshot_bytes`` rule needs
+        it (InvalidArgumentError without), the others ignore it.
+        """
         now = now or datetime.now(UTC)
         ordered = sorted(snapshots, key=lambda s: s.created_at)
         prunable = [s for s in ordered if not (self.keep_tagged and s.tag is not None)]
@@ -143,6 +171,23 @@ class SnapshotRetentionPolicy:
                 if snapshot.snapshot_id not in doomed:
                     doomed[snapshot.snapshot_id] = snapshot
                     excess -= 1
+        if self.max_snapshot_bytes is not None:
+            if space is None:
+                raise InvalidArgumentError(
+                    "max_snapshot_bytes needs to know what snapshots hold "
+                    "(prune through InMemoryFilesystem.prune)",
+                    None,
+                )
+            # A deletion leaves what the deleted snapshot shared with kept ones to
+            # them alone: the kept snapshots are counted again after each.
+            kept = [s for s in ordered if s.snapshot_id not in doomed]
+            for snapshot in prunable:
+                held = space.exclusive_bytes(kept, deleted=doomed.values())
+                if held <= self.max_snapshot_bytes:
+                    break
+                if snapshot.snapshot_id not in doomed:
+                    doomed[snapshot.snapshot_id] = snapshot
+                    kept.remove(snapshot)
         return [s for s in ordered if s.snapshot_id in doomed]
 
 

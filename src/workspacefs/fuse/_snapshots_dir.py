@@ -18,6 +18,7 @@ import contextlib
 import errno
 import stat as _stat
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -74,7 +75,8 @@ class SnapshotsDir:
         self._lister = lister
         self._lock = threading.Lock()
         self._slots: dict[str, int] = {}  # snapshot id -> slot (stable for the mount)
-        self._versions: dict[int, Version] = {}
+        # Weakly: a deleted snapshot frees its memory at once, and its inodes go stale.
+        self._versions: dict[int, weakref.ref[Version]] = {}
 
     def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
         """(version, the inode's own number in it, base) of an inode inside a snapshot.
@@ -86,13 +88,17 @@ class SnapshotsDir:
         if ino == self.INO:
             raise FUSEError(errno.EISDIR)
         slot = (ino >> _SLOT_SHIFT) & 0xFFFFFF
-        version = self._versions.get(slot)
+        version = self._version(slot)
         if version is None:
             self._refresh()  # a snapshot taken since: refresh the slots
-            version = self._versions.get(slot)
+            version = self._version(slot)
             if version is None:
                 raise FUSEError(errno.ESTALE)
         return version, ino & _LOCAL_MASK, _base(slot)
+
+    def _version(self, slot: int) -> Version | None:
+        ref = self._versions.get(slot)
+        return None if ref is None else ref()
 
     # -- the directory -----------------------------------------------------------
 
@@ -129,11 +135,11 @@ class SnapshotsDir:
         listed = self._lister()
         with self._lock:
             names: dict[str, pyfuse3.InodeT] = {}
-            current: dict[int, Version] = {}
+            current: dict[int, weakref.ref[Version]] = {}
             for record, version in listed:
                 key = str(record.snapshot_id)
                 slot = self._slots.setdefault(key, len(self._slots) + 1)
-                current[slot] = version
+                current[slot] = weakref.ref(version)
                 names[key] = _base(slot) + ROOT_INO
                 if record.tag and "/" not in record.tag and record.tag not in (".", ".."):
                     names[record.tag] = _base(slot) + ROOT_INO

@@ -125,7 +125,7 @@ def load(
     for _, ino, node in version.walk():
         if isinstance(node, File) and isinstance(node.deferred_key, pygit2.Oid):
             state.blobs[ino] = (node.content_key, node.deferred_key)
-    state.version = version
+    state.version = version.alias()  # held apart from the snapshot's, for space accounting
     state.record = record
     state.persisted.add(record.snapshot_id)
     state.commits[version.history_key] = (commit.id, meta_commit.id)

@@ -24,6 +24,7 @@ their blob ids without being read or hashed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from collections.abc import Callable, Hashable
@@ -33,7 +34,7 @@ from typing import Any
 import pygit2
 from pygit2.enums import ObjectType
 
-from .._errors import SnapshotCreationError, SnapshotNotFoundError
+from .._errors import InvalidArgumentError, SnapshotCreationError, SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
 from ._history import (
@@ -295,7 +296,7 @@ class _Writer:
         state.dir_trees.update(self.dir_trees)
         state.meta_trees.update(self.meta_trees)
         state.blobs.update(self.blobs)
-        state.version = version
+        state.version = version.alias()  # held apart from the snapshot's, for space accounting
 
 
 def git_mode(node: Node) -> int | None:
@@ -445,6 +446,9 @@ def resolve_commit(
             candidates.append(refs.snapshot(int(name)))
         elif valid_ref_part(name):
             candidates.append(refs.tag(name))
+        elif ":" in name:  # a tag with ":" first: git reads ``a:b`` as a path in ``a``
+            with contextlib.suppress(InvalidArgumentError):
+                candidates.insert(0, refs.tag(name))
     for candidate in filter(None, candidates):
         try:
             obj = repository.revparse_single(candidate)

@@ -2,7 +2,8 @@
 
 * ``<workspace>/{snapshots,meta}/<n>`` and ``<workspace>/tags/<tag>``: persisted
   snapshots of a workspace (a host directory's ``git`` snapshots use the
-  workspace name ``host``);
+  workspace name ``host``); a ``:`` in a tag, which git refuses in ref names
+  (``UndoableToolset`` tags ``undo:<tool>:<call>``), is ``%3A`` in its ref;
 * ``sessions/<session>/snapshots/<n>``: shadow snapshots of a user's working copy;
 * ``branches/<session>/<name>``: writable worktrees made from those.
 
@@ -22,11 +23,29 @@ from .._errors import InvalidArgumentError
 
 PREFIX = "refs/workspacefs"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_REF_PART = 255
+"""Bytes in one ref component: a loose ref is a file, its name a file name."""
 
 
 def valid_ref_part(part: str) -> bool:
     """True if ``part`` can be one component of a ref name here."""
     return bool(_SAFE.match(part)) and not part.endswith(".lock") and ".." not in part
+
+
+def tag_ref_part(tag: str) -> str:
+    """The ref component naming ``tag``: the tag, its ``:`` written ``%3A``.
+
+    A tag may hold what a ref component may (``valid_ref_part``) and ``:``,
+    the separator tags use for namespaces. No other tag holds ``%``, so no two
+    tags share a ref.
+
+    Raises:
+        InvalidArgumentError: Any other tag.
+    """
+    part = tag.replace(":", "%3A")
+    if not valid_ref_part(tag.replace(":", "_")) or len(part) > MAX_REF_PART:
+        raise InvalidArgumentError(f"tag {tag!r} cannot be used in a git ref name", tag)
+    return part
 
 
 def _check(part: str, what: str) -> str:
@@ -61,8 +80,9 @@ class RefNamespace:
         return f"{self.base}/meta/{number}"
 
     def tag(self, tag: str) -> str:
-        """The ref naming a tagged snapshot; refuses tags git cannot hold."""
-        return f"{self.base}/tags/{_check(tag, 'tag')}"
+        """The ref naming a tagged snapshot; refuses tags git cannot hold
+        (see ``tag_ref_part``)."""
+        return f"{self.base}/tags/{tag_ref_part(tag)}"
 
     def relative(self, name: str) -> str:
         """A ref named relative to the namespace, e.g. ``snapshots/3``."""

@@ -2,7 +2,7 @@
 
 ``UndoableToolset`` runs tools on one snapshotable workspace and takes an
 O(1) snapshot (git commit on a host directory) before every call of a
-mutating tool, tagged ``undo:<tool>:<call id>``. When nothing changed since
+mutating tool, tagged ``undo:<tool>:<call id>`` (``_undo_tag``). When nothing changed since
 the last one (a failed call, a run of reads) that snapshot is reused rather
 than a new one taken; read-only tools never snapshot. Any earlier call can
 then be undone, and what each call changed is one diff away.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,23 @@ from ._patch import unified_diff
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._snapshots import WorkspaceSnapshots
+
+_MAX_TAG = 128
+"""The longest tag every snapshot backend keeps (a git ref name component)."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|\.(?=\.)")
+
+
+def _undo_tag(tool: str, call_id: str) -> str:
+    """The tag of the snapshot taken before call ``call_id`` of ``tool``:
+    ``undo:<tool>:<call id>``, which git persistence keeps as a ref name.
+
+    Tool names and the call ids models give (``call_...``, ``toolu_...``) pass
+    as they are; a character a git ref name cannot hold becomes ``_`` (as do a
+    ``..`` and a ``.lock`` ending), and a long id is cut, since a snapshot that
+    cannot be persisted would fail the whole persist of the workspace later.
+    """
+    tag = f"undo:{_UNSAFE.sub('_', tool)}:{_UNSAFE.sub('_', call_id)}"[:_MAX_TAG]
+    return tag[: -len(".lock")] + "_lock" if tag.endswith(".lock") else tag.rstrip(".")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +159,7 @@ class UndoableToolset:
     def _checkpoint(self, tool: str, call_id: str) -> FilesystemSnapshot:
         if self._last is not None and not self._fs.diff(self._last).changed:
             return self._last
-        self._last = self._fs.snapshot(tag=f"undo:{tool}:{call_id}")
+        self._last = self._fs.snapshot(tag=_undo_tag(tool, call_id))
         return self._last
 
     def _index(self, call_id: str) -> int:

@@ -28,6 +28,10 @@ from ._nodes import File as File
 from ._nodes import Node as Node
 from ._nodes import Special as Special
 from ._nodes import Symlink as Symlink
+from ._registry import WeakRegistry as WeakRegistry
+from ._space import Holding as Holding
+from ._space import Shares as Shares
+from ._space import shares as shares
 from ._tree import FALLOC_FL_KEEP_SIZE as FALLOC_FL_KEEP_SIZE
 from ._tree import FALLOC_FL_PUNCH_HOLE as FALLOC_FL_PUNCH_HOLE
 from ._tree import FALLOC_FL_ZERO_RANGE as FALLOC_FL_ZERO_RANGE

@@ -41,6 +41,7 @@ from ._diff import changed_entries
 from ._journal import Journal, TreeLock
 from ._lineage import MAX_CAUSES, Lineage, changes_between
 from ._nodes import Content, Directory, File, Node, Special, Symlink
+from ._registry import WeakRegistry
 from ._table import Table, nodes, put
 from ._view import ROOT_INO, TreeView
 
@@ -63,7 +64,15 @@ _tree_ids = itertools.count(1)
 class Version(TreeView):
     """A frozen version of a tree: never changes after it is taken."""
 
-    __slots__ = ("file_count", "lineage", "number", "total_bytes", "tree_id")
+    __slots__ = (
+        "__weakref__",
+        "_family",
+        "file_count",
+        "lineage",
+        "number",
+        "total_bytes",
+        "tree_id",
+    )
 
     def __init__(
         self,
@@ -74,6 +83,7 @@ class Version(TreeView):
         number: int,
         file_count: int,
         total_bytes: int,
+        family: WeakRegistry[Version] | None = None,
     ) -> None:
         super().__init__(table)
         self.lineage = lineage
@@ -81,6 +91,28 @@ class Version(TreeView):
         self.number = number
         self.file_count = file_count
         self.total_bytes = total_bytes
+        self._family = family
+        if family is not None:
+            family.add(self)
+
+    def alias(self) -> Version:
+        """The same frozen state as another object, known to space accounting as
+        its own holder.
+
+        Space accounting tells holders apart by their version objects: a layer
+        that keeps a snapshot's version beyond a call (a view, the git
+        persistence state) keeps an alias, so that deleting the snapshot shows
+        as freeing nothing while the alias lives. O(1).
+        """
+        return Version(
+            self._table,
+            self.lineage,
+            tree_id=self.tree_id,
+            number=self.number,
+            file_count=self.file_count,
+            total_bytes=self.total_bytes,
+            family=self._family,
+        )
 
     @property
     def history_key(self) -> Hashable:
@@ -127,6 +159,7 @@ class Tree(TreeView):
         "_journal",
         "_next_ino",
         "_orphans",
+        "_versions",
         "attributing",
         "budget",
         "file_count",
@@ -146,6 +179,8 @@ class Tree(TreeView):
         # Epoch numbers come from one counter per family of forks (see ``fork``).
         self._epochs = itertools.count(1)
         self._epoch = next(self._epochs)
+        # Every version of the family still alive, wherever it is held (space accounting).
+        self._versions: WeakRegistry[Version] = WeakRegistry()
         self.budget = budget if budget is not None else MemoryBudget()
         super().__init__(Table(self._epoch, []))
         self.id = next(_tree_ids)
@@ -176,12 +211,19 @@ class Tree(TreeView):
             number=self._epoch,
             file_count=self.file_count,
             total_bytes=self.total_bytes,
+            family=self._versions,
         )
         self._head = lineage
         self._changes = set()
         self._causes = {}
         self._epoch = next(self._epochs)
         return version
+
+    def versions(self) -> list[Version]:
+        """Every version of this tree and of its family of forks that is still
+        alive, oldest first: those snapshot stores keep and any held elsewhere
+        (a frozen view, the git persistence state). For space accounting."""
+        return self._versions.alive()
 
     def fork(self, version: Version) -> Tree:
         """A new live tree whose state is ``version``, in O(1); for forks of a workspace.
@@ -213,6 +255,7 @@ class Tree(TreeView):
         fork = object.__new__(Tree)
         fork._epochs = self._epochs
         fork._epoch = next(self._epochs)
+        fork._versions = self._versions
         fork.budget = self.budget
         fork._table = version._table
         fork.id = next(_tree_ids)
@@ -792,6 +835,12 @@ class Tree(TreeView):
     def orphans(self) -> Set[int]:
         """Inodes unlinked from the tree but still held from outside."""
         return self._orphans.keys()
+
+    def orphan_nodes(self) -> list[tuple[int, Node]]:
+        """(inode, node) of every orphan, for space accounting. Taken right after
+        a ``snapshot()`` under the lock, the nodes are frozen like the version's:
+        the next change to one clones it first."""
+        return list(self._orphans.items())
 
 
 def _orphaned(node: Node, epoch: int) -> Node:

@@ -128,6 +128,10 @@ function metaLine(snapshot) {
   return parts.join(" · ");
 }
 
+function spaceText(space) {
+  return `holds ${human(space.exclusive)} alone · shares ${human(space.shared)}`;
+}
+
 function renderTimeline() {
   const list = $("#timeline");
   list.replaceChildren(
@@ -163,6 +167,15 @@ function renderTimeline() {
             : null,
         ),
         el("span", { class: "meta", text: metaLine(snapshot) }),
+        snapshot.space
+          ? el("span", {
+              class: "space",
+              text: spaceText(snapshot.space),
+              title:
+                "Memory: what only this state holds (deleting it frees that) " +
+                "and what it shares with other snapshots, the live tree or forks",
+            })
+          : null,
         snapshot.origin ? el("span", { class: "origin", text: originText(snapshot.origin) }) : null,
         timelineCauses(snapshot),
       ),

@@ -1,0 +1,87 @@
+"""Snapshots of tool calls persist: ``UndoableToolset`` tags ``undo:<tool>:<call>``.
+
+A tag names a ref ``refs/workspacefs/<workspace>/tags/<tag>``. Git refuses
+``:`` in ref names, so the ref spells it ``%3A``; the snapshot commit keeps
+the tag as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from workspacefs import InMemoryFilesystem, InvalidArgumentError
+from workspacefs import git as wgit
+from workspacefs.tools import UndoableToolset, filesystem_tools
+
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def tag_refs(repo: Path, workspace: str) -> list[str]:
+    base = f"refs/workspacefs/{workspace}/tags/"
+    names = pygit2.Repository(str(repo)).references
+    return sorted(name[len(base) :] for name in names if name.startswith(base))
+
+
+def test_snapshots_of_tool_calls_persist_and_load_back(tmp_path: Path) -> None:
+    repo = tmp_path / "repo.git"
+    fs = InMemoryFilesystem()
+    toolset = UndoableToolset(filesystem_tools(fs), fs)
+    toolset.call("write_file", {"path": "a.txt", "content": "1\n"}, call_id="toolu_01AbC")
+    toolset.call("write_file", {"path": "a.txt", "content": "2\n"})
+    tags = [record.tag for record in fs.snapshots()]
+    assert tags == ["undo:write_file:toolu_01AbC", "undo:write_file:call-1"]
+    for record in fs.snapshots():
+        wgit.persist(fs, record, repo)
+    assert [item.record.tag for item in wgit.list_snapshots(repo, fs.workspace_id)] == tags
+    assert tag_refs(repo, fs.workspace_id) == [
+        "undo%3Awrite_file%3Acall-1",
+        "undo%3Awrite_file%3Atoolu_01AbC",
+    ]
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(repo), "fsck", "--strict"], capture_output=True, env=GIT_ENV
+    )
+    assert fsck.returncode == 0, fsck.stderr
+    loaded = wgit.load(repo, "undo:write_file:call-1", workspace=fs.workspace_id)
+    assert loaded.read("a.txt").content == "1\n"
+    assert [record.tag for record in loaded.snapshots()] == ["undo:write_file:call-1"]
+
+
+def test_call_ids_a_ref_cannot_hold_still_give_a_tag_that_persists(tmp_path: Path) -> None:
+    fs = InMemoryFilesystem()
+    toolset = UndoableToolset(filesystem_tools(fs), fs)
+    for number, call_id in enumerate(["call 1/x", "a..b", "z.lock", "é" * 200]):
+        toolset.call("write_file", {"path": "f", "content": str(number)}, call_id=call_id)
+    tags = [record.tag for record in fs.snapshots()]
+    prefix = "undo:write_file:"
+    assert tags == [
+        prefix + "call_1_x",
+        prefix + "a_.b",
+        prefix + "z_lock",
+        prefix + "_" * (128 - len(prefix)),
+    ]
+    for record in fs.snapshots():
+        wgit.persist(fs, record, tmp_path / "repo.git")
+    assert len(tag_refs(tmp_path / "repo.git", fs.workspace_id)) == 4
+
+
+def test_tags_with_and_without_colons_keep_apart(tmp_path: Path) -> None:
+    repo = tmp_path / "repo.git"
+    fs = InMemoryFilesystem()
+    for tag in ("a:b", "a_b", "a-b", "ab", "a:b:c"):
+        fs.write("f", tag)
+        wgit.persist(fs, fs.snapshot(tag=tag), repo)
+    for tag in ("a:b", "a_b", "a-b", "ab", "a:b:c"):
+        assert wgit.load(repo, tag, workspace=fs.workspace_id).read("f").content == tag
+
+
+@pytest.mark.parametrize("tag", ["a b", "two\nlines", ":leading", "a:%3A", "a" + ":" * 127])
+def test_other_tags_git_cannot_hold_are_still_refused(tmp_path: Path, tag: str) -> None:
+    fs = InMemoryFilesystem()
+    with pytest.raises(InvalidArgumentError, match="ref name"):
+        wgit.persist(fs, fs.snapshot(tag=tag), tmp_path / "repo.git")
+    assert not (tmp_path / "repo.git").exists()
