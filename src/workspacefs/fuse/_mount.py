@@ -39,6 +39,7 @@ from ._attributes import DEFAULT_CACHE, CachePolicy
 from ._invalidate import invalidate
 from ._operations import WorkspaceOperations
 from ._snapshots_dir import snapshot_lister
+from ._stats import RequestStats
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,14 @@ class Mount:
     _error: BaseException | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
     _cleanups: list[Callable[[], object]] = field(default_factory=list)
+    _operations: WorkspaceOperations | None = None
+
+    def stats(self) -> RequestStats:
+        """The kernel requests this mount has served, by type, with handler time.
+
+        Subtract two readings (``after - before``) for the requests of one workload.
+        """
+        return self._operations.stats() if self._operations is not None else RequestStats()
 
     @property
     def running(self) -> bool:
@@ -302,6 +311,7 @@ def _serving(handle: Mount, operations: WorkspaceOperations, options: set[str]) 
         name=f"fuse:{handle.mountpoint}",
         daemon=True,
     )
+    handle._operations = operations
     thread.start()
     handle._thread = thread
     try:

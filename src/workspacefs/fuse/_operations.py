@@ -23,9 +23,10 @@ import itertools
 import logging
 import os
 import stat as _stat
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
@@ -35,6 +36,7 @@ from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
 from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
 from ._lookups import LookupCounts
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
+from ._stats import RequestCounter, RequestStats
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +47,16 @@ R = TypeVar("R")
 def fuse_errors(
     handler: Callable[P, Coroutine[Any, Any, R]],
 ) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Let only ``FUSEError`` out of a handler: the one adapter at the FUSE edge."""
+    """Let only ``FUSEError`` out of a handler: the one adapter at the FUSE edge.
+
+    It also counts the request (``WorkspaceOperations.stats``), so every
+    handler must wear it.
+    """
+    name = handler.__name__
 
     @functools.wraps(handler)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        started = time.perf_counter_ns()
         try:
             return await handler(*args, **kwargs)
         except FUSEError:
@@ -56,8 +64,10 @@ def fuse_errors(
         except OSError as exc:
             raise FUSEError(exc.errno or errno.EIO) from None
         except Exception:
-            log.exception("bug in FUSE handler %s", handler.__name__)
+            log.exception("bug in FUSE handler %s", name)
             raise FUSEError(errno.EIO) from None
+        finally:
+            cast(WorkspaceOperations, args[0])._requests.record(name, started)
 
     return wrapper
 
@@ -118,6 +128,11 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
+        self._requests = RequestCounter()
+
+    def stats(self) -> RequestStats:
+        """The requests served so far, by type (callable from any thread)."""
+        return self._requests.stats()
 
     # -- helpers ---------------------------------------------------------------
 
@@ -189,6 +204,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             # restores invalidate it like any other entry.
             return missing_entry(self._cache.entry_timeout)
 
+    @fuse_errors
     async def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
         if self._lookups is None:
             return
@@ -394,9 +410,11 @@ class WorkspaceOperations(pyfuse3.Operations):
     # kernel so once, and it stops sending these requests (one round trip
     # fewer per close).
 
+    @fuse_errors
     async def flush(self, fh: FileHandleT) -> None:
         raise FUSEError(errno.ENOSYS)
 
+    @fuse_errors
     async def fsync(self, fh: FileHandleT, datasync: bool) -> None:
         raise FUSEError(errno.ENOSYS)
 
@@ -441,6 +459,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def releasedir(self, fh: FileHandleT) -> None:
         self._dirs.pop(fh, None)
 
+    @fuse_errors
     async def fsyncdir(self, fh: FileHandleT, datasync: bool) -> None:
         raise FUSEError(errno.ENOSYS)
 
