@@ -35,6 +35,7 @@ from .._errors import NotFoundError
 from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
 from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
 from ._lookups import LookupCounts
+from ._privileges import Caller, without_privileges
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
 
@@ -86,6 +87,8 @@ def encode(name: str) -> bytes:
 class _OpenFile:
     ino: InodeT
     append: bool
+    direct: bool  # direct_io: the kernel leaves clearing set-ID bits on writes to us
+    caller: Caller
 
 
 class WorkspaceOperations(pyfuse3.Operations):
@@ -356,25 +359,58 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     # -- files -----------------------------------------------------------------
 
-    def _open(self, ino: InodeT, flags: int) -> pyfuse3.FileInfo:
+    def _open(self, ino: InodeT, flags: int, caller: Caller) -> tuple[pyfuse3.FileInfo, bool]:
+        """Open ``ino``: (the reply, True if the kernel's attributes of it are now stale)."""
         view, local, _ = self._resolve(ino)
         node = view.node(local)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
+        stale = False
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
             tree = self._writable(ino)
-            if flags & os.O_TRUNC and node.size:  # libfuse asks for atomic O_TRUNC
-                tree.truncate(ino, 0)
+            if flags & os.O_TRUNC:  # libfuse asks for atomic O_TRUNC: the kernel leaves it to us
+                if node.size:
+                    tree.truncate(ino, 0)
+                stale = self._drop_privileges(tree, ino, caller)
+        # Write-only opens bypass the page cache: each write(2) is one request,
+        # where the page cache splits unaligned ones and asks for
+        # security.capability before each. Nothing reads through such a handle,
+        # so nothing is lost; the kernel then leaves set-ID bits to us.
+        direct = flags & os.O_ACCMODE == os.O_WRONLY
         handle = self._handles()
-        self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND))
-        return pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache)
+        self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND), direct, caller)
+        info = pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache, direct_io=direct)
+        return info, stale
+
+    def _drop_privileges(self, tree: Tree, ino: InodeT, caller: Caller) -> bool:
+        """Clear the set-ID bits a write or truncate by ``caller`` clears; True if any went."""
+        node = tree.node(ino)
+        mode = without_privileges(node.mode, node.gid, caller)
+        if mode == node.mode:
+            return False
+        tree.setattr(ino, mode=mode)
+        return True
+
+    def _attributes_changed(self, ino: InodeT) -> None:
+        """Tell the kernel its cached attributes of ``ino`` are stale (a handler changed
+        what the kernel did not ask for, such as set-ID bits a write cleared).
+
+        Called by the handler after the tree lock is released. Unlike an entry
+        invalidation, dropping attributes waits for no request in flight, so it
+        cannot deadlock with the one being answered.
+        """
+        with contextlib.suppress(OSError):  # the kernel had already forgotten the inode
+            pyfuse3.invalidate_inode(ino, attr_only=True)
 
     @fuse_errors
     async def open(
         self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.FileInfo:
         with self._locked():
-            return self._open(inode, flags)
+            info, stale = self._open(inode, flags, Caller.of(ctx))
+        if stale:
+            self._attributes_changed(inode)
+        return info
 
     @fuse_errors
     async def create(
@@ -389,7 +425,8 @@ class WorkspaceOperations(pyfuse3.Operations):
         with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             ino = tree.create(parent_inode, decode(name), mode, uid, gid)
-            return self._open(ino, flags), self._reply(ino)
+            info, _ = self._open(ino, flags & ~os.O_TRUNC, Caller.of(ctx))  # new: nothing to cut
+            return info, self._reply(ino)
 
     @fuse_errors
     async def read(self, fh: FileHandleT, off: int, size: int) -> bytes:
@@ -404,7 +441,11 @@ class WorkspaceOperations(pyfuse3.Operations):
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
-            return tree.write(handle.ino, off, buf)
+            stale = handle.direct and self._drop_privileges(tree, handle.ino, handle.caller)
+            written = tree.write(handle.ino, off, buf)
+        if stale:
+            self._attributes_changed(handle.ino)
+        return written
 
     # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
     # kernel so once, and it stops sending these requests (one round trip
