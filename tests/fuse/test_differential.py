@@ -119,20 +119,17 @@ SET_ID_ACTIONS = {
 SET_ID_MODES = [0o4755, 0o2775, 0o2765, 0o6777, 0o4744]
 
 
-# Where the kernel clears the bits itself (page-cache writes, truncate), FUSE's
-# setattr keeps set-group-ID without group execution even for a writer outside
-# the group (fs/fuse/dir.c), unlike the VFS rule tmpfs follows: the mount
-# cannot see those writes, so that one case is left out for them.
-KERNEL_DECIDES = {"write-rdwr", "truncate", "ftruncate"}
-
-
+# FUSE's setattr, which clears the bits for every write the kernel sees, keeps
+# set-group-ID without group execution even for a writer outside the group
+# (fs/fuse/dir.c), unlike the VFS rule tmpfs follows; the mount follows FUSE's
+# rule everywhere, so that one case is left out.
 def _set_id_files(root: Path) -> list[str]:
     """One file per (action, mode, group), owned by USER, with its set-ID bits on."""
     names = []
     for action in SET_ID_ACTIONS:
         for mode in SET_ID_MODES:
             for group in (GROUP, OTHER_GROUP):
-                if action in KERNEL_DECIDES and group == OTHER_GROUP and not mode & 0o010:
+                if group == OTHER_GROUP and not mode & 0o010:
                     continue
                 name = f"{action}-{mode:o}-{group}"
                 (root / name).write_bytes(b"" if action.endswith("-empty") else b"hello")

@@ -36,6 +36,7 @@ from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, 
 from ..fs import TreeFilesystem
 from ..tree import Tree
 from ._attributes import DEFAULT_CACHE, CachePolicy
+from ._features import OPEN_FREE
 from ._invalidate import invalidate
 from ._operations import WorkspaceOperations
 from ._snapshots_dir import snapshot_lister
@@ -191,7 +192,10 @@ class Mount:
     async def _main(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._ready.set()
-        await pyfuse3.main()
+        # No handler awaits anything, so one task serves every request: more
+        # would only add task switches (and the patched pyfuse3 then runs a
+        # loop without the read lock that sharing the fd between tasks needs).
+        await pyfuse3.main(min_tasks=1, max_tasks=1)
 
 
 def mount_options(
@@ -220,6 +224,7 @@ def mount(
     cache: CachePolicy = DEFAULT_CACHE,
     capacity_bytes: int = 64 << 30,
     show_snapshots: bool = True,
+    open_free: bool | None = None,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -237,6 +242,10 @@ def mount(
         capacity_bytes: Size reported by statfs (the tree lives in memory).
         show_snapshots: Serve ``/.snapshots/<tag or id>/``, read-only views of
             the filesystem's snapshots (hidden from listings, found by name).
+        open_free: Let the kernel open files and directories without asking
+            (no OPEN/RELEASE requests; listings cached). None: whenever the
+            installed pyfuse3 allows it (the patched build of scripts/setup.sh)
+            and ``cache.keep_cache`` is on.
 
     Raises:
         BusyError: Another mount is active in this process, or the path is mounted.
@@ -250,6 +259,7 @@ def mount(
         cache=cache,
         capacity_bytes=capacity_bytes,
         snapshots=snapshot_lister(filesystem) if show_snapshots else None,
+        open_free=OPEN_FREE and cache.keep_cache if open_free is None else open_free,
     )
     options = mount_options(
         allow_other=allow_other,

@@ -34,6 +34,8 @@ from pyfuse3 import FileHandleT, FUSEError, InodeT
 from .._errors import NotFoundError
 from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
 from ._attributes import BLOCK_SIZE, DEFAULT_CACHE, CachePolicy, entry_attributes, missing_entry
+from ._features import OPEN_FREE, capability
+from ._listings import Listings
 from ._lookups import LookupCounts
 from ._privileges import Caller, without_privileges
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
@@ -100,6 +102,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         cache: How long the kernel may trust entries and attributes.
         capacity_bytes: The size statfs reports.
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
+        open_free: Let the kernel open files and directories without a request
+            (open and opendir answer ENOSYS once; the kernel then caches pages
+            and listings until invalidated). Needs the patched pyfuse3
+            (``OPEN_FREE``); without it every open is a request.
     """
 
     supports_dot_lookup = True
@@ -114,8 +120,16 @@ class WorkspaceOperations(pyfuse3.Operations):
         cache: CachePolicy = DEFAULT_CACHE,
         capacity_bytes: int = 64 << 30,
         snapshots: SnapshotLister | None = None,
+        open_free: bool = False,
     ) -> None:
         super().__init__()
+        if open_free and not OPEN_FREE:
+            raise ValueError("open_free needs the patched pyfuse3 (scripts/setup.sh builds it)")
+        self._open_free = open_free
+        # Read by the patched pyfuse3 at init: fh handlers then get the inode
+        # too, since every open-free file has the file handle 0.
+        self.pass_inode_to_fh_handlers = open_free
+        self._listings = Listings()
         self._view = view
         self._snapshots = SnapshotsDir(snapshots)
         live = view if isinstance(view, Tree) else None
@@ -136,6 +150,19 @@ class WorkspaceOperations(pyfuse3.Operations):
     def stats(self) -> RequestStats:
         """The requests served so far, by type (callable from any thread)."""
         return self._requests.stats()
+
+    def init_connection(self, conn: Any) -> None:
+        """Ask for what the kernel may cache (only a patched pyfuse3 calls this).
+
+        ``conn`` is pyfuse3's ``ConnectionInfo``, valid during the call.
+        """
+        # readlink answers go to the page cache too; restores and API writes
+        # invalidate a symlink's inode like any other.
+        conn.want |= conn.capable & capability("CACHE_SYMLINKS")
+        if self._open_free:
+            # Without OPEN requests an atomic O_TRUNC would be dropped: the
+            # kernel must send the truncation as a SETATTR of its own.
+            conn.want &= ~capability("ATOMIC_O_TRUNC")
 
     # -- helpers ---------------------------------------------------------------
 
@@ -385,7 +412,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     def _drop_privileges(self, tree: Tree, ino: InodeT, caller: Caller) -> bool:
         """Clear the set-ID bits a write or truncate by ``caller`` clears; True if any went."""
         node = tree.node(ino)
-        mode = without_privileges(node.mode, node.gid, caller)
+        mode = without_privileges(node.mode, caller)
         if mode == node.mode:
             return False
         tree.setattr(ino, mode=mode)
@@ -406,6 +433,12 @@ class WorkspaceOperations(pyfuse3.Operations):
     async def open(
         self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.FileInfo:
+        if self._open_free:
+            # The kernel takes ENOSYS as "opens need no request", from this one
+            # on: no OPEN or RELEASE again, pages kept across opens (every
+            # change the kernel did not make is invalidated explicitly), and
+            # reads and writes arrive with the file handle 0 and the inode.
+            raise FUSEError(errno.ENOSYS)
         with self._locked():
             info, stale = self._open(inode, flags, Caller.of(ctx))
         if stale:
@@ -429,15 +462,17 @@ class WorkspaceOperations(pyfuse3.Operations):
             return info, self._reply(ino)
 
     @fuse_errors
-    async def read(self, fh: FileHandleT, off: int, size: int) -> bytes:
+    async def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
         with self._locked():
-            view, local, _ = self._resolve(self._files[fh].ino)
+            view, local, _ = self._resolve(inode or self._files[fh].ino)
             return view.read(local, off, size)
 
     @fuse_errors
-    async def write(self, fh: FileHandleT, off: int, buf: bytes) -> int:
+    async def write(self, fh: FileHandleT, off: int, buf: bytes, inode: InodeT = 0) -> int:
         tree = self._writable()
         with self._locked():
+            if not fh:  # opened without a request: a page-cache write, the kernel did the rest
+                return tree.write(inode, off, buf)
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
@@ -452,21 +487,26 @@ class WorkspaceOperations(pyfuse3.Operations):
     # fewer per close).
 
     @fuse_errors
-    async def flush(self, fh: FileHandleT) -> None:
+    async def flush(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
-    async def fsync(self, fh: FileHandleT, datasync: bool) -> None:
+    async def fsync(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
-    async def release(self, fh: FileHandleT) -> None:
+    async def release(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         self._files.pop(fh, None)
 
     # -- directories -----------------------------------------------------------
 
     @fuse_errors
     async def opendir(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> FileHandleT:
+        if self._open_free:
+            # As for open; the kernel then also caches listings (FOPEN_CACHE_DIR)
+            # until the directory changes or is invalidated, and readdir
+            # offsets come from names (``_listings``), not from a frozen copy.
+            raise FUSEError(errno.ENOSYS)
         with self._locked():
             # A frozen copy of the entries: offsets stay stable while the
             # directory changes, so no entry is skipped or repeated.
@@ -482,7 +522,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         return handle
 
     @fuse_errors
-    async def readdir(self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+    async def readdir(
+        self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken, inode: InodeT = 0
+    ) -> None:
+        if not fh:
+            with self._locked():
+                self._readdir_by_name(inode, start_id, token)
+            return
         entries = self._dirs[fh]
         with self._locked():
             for index in range(start_id, len(entries)):
@@ -496,12 +542,37 @@ class WorkspaceOperations(pyfuse3.Operations):
                 if index >= 2:  # "." and ".." are not lookups
                     self._hold(ino)
 
+    def _readdir_by_name(self, ino: InodeT, start: int, token: pyfuse3.ReaddirToken) -> None:
+        """List directory ``ino`` from offset ``start`` in name-hash order (``_listings``)."""
+        if ino == SnapshotsDir.INO:
+            parent, base = ROOT_INO, 0
+            entries = dict(self._snapshots.listing()[2:])
+        else:
+            view, local, base = self._resolve(ino)
+            parent = base + view.lookup(local, "..")
+            entries = view.directory(local).entries
+        for offset, name, dot in ((1, ".", ino), (2, "..", parent)):
+            if start < offset and not pyfuse3.readdir_reply(
+                token, encode(name), self._attributes(dot), offset
+            ):
+                return
+        offsets, names, inodes, first = self._listings.after(ino, entries, start)
+        for index in range(first, len(offsets)):
+            child = base + inodes[index]
+            try:
+                entry = self._attributes(child)
+            except (NotFoundError, FUSEError):  # a snapshot pruned meanwhile
+                continue
+            if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):
+                return
+            self._hold(child)
+
     @fuse_errors
-    async def releasedir(self, fh: FileHandleT) -> None:
+    async def releasedir(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         self._dirs.pop(fh, None)
 
     @fuse_errors
-    async def fsyncdir(self, fh: FileHandleT, datasync: bool) -> None:
+    async def fsyncdir(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     # -- extended attributes ---------------------------------------------------

@@ -34,26 +34,20 @@ class Caller:
         """Stands for CAP_FSETID, which keeps the bits: root of the mount's user namespace."""
         return self.uid == 0
 
-    def in_group(self, gid: int) -> bool:
-        """True if ``gid`` is the caller's group or one of its supplementary groups."""
-        if gid == self.gid:
-            return True
-        try:
-            return gid in pyfuse3.get_sup_groups(self.pid)
-        except (OSError, RuntimeError):  # the process is gone: count it out
-            return False
 
+def without_privileges(mode: int, caller: Caller) -> int:
+    """``mode`` after ``caller`` writes to or truncates a file.
 
-def without_privileges(mode: int, gid: int, caller: Caller) -> int:
-    """``mode`` of a file owned by group ``gid`` after ``caller`` writes to or truncates it.
-
-    Set-user-ID always goes; set-group-ID goes if group execution is set (without
-    it, the bit marks mandatory locking) or if the caller is not in the group.
-    Privileged callers keep both, as do other file types.
+    Set-user-ID always goes; set-group-ID goes with group execution (without
+    it the bit marks mandatory locking). That is the rule of the kernel's FUSE
+    setattr, which decides for every other write to the mount; the VFS rule
+    of local filesystems also drops set-group-ID without group execution when
+    the writer is outside the group, which FUSE never learns of. Privileged
+    callers keep both, as do other file types.
     """
     if not _stat.S_ISREG(mode) or not mode & (_stat.S_ISUID | _stat.S_ISGID) or caller.privileged:
         return mode
     kill = mode & _stat.S_ISUID
-    if mode & _stat.S_ISGID and (mode & _stat.S_IXGRP or not caller.in_group(gid)):
-        kill |= _stat.S_ISGID
+    if mode & _stat.S_IXGRP:
+        kill |= mode & _stat.S_ISGID
     return mode & ~kill
