@@ -97,7 +97,8 @@ async def test_listing_by_name_hash(free: WorkspaceOperations, kernel: Kernel) -
     assert {name: e.attributes.st_ino for name, e in entries.items()} == inodes
     assert all(entries[f"f{i}"].attributes.st_size == i for i in range(20))
     offsets = [e.next_id for e in listed[2:]]
-    assert offsets == sorted(offsets) and min(offsets) >= FIRST_ENTRY
+    assert offsets == sorted(offsets)
+    assert min(offsets) >= FIRST_ENTRY
     assert all(e.next_id == offset_of(name) for name, e in entries.items())
     # Every entry but . and .. is a reference the kernel now holds.
     assert all(kernel.counts[ino] == 2 for ino in inodes.values())  # create + listing

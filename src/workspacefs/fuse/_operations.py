@@ -159,6 +159,8 @@ class WorkspaceOperations(pyfuse3.Operations):
         # readlink answers go to the page cache too; restores and API writes
         # invalidate a symlink's inode like any other.
         conn.want |= conn.capable & capability("CACHE_SYMLINKS")
+        # libfuse's default, relied upon: a changed mtime drops cached pages.
+        conn.want |= conn.capable & capability("AUTO_INVAL_DATA")
         if self._open_free:
             # Without OPEN requests an atomic O_TRUNC would be dropped: the
             # kernel must send the truncation as a SETATTR of its own.
@@ -468,11 +470,13 @@ class WorkspaceOperations(pyfuse3.Operations):
             return view.read(local, off, size)
 
     @fuse_errors
-    async def write(self, fh: FileHandleT, off: int, buf: bytes, inode: InodeT = 0) -> int:
+    async def write(
+        self, fh: FileHandleT, off: int, buf: bytes, inode: InodeT = 0, flags: int = 0
+    ) -> int:
         tree = self._writable()
+        if not fh:  # opened without a request: a page-cache write, set-ID bits done by the kernel
+            return self._write_unopened(tree, inode, off, buf, flags)
         with self._locked():
-            if not fh:  # opened without a request: a page-cache write, the kernel did the rest
-                return tree.write(inode, off, buf)
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
@@ -481,6 +485,18 @@ class WorkspaceOperations(pyfuse3.Operations):
         if stale:
             self._attributes_changed(handle.ino)
         return written
+
+    def _write_unopened(self, tree: Tree, ino: InodeT, off: int, buf: bytes, flags: int) -> int:
+        """A write to a file opened without a request (open-free mode)."""
+        with self._locked():
+            if flags & os.O_APPEND:
+                # The kernel appends at its cached size, which an API write may
+                # have made stale. Its pages then hold this write at the wrong
+                # offset, but after every write the kernel marks size and times
+                # stale: the next read refetches them, sees the new mtime and
+                # drops those pages (auto_inval_data, see init_connection).
+                off = tree.node(ino).size
+            return tree.write(ino, off, buf)
 
     # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
     # kernel so once, and it stops sending these requests (one round trip
