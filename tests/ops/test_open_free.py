@@ -22,7 +22,7 @@ from workspacefs.fuse._listings import FIRST_ENTRY, offset_of
 from workspacefs.fuse._snapshots_dir import SnapshotsDir, snapshot_lister
 from workspacefs.tree import ROOT_INO
 
-from .conftest import CTX, Kernel, Listed, create_file, fuse_error
+from .conftest import CTX, Kernel, Listed, context, fuse_error, setattr_fields
 
 pytestmark = [
     pytest.mark.trio,
@@ -38,6 +38,18 @@ def free(fs: InMemoryFilesystem, kernel: Kernel) -> WorkspaceOperations:
     operations = WorkspaceOperations(fs.tree, snapshots=snapshot_lister(fs), open_free=True)
     kernel.watch(operations)
     return operations
+
+
+async def create_file(
+    ops: WorkspaceOperations, parent: int, name: bytes, data: bytes = b"", mode: int = 0o644
+) -> int:
+    """Create ``parent/name`` holding ``data``, as the kernel does without handles."""
+    info, entry = await ops.create(parent, name, stat.S_IFREG | mode, os.O_WRONLY, CTX)
+    assert info.fh == NO_HANDLE  # nothing to release: the kernel sends no RELEASE then
+    assert info.direct_io
+    if data:
+        assert await ops.write(NO_HANDLE, 0, data, entry.st_ino, os.O_WRONLY, CTX) == len(data)
+    return entry.st_ino
 
 
 async def read_listing(
@@ -76,13 +88,26 @@ async def test_open_and_opendir_hand_opening_to_the_kernel(
 async def test_reads_and_writes_by_inode(free: WorkspaceOperations, fs: InMemoryFilesystem) -> None:
     ino = await create_file(free, ROOT_INO, b"f", b"hello world")
     assert await free.read(NO_HANDLE, 6, 100, ino) == b"world"
-    assert await free.write(NO_HANDLE, 6, b"there", ino) == 5
+    assert await free.write(NO_HANDLE, 6, b"there", ino, os.O_RDWR, CTX) == 5
     assert fs.read("f").content == "hello there"
-    # A file created through create still has a handle: both identify it.
-    info, entry = await free.create(ROOT_INO, b"g", stat.S_IFREG | 0o644, os.O_RDWR, CTX)
-    await free.write(info.fh, 0, b"via handle", entry.st_ino)
-    assert await free.read(NO_HANDLE, 0, 100, entry.st_ino) == b"via handle"
-    await free.release(info.fh, entry.st_ino)
+    # O_APPEND: at the tree's end of file, whatever offset the kernel believed in.
+    assert await free.write(NO_HANDLE, 3, b"!", ino, os.O_WRONLY | os.O_APPEND, CTX) == 1
+    assert fs.read("f").content == "hello there!"
+    # Read-write creates go through the page cache (no direct_io), without handles too.
+    info, _ = await free.create(ROOT_INO, b"g", stat.S_IFREG | 0o644, os.O_RDWR, CTX)
+    assert (info.fh, info.direct_io) == (NO_HANDLE, False)
+
+
+async def test_writes_by_unprivileged_callers_clear_set_id_bits(
+    free: WorkspaceOperations, fs: InMemoryFilesystem
+) -> None:
+    """A direct_io write (a write-only create) leaves set-ID bits to the mount."""
+    ino = await create_file(free, ROOT_INO, b"f", b"x", mode=0o6775)
+    assert stat.S_IMODE((await free.getattr(ino, CTX)).st_mode) == 0o755  # uid 1000, umask 022
+    root = context(uid=0, gid=0)
+    await free.setattr(ino, attributes(0o6775), setattr_fields(update_mode=True), None, root)
+    await free.write(NO_HANDLE, 0, b"y", ino, os.O_WRONLY, root)
+    assert stat.S_IMODE((await free.getattr(ino, CTX)).st_mode) == 0o6775
 
 
 async def test_listing_by_name_hash(free: WorkspaceOperations, kernel: Kernel) -> None:
@@ -199,3 +224,10 @@ async def test_readdir_of_a_missing_directory(free: WorkspaceOperations, kernel:
         await read_listing(free, kernel, ino)
     with fuse_error(errno.ENOENT):
         await read_listing(free, kernel, 9999)
+
+
+def attributes(mode: int) -> pyfuse3.EntryAttributes:
+    """A setattr request's attributes carrying ``mode``."""
+    entry = pyfuse3.EntryAttributes()
+    entry.st_mode = stat.S_IFREG | mode
+    return entry

@@ -411,6 +411,17 @@ class WorkspaceOperations(pyfuse3.Operations):
         info = pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache, direct_io=direct)
         return info, stale
 
+    def _created(self, ino: InodeT, flags: int, caller: Caller) -> pyfuse3.FileInfo:
+        """The open half of a create reply."""
+        if not self._open_free:
+            info, _ = self._open(ino, flags & ~os.O_TRUNC, caller)  # new: nothing to cut
+            return info
+        # Open-free, the kernel sends no RELEASE for created files either: the
+        # handle 0 keeps no state here, and writes come with the inode, the
+        # flags and the writer (see _write_unopened).
+        direct = flags & os.O_ACCMODE == os.O_WRONLY
+        return pyfuse3.FileInfo(fh=0, keep_cache=self._cache.keep_cache, direct_io=direct)
+
     def _drop_privileges(self, tree: Tree, ino: InodeT, caller: Caller) -> bool:
         """Clear the set-ID bits a write or truncate by ``caller`` clears; True if any went."""
         node = tree.node(ino)
@@ -460,8 +471,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             ino = tree.create(parent_inode, decode(name), mode, uid, gid)
-            info, _ = self._open(ino, flags & ~os.O_TRUNC, Caller.of(ctx))  # new: nothing to cut
-            return info, self._reply(ino)
+            return self._created(ino, flags, Caller.of(ctx)), self._reply(ino)
 
     @fuse_errors
     async def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
@@ -471,11 +481,17 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     async def write(
-        self, fh: FileHandleT, off: int, buf: bytes, inode: InodeT = 0, flags: int = 0
+        self,
+        fh: FileHandleT,
+        off: int,
+        buf: bytes,
+        inode: InodeT = 0,
+        flags: int = 0,
+        ctx: pyfuse3.RequestContext | None = None,
     ) -> int:
         tree = self._writable()
-        if not fh:  # opened without a request: a page-cache write, set-ID bits done by the kernel
-            return self._write_unopened(tree, inode, off, buf, flags)
+        if not fh and ctx is not None:  # open-free: no handle, the patched pyfuse3 says all
+            return self._write_unopened(tree, inode, off, buf, flags, Caller.of(ctx))
         with self._locked():
             handle = self._files[fh]
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
@@ -486,8 +502,10 @@ class WorkspaceOperations(pyfuse3.Operations):
             self._attributes_changed(handle.ino)
         return written
 
-    def _write_unopened(self, tree: Tree, ino: InodeT, off: int, buf: bytes, flags: int) -> int:
-        """A write to a file opened without a request (open-free mode)."""
+    def _write_unopened(
+        self, tree: Tree, ino: InodeT, off: int, buf: bytes, flags: int, caller: Caller
+    ) -> int:
+        """A write to a file opened (or created) without a handle: open-free mode."""
         with self._locked():
             if flags & os.O_APPEND:
                 # The kernel appends at its cached size, which an API write may
@@ -496,7 +514,14 @@ class WorkspaceOperations(pyfuse3.Operations):
                 # stale: the next read refetches them, sees the new mtime and
                 # drops those pages (auto_inval_data, see init_connection).
                 off = tree.node(ino).size
-            return tree.write(ino, off, buf)
+            # A write-only created file is direct_io, and the kernel leaves its
+            # set-ID bits to us; through the page cache the kernel has already
+            # cleared them (by the same rule), so this is then a no-op.
+            stale = self._drop_privileges(tree, ino, caller)
+            written = tree.write(ino, off, buf)
+        if stale:
+            self._attributes_changed(ino)
+        return written
 
     # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
     # kernel so once, and it stops sending these requests (one round trip
