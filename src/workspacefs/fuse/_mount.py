@@ -148,6 +148,12 @@ class Mount:
         return self._operations.stats() if self._operations is not None else RequestStats()
 
     @property
+    def open_free(self) -> bool:
+        """True if the kernel opens files and directories without requests (the
+        patched pyfuse3 of scripts/setup.sh; see ``mount(open_free=...)``)."""
+        return self._operations is not None and self._operations.open_free
+
+    @property
     def running(self) -> bool:
         """True while the FUSE loop serves requests."""
         return self._thread is not None and self._thread.is_alive()

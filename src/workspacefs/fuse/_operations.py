@@ -151,6 +151,11 @@ class WorkspaceOperations(pyfuse3.Operations):
         """The requests served so far, by type (callable from any thread)."""
         return self._requests.stats()
 
+    @property
+    def open_free(self) -> bool:
+        """True if open and opendir leave opening to the kernel (see the constructor)."""
+        return self._open_free
+
     def init_connection(self, conn: Any) -> None:
         """Ask for what the kernel may cache (only a patched pyfuse3 calls this).
 
