@@ -12,6 +12,11 @@ unlinked while referenced stays alive as an orphan until ``forget``.
 
 Inode numbers are the live tree's own, except for the range of ``/.snapshots``
 (``SnapshotsDir``): the hidden directory and the read-only snapshots in it.
+
+Every request is a round trip through the kernel (tens of microseconds), so
+the handlers are shaped to keep the kernel from asking: each one is counted
+(``stats``), and with the patched pyfuse3 the mount is open-free (``open`` and
+``opendir`` answer ENOSYS once; see ``WorkspaceOperations``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Set-user-ID and set-group-ID bits that a write or truncate clears, where the kernel does not.
 
 A local filesystem clears them when an unprivileged process writes to or
-truncates a file (``setattr_should_drop_suidgid`` in the kernel), so that
-changed contents never run with the owner's rights. Over FUSE the kernel does
-it for writes through its page cache, but not for ``direct_io`` writes (the
-mount's write-only opens) nor for an atomic ``O_TRUNC`` open, which it leaves
-to the server: those paths call ``without_privileges`` instead.
+truncates a file, so that changed contents never run with the owner's rights.
+Over FUSE the kernel does it for writes through its page cache and for
+truncates (in its setattr), but not for ``direct_io`` writes (the mount's
+write-only opens and creates) nor for an atomic ``O_TRUNC`` open, which it
+leaves to the server: those paths call ``without_privileges``.
 """
 
 from __future__ import annotations
