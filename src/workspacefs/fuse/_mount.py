@@ -36,7 +36,7 @@ from .._errors import BackendUnavailableError, BusyError, NotADirectoryFsError, 
 from ..fs import TreeFilesystem
 from ..tree import Tree
 from ._attributes import DEFAULT_CACHE, CachePolicy
-from ._features import OPEN_FREE
+from ._features import OPEN_FREE, SESSION_POLL
 from ._invalidate import invalidate
 from ._operations import WorkspaceOperations
 from ._snapshots_dir import snapshot_lister
@@ -48,6 +48,14 @@ _session = threading.Lock()  # pyfuse3: one FUSE session per process
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
+
+POLL_NS = 50_000
+"""How long the FUSE loop polls for the next request before it sleeps (patched
+pyfuse3). Idle vCPUs halt, and waking one costs tens of microseconds per
+request; a busy client's next request nearly always comes sooner (tar -x of
+7,700 files on an idle 2-vCPU VM: 10.3 s without, 5.4 s with). The loop
+yields the CPU to runnable threads while it polls."""
+_POLL: dict[str, int] = {"poll_ns": POLL_NS} if SESSION_POLL else {}
 
 
 def unavailable_reason() -> str | None:
@@ -201,7 +209,7 @@ class Mount:
         # No handler awaits anything, so one task serves every request: more
         # would only add task switches (and the patched pyfuse3 then runs a
         # loop without the read lock that sharing the fd between tasks needs).
-        await pyfuse3.main(min_tasks=1, max_tasks=1)
+        await pyfuse3.main(min_tasks=1, max_tasks=1, **_POLL)
 
 
 def mount_options(
