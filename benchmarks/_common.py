@@ -30,6 +30,7 @@ class Result:
     target: str
     met: bool
     higher_is_better: bool = False
+    note: str = ""
 
     @property
     def ratio(self) -> float:
@@ -49,5 +50,5 @@ class Result:
         return (
             f"{verdict} {self.name:<58} {self.ours:>10.2f} {self.unit:<4} "
             f"baseline {self.baseline:>10.2f} {self.unit:<4} {self.ratio:>8.2f}x  "
-            f"target: {self.target}"
+            f"target: {self.target}" + (f"\n     {self.note}" if self.note else "")
         )

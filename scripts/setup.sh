@@ -52,6 +52,37 @@ if [[ ! -x .venv/bin/python ]]; then
     "$PYTHON" -m venv .venv
 fi
 
+# pyfuse3 is built from its PyPI sdist with the patches in patches/pyfuse3/
+# (inodes for the file-handle handlers, connection capabilities, a one-task
+# session loop): they let the mount open files and directories without kernel
+# requests. workspacefs detects them at runtime and works without them, only
+# slower. Built before the other dependencies (which then keep it), again when
+# the patches change or a stock pyfuse3 replaced it.
+PYFUSE3_VERSION=3.5.0
+want_pyfuse3="$PYFUSE3_VERSION $(cat patches/pyfuse3/*.patch | sha256sum | cut -d' ' -f1)"
+pyfuse3_stamp=.venv/.pyfuse3-patched
+build_pyfuse3() {
+    echo "setup: building pyfuse3 $PYFUSE3_VERSION with patches/pyfuse3"
+    local build
+    build=$(mktemp -d)
+    .venv/bin/python -m pip download -q --no-binary :all: --no-deps -d "$build" "pyfuse3==$PYFUSE3_VERSION"
+    tar -xzf "$build/pyfuse3-$PYFUSE3_VERSION.tar.gz" -C "$build"
+    local source_dir="$build/pyfuse3-$PYFUSE3_VERSION"
+    for patch_file in "$PWD"/patches/pyfuse3/*.patch; do
+        (cd "$source_dir" && git apply "$patch_file")
+    done
+    rm -f "$source_dir/src/pyfuse3/__init__.c" # generated from the patched .pyx instead
+    .venv/bin/python -m pip install -q --no-deps --force-reinstall "$source_dir"
+    rm -rf "$build"
+    echo "$want_pyfuse3" >"$pyfuse3_stamp"
+}
+pyfuse3_patched() {
+    .venv/bin/python -c 'import pyfuse3, sys; sys.exit(not hasattr(pyfuse3, "ConnectionInfo"))' 2>/dev/null
+}
+if [[ ! -f $pyfuse3_stamp || $(cat "$pyfuse3_stamp") != "$want_pyfuse3" ]]; then
+    build_pyfuse3
+fi
+
 # Reinstall only when the declared dependencies change.
 stamp=.venv/.workspacefs-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
@@ -60,6 +91,11 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q -e '.[dev]'
     echo "$want" >"$stamp"
+fi
+
+if ! pyfuse3_patched; then
+    build_pyfuse3
+    pyfuse3_patched || { echo "setup: the patched pyfuse3 does not load" >&2; exit 1; }
 fi
 
 # Say what the Podman sandbox still lacks here, if anything (one line each; not fatal).

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,28 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
     finally:
         if os.path.exists(record["socket"]):
             stop(MountRecord.from_dict(record))
+
+
+def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
+    def requests() -> dict[str, Any]:
+        status = as_json("status", str(workspace))
+        assert isinstance(status, dict)
+        result: dict[str, Any] = status["requests"]
+        return result
+
+    before = requests()
+    os.mkdir(workspace / "new")
+    assert (workspace / "src" / "app.py").read_text() == "print('hello')\n"
+    after = requests()
+    assert after["counts"]["mkdir"] == before["counts"].get("mkdir", 0) + 1
+    assert after["total"] == sum(after["counts"].values()) > before["total"]
+    assert after["seconds"].keys() == after["counts"].keys()
+    assert after["handler_seconds"] >= before["handler_seconds"]
+    line = next(line for line in ok("status", str(workspace)).splitlines()
+                if line.startswith("requests "))  # fmt: skip
+    shown = int(line.split()[1].replace(",", ""))
+    assert shown >= after["total"]  # the status calls themselves may add some
+    assert "s in handlers" in line
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -45,3 +45,21 @@ def fallocate(fd: int, mode: int, offset: int, length: int) -> None:
     if call(fd, mode, offset, length) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
+
+
+_STATX_MODE = 0x2
+_AT_SYMLINK_NOFOLLOW = 0x100
+
+
+def cached_mode(path: str) -> int:
+    """The mode as the kernel has it, asking the filesystem only if it knows its copy is stale.
+
+    statx(2) for STATX_MODE alone: unlike stat(2), which wants the times too
+    and so refetches after every write, this shows whether the kernel was told
+    about a mode the filesystem changed on its own.
+    """
+    buffer = ctypes.create_string_buffer(256)
+    if _libc.statx(AT_FDCWD, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_MODE, buffer) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), path)
+    return int.from_bytes(buffer.raw[28:30], "little")  # struct statx: stx_mode at offset 28

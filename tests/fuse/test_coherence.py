@@ -162,3 +162,65 @@ async def test_concurrent_shell_and_api_writers(mounted: Mounted) -> None:
         assert (root / f"api{i % 5}.txt").read_text() == f"api {i}\n"
     listing = subprocess.run(["ls", root], capture_output=True, text=True, check=True)
     assert len(listing.stdout.split()) == 8
+
+
+def test_api_changes_seen_through_cached_pages_listings_and_links(mounted: Mounted) -> None:
+    """What the kernel keeps without asking (pages across opens, listings, link
+    targets: everything, in open-free mode) is dropped when the API changes it."""
+    root = Path(mounted.root)
+    mounted.fs.write("d/a.txt", "one")
+    mounted.fs.write("d/b.txt", "bee")
+    os.symlink("a.txt", root / "d/link")
+    snapshot = mounted.fs.snapshot()
+    for _ in range(2):  # the second round is served from the kernel's caches
+        assert (root / "d/a.txt").read_text() == "one"
+        assert sorted(os.listdir(root / "d")) == ["a.txt", "b.txt", "link"]
+        assert os.readlink(root / "d/link") == "a.txt"
+    mounted.fs.write("d/a.txt", "two, longer")
+    assert (root / "d/a.txt").read_text() == "two, longer"
+    with open(root / "d/a.txt", "rb") as handle:
+        mounted.fs.write("d/a.txt", "3")
+        assert handle.read() == b"3"
+    mounted.fs.delete("d/b.txt")
+    mounted.fs.write("d/c.txt", "sea")
+    assert sorted(os.listdir(root / "d")) == ["a.txt", "c.txt", "link"]
+    mounted.fs.delete("d/link")
+    os.symlink("c.txt", root / "d/link")
+    assert os.readlink(root / "d/link") == "c.txt"
+    mounted.fs.restore(snapshot)
+    assert sorted(os.listdir(root / "d")) == ["a.txt", "b.txt", "link"]
+    assert os.readlink(root / "d/link") == "a.txt"
+    assert (root / "d/link").read_text() == "one"
+
+
+@pytest.mark.parametrize("default_permissions", [True, False])
+def test_appends_through_the_mount_follow_api_changes(
+    tmp_path: Path, default_permissions: bool
+) -> None:
+    """O_APPEND writes land at the tree's end of file, also through a descriptor
+    opened before the API grew or shrank the file (no open request then tells
+    the mount the flag, and the kernel's cached size is stale), and what the
+    mount reads afterwards is the tree's content."""
+    fs = InMemoryFilesystem()
+    with mount(fs, tmp_path, default_permissions=default_permissions):
+        path = tmp_path / "log"
+        path.write_text("start\n")
+        expected = "start\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            for round_ in range(12):
+                assert path.read_text() == expected  # the kernel caches size and pages
+                if round_ % 3 == 2:
+                    expected = expected[: len(expected) // 2]  # the API shrinks it
+                else:
+                    expected += f"api {round_}\n"
+                fs.write("log", expected)
+                os.write(fd, f"kept fd {round_}\n".encode())
+                expected += f"kept fd {round_}\n"
+                with open(path, "a") as log:  # a fresh descriptor
+                    log.write(f"new fd {round_}\n")
+                expected += f"new fd {round_}\n"
+                assert fs.read("log").content == expected
+                assert path.read_text() == expected
+        finally:
+            os.close(fd)

@@ -102,9 +102,23 @@ def list_(as_json: JsonOption = False) -> None:
     stdout.print(table)
 
 
+def requests_line(requests: dict[str, Any] | None, top: int = 6) -> str:
+    """The mount's kernel requests for people: the total, the most frequent types, time."""
+    if not requests:
+        return "-"
+    ranked = sorted(requests["counts"].items(), key=lambda item: (-item[1], item[0]))
+    parts = [f"{name} {count:,}" for name, count in ranked[:top]]
+    if len(ranked) > top:
+        parts.append(f"other {sum(count for _, count in ranked[top:]):,}")
+    listed = f" ({', '.join(parts)})" if parts else ""
+    mode = "open-free" if requests["open_free"] else "opens with requests"
+    return f"{requests['total']:,}{listed}; {requests['handler_seconds']:.2f} s in handlers; {mode}"
+
+
 @app.command(epilog="Example: workspacefs status ./ws")
 def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
-    """Show the daemon and the workspace: pid, socket, files, bytes, memory, snapshots."""
+    """Show the daemon and the workspace: pid, socket, files, bytes, memory, snapshots,
+    and the kernel requests the mount has served."""
     point, _ = split_mountpoint(args or [], 0, 0)
     with workspace(point) as fs:
         facts = fs.status()
@@ -120,6 +134,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("bytes", size(facts["bytes"])),
         ("memory", size(facts["memory_bytes"])),
         ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
+        ("requests", requests_line(facts.get("requests"))),
         ("persist to", facts["repository"]),
         ("started", facts["started_at"]),
         ("log", facts["log"]),

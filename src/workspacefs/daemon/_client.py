@@ -497,7 +497,9 @@ class RemoteFilesystem:
         return dict(self._info)
 
     def status(self) -> Json:
-        """``info`` plus files, bytes, resident memory, snapshots and uptime."""
+        """``info`` plus files, bytes, resident memory, snapshots, uptime and the
+        mount's kernel requests (``requests``: total, handler_seconds, open_free,
+        counts and seconds by request type)."""
         result: Json = self._connection.request("GET", "/status")
         return result
 

@@ -22,6 +22,7 @@ from .. import git
 from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
 from ..archive import ArchiveLimits, export_archive, import_archive
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRetentionPolicy, TreeFilesystem
+from ..fuse import Mount
 from ._wire import (
     API_VERSION,
     Json,
@@ -72,6 +73,7 @@ class Workspace:
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
         self._started = time.monotonic()
+        self._mount: Mount | None = None
         # A read-only workspace serves a frozen view of what it was loaded with:
         # the kernel and every API write then refuse alike (EROFS).
         self.view: TreeFilesystem = fs
@@ -337,8 +339,12 @@ class Workspace:
             "log": self.info.log,
         }
 
+    def attach(self, mount: Mount) -> None:
+        """Report the kernel requests ``mount`` serves in ``status`` (the daemon's mount)."""
+        self._mount = mount
+
     def status(self) -> Json:
-        """``describe`` plus what changes: size, memory, snapshots, uptime."""
+        """``describe`` plus what changes: size, memory, snapshots, uptime, requests."""
         tree = self.fs.tree
         return {
             **self.describe(),
@@ -348,6 +354,20 @@ class Workspace:
             "snapshots": len(self.fs.snapshots()),
             "current_snapshot": self.current(),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
+            "requests": self._requests(),
+        }
+
+    def _requests(self) -> Json | None:
+        """The mount's requests since it started, by type (None before ``attach``)."""
+        if self._mount is None:
+            return None
+        stats = self._mount.stats()
+        return {
+            "total": stats.total,
+            "handler_seconds": round(stats.total_seconds, 6),
+            "open_free": self._mount.open_free,
+            "counts": dict(stats.counts),
+            "seconds": {name: round(value, 6) for name, value in stats.seconds.items()},
         }
 
 

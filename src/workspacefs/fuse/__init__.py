@@ -11,3 +11,4 @@ from ._mount import mount_options as mount_options
 from ._mount import recover as recover
 from ._mount import unavailable_reason as unavailable_reason
 from ._operations import WorkspaceOperations as WorkspaceOperations
+from ._stats import RequestStats as RequestStats

@@ -14,7 +14,15 @@ from ..fs import available_memory
 from ..tree import Node, Special, Tree, TreeView, Version
 
 BLOCK_SIZE = 4096
-"""The block size reported by stat and statfs."""
+"""The block size statfs reports (the unit of its block counts)."""
+
+IO_SIZE = 128 << 10
+"""The ``st_blksize`` stat reports: the preferred I/O size.
+
+stdio and Python's buffered files write in chunks of this size, and every
+write(2) is at least one request: with 4 KiB a 1 MB file took 377 requests,
+with 128 KiB (s3ql's choice) 29.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +56,7 @@ def entry_attributes(
     entry.st_gid = node.gid
     entry.st_rdev = node.rdev if isinstance(node, Special) else 0
     entry.st_size = node.size
-    entry.st_blksize = BLOCK_SIZE
+    entry.st_blksize = IO_SIZE
     entry.st_blocks = (node.allocated + 511) // 512
     entry.st_atime_ns = node.atime_ns
     entry.st_mtime_ns = node.mtime_ns

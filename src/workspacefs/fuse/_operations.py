@@ -12,6 +12,11 @@ unlinked while referenced stays alive as an orphan until ``forget``.
 
 Inode numbers are the live tree's own, except for the range of ``/.snapshots``
 (``SnapshotsDir``): the hidden directory and the read-only snapshots in it.
+
+Every request is a round trip through the kernel (tens of microseconds), so
+the handlers are shaped to keep the kernel from asking: each one is counted
+(``stats``), and with the patched pyfuse3 the mount is open-free (``open`` and
+``opendir`` answer ENOSYS once; see ``WorkspaceOperations``).
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ import itertools
 import logging
 import os
 import stat as _stat
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
@@ -41,8 +47,12 @@ from ._attributes import (
     missing_entry,
 )
 from ._causes import RequestCauses
+from ._features import OPEN_FREE, capability
+from ._listings import Listings
 from ._lookups import LookupCounts
+from ._privileges import Caller, without_privileges
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
+from ._stats import RequestCounter, RequestStats
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +63,16 @@ R = TypeVar("R")
 def fuse_errors(
     handler: Callable[P, Coroutine[Any, Any, R]],
 ) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Let only ``FUSEError`` out of a handler: the one adapter at the FUSE edge."""
+    """Let only ``FUSEError`` out of a handler: the one adapter at the FUSE edge.
+
+    It also counts the request (``WorkspaceOperations.stats``), so every
+    handler must wear it.
+    """
+    name = handler.__name__
 
     @functools.wraps(handler)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        started = time.perf_counter_ns()
         try:
             return await handler(*args, **kwargs)
         except FUSEError:
@@ -67,8 +83,10 @@ def fuse_errors(
             log.warning("out of memory in %s: is the budget too high?", handler.__name__)
             raise FUSEError(errno.ENOSPC) from None
         except Exception:
-            log.exception("bug in FUSE handler %s", handler.__name__)
+            log.exception("bug in FUSE handler %s", name)
             raise FUSEError(errno.EIO) from None
+        finally:
+            cast(WorkspaceOperations, args[0])._requests.record(name, started)
 
     return wrapper
 
@@ -87,6 +105,8 @@ def encode(name: str) -> bytes:
 class _OpenFile:
     ino: InodeT
     append: bool
+    direct: bool  # direct_io: the kernel leaves clearing set-ID bits on writes to us
+    caller: Caller
     cause: Cause | None = field(default_factory=current_cause)  # its writes' (stock pyfuse3)
 
 
@@ -98,6 +118,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         read_only: Refuse every write with EROFS.
         cache: How long the kernel may trust entries and attributes.
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
+        open_free: Let the kernel open files and directories without a request
+            (open and opendir answer ENOSYS once; the kernel then caches pages
+            and listings until invalidated). Needs the patched pyfuse3
+            (``OPEN_FREE``); without it every open is a request.
     """
 
     supports_dot_lookup = True
@@ -111,8 +135,16 @@ class WorkspaceOperations(pyfuse3.Operations):
         read_only: bool = False,
         cache: CachePolicy = DEFAULT_CACHE,
         snapshots: SnapshotLister | None = None,
+        open_free: bool = False,
     ) -> None:
         super().__init__()
+        if open_free and not OPEN_FREE:
+            raise ValueError("open_free needs the patched pyfuse3 (scripts/setup.sh builds it)")
+        self._open_free = open_free
+        # Read by the patched pyfuse3 at init: fh handlers then get the inode
+        # too, since every open-free file has the file handle 0.
+        self.pass_inode_to_fh_handlers = open_free
+        self._listings = Listings()
         self._view = view
         self._snapshots = SnapshotsDir(snapshots)
         live = view if isinstance(view, Tree) else None
@@ -128,6 +160,31 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
+        self._requests = RequestCounter()
+
+    def stats(self) -> RequestStats:
+        """The requests served so far, by type (callable from any thread)."""
+        return self._requests.stats()
+
+    @property
+    def open_free(self) -> bool:
+        """True if open and opendir leave opening to the kernel (see the constructor)."""
+        return self._open_free
+
+    def init_connection(self, conn: Any) -> None:
+        """Ask for what the kernel may cache (only a patched pyfuse3 calls this).
+
+        ``conn`` is pyfuse3's ``ConnectionInfo``, valid during the call.
+        """
+        # readlink answers go to the page cache too; restores and API writes
+        # invalidate a symlink's inode like any other.
+        conn.want |= conn.capable & capability("CACHE_SYMLINKS")
+        # libfuse's default, relied upon: a changed mtime drops cached pages.
+        conn.want |= conn.capable & capability("AUTO_INVAL_DATA")
+        if self._open_free:
+            # Without OPEN requests an atomic O_TRUNC would be dropped: the
+            # kernel must send the truncation as a SETATTR of its own.
+            conn.want &= ~capability("ATOMIC_O_TRUNC")
 
     # -- helpers ---------------------------------------------------------------
 
@@ -199,6 +256,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             # restores invalidate it like any other entry.
             return missing_entry(self._cache.entry_timeout)
 
+    @fuse_errors
     async def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
         if self._lookups is None:
             return
@@ -358,26 +416,76 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     # -- files -----------------------------------------------------------------
 
-    def _open(self, ino: InodeT, flags: int) -> pyfuse3.FileInfo:
+    def _open(self, ino: InodeT, flags: int, caller: Caller) -> tuple[pyfuse3.FileInfo, bool]:
+        """Open ``ino``: (the reply, True if the kernel's attributes of it are now stale)."""
         view, local, _ = self._resolve(ino)
         node = view.node(local)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
+        stale = False
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
             tree = self._writable(ino)
-            if flags & os.O_TRUNC and node.size:  # libfuse asks for atomic O_TRUNC
-                tree.truncate(ino, 0)
+            if flags & os.O_TRUNC:  # libfuse asks for atomic O_TRUNC: the kernel leaves it to us
+                if node.size:
+                    tree.truncate(ino, 0)
+                stale = self._drop_privileges(tree, ino, caller)
+        # Write-only opens bypass the page cache: each write(2) is one request,
+        # where the page cache splits unaligned ones and asks for
+        # security.capability before each. Nothing reads through such a handle,
+        # so nothing is lost; the kernel then leaves set-ID bits to us.
+        direct = flags & os.O_ACCMODE == os.O_WRONLY
         handle = self._handles()
-        self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND))
-        return pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache)
+        self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND), direct, caller)
+        info = pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache, direct_io=direct)
+        return info, stale
+
+    def _created(self, ino: InodeT, flags: int, caller: Caller) -> pyfuse3.FileInfo:
+        """The open half of a create reply."""
+        if not self._open_free:
+            info, _ = self._open(ino, flags & ~os.O_TRUNC, caller)  # new: nothing to cut
+            return info
+        # Open-free, the kernel sends no RELEASE for created files either: the
+        # handle 0 keeps no state here, and writes come with the inode, the
+        # flags and the writer (see _write_unopened).
+        direct = flags & os.O_ACCMODE == os.O_WRONLY
+        return pyfuse3.FileInfo(fh=0, keep_cache=self._cache.keep_cache, direct_io=direct)
+
+    def _drop_privileges(self, tree: Tree, ino: InodeT, caller: Caller) -> bool:
+        """Clear the set-ID bits a write or truncate by ``caller`` clears; True if any went."""
+        node = tree.node(ino)
+        mode = without_privileges(node.mode, caller)
+        if mode == node.mode:
+            return False
+        tree.setattr(ino, mode=mode)
+        return True
+
+    def _attributes_changed(self, ino: InodeT) -> None:
+        """Tell the kernel its cached attributes of ``ino`` are stale (a handler changed
+        what the kernel did not ask for, such as set-ID bits a write cleared).
+
+        Called by the handler after the tree lock is released. Unlike an entry
+        invalidation, dropping attributes waits for no request in flight, so it
+        cannot deadlock with the one being answered.
+        """
+        with contextlib.suppress(OSError):  # the kernel had already forgotten the inode
+            pyfuse3.invalidate_inode(ino, attr_only=True)
 
     @fuse_errors
     async def open(
         self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.FileInfo:
         self._causes.attribute(ctx)
+        if self._open_free:
+            # The kernel takes ENOSYS as "opens need no request", from this one
+            # on: no OPEN or RELEASE again, pages kept across opens (every
+            # change the kernel did not make is invalidated explicitly), and
+            # reads and writes arrive with the file handle 0 and the inode.
+            raise FUSEError(errno.ENOSYS)
         with self._locked():
-            return self._open(inode, flags)
+            info, stale = self._open(inode, flags, Caller.of(ctx))
+        if stale:
+            self._attributes_changed(inode)
+        return info
 
     @fuse_errors
     async def create(
@@ -393,42 +501,87 @@ class WorkspaceOperations(pyfuse3.Operations):
         with self._locked():
             mode, uid, gid = self._owner(parent_inode, ctx, mode)
             ino = tree.create(parent_inode, decode(name), mode, uid, gid)
-            return self._open(ino, flags), self._reply(ino)
+            return self._created(ino, flags, Caller.of(ctx)), self._reply(ino)
 
     @fuse_errors
-    async def read(self, fh: FileHandleT, off: int, size: int) -> bytes:
+    async def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
         with self._locked():
-            view, local, _ = self._resolve(self._files[fh].ino)
+            view, local, _ = self._resolve(inode or self._files[fh].ino)
             return view.read(local, off, size)
 
     @fuse_errors
-    async def write(self, fh: FileHandleT, off: int, buf: bytes) -> int:
+    async def write(
+        self,
+        fh: FileHandleT,
+        off: int,
+        buf: bytes,
+        inode: InodeT = 0,
+        flags: int = 0,
+        ctx: pyfuse3.RequestContext | None = None,
+    ) -> int:
         tree = self._writable()
+        if ctx is not None:  # the patched pyfuse3 names the writer of every write
+            self._causes.attribute(ctx)
+            if not fh:  # open-free: no handle
+                return self._write_unopened(tree, inode, off, buf, flags, Caller.of(ctx))
         with self._locked():
             handle = self._files[fh]
-            self._causes.resume(handle.cause)
+            if ctx is None:  # stock pyfuse3: the writer is the one who opened the file
+                self._causes.resume(handle.cause)
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(handle.ino).size
-            return tree.write(handle.ino, off, buf)
+            stale = handle.direct and self._drop_privileges(tree, handle.ino, handle.caller)
+            written = tree.write(handle.ino, off, buf)
+        if stale:
+            self._attributes_changed(handle.ino)
+        return written
+
+    def _write_unopened(
+        self, tree: Tree, ino: InodeT, off: int, buf: bytes, flags: int, caller: Caller
+    ) -> int:
+        """A write to a file opened (or created) without a handle: open-free mode."""
+        with self._locked():
+            if flags & os.O_APPEND:
+                # The kernel appends at its cached size, which an API write may
+                # have made stale. Its pages then hold this write at the wrong
+                # offset, but after every write the kernel marks size and times
+                # stale: the next read refetches them, sees the new mtime and
+                # drops those pages (auto_inval_data, see init_connection).
+                off = tree.node(ino).size
+            # A write-only created file is direct_io, and the kernel leaves its
+            # set-ID bits to us; through the page cache the kernel has already
+            # cleared them (by the same rule), so this is then a no-op.
+            stale = self._drop_privileges(tree, ino, caller)
+            written = tree.write(ino, off, buf)
+        if stale:
+            self._attributes_changed(ino)
+        return written
 
     # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
     # kernel so once, and it stops sending these requests (one round trip
     # fewer per close).
 
-    async def flush(self, fh: FileHandleT) -> None:
-        raise FUSEError(errno.ENOSYS)
-
-    async def fsync(self, fh: FileHandleT, datasync: bool) -> None:
+    @fuse_errors
+    async def flush(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
-    async def release(self, fh: FileHandleT) -> None:
+    async def fsync(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
+        raise FUSEError(errno.ENOSYS)
+
+    @fuse_errors
+    async def release(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         self._files.pop(fh, None)
 
     # -- directories -----------------------------------------------------------
 
     @fuse_errors
     async def opendir(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> FileHandleT:
+        if self._open_free:
+            # As for open; the kernel then also caches listings (FOPEN_CACHE_DIR)
+            # until the directory changes or is invalidated, and readdir
+            # offsets come from names (``_listings``), not from a frozen copy.
+            raise FUSEError(errno.ENOSYS)
         with self._locked():
             # A frozen copy of the entries: offsets stay stable while the
             # directory changes, so no entry is skipped or repeated.
@@ -444,7 +597,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         return handle
 
     @fuse_errors
-    async def readdir(self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+    async def readdir(
+        self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken, inode: InodeT = 0
+    ) -> None:
+        if not fh:
+            with self._locked():
+                self._readdir_by_name(inode, start_id, token)
+            return
         entries = self._dirs[fh]
         with self._locked():
             for index in range(start_id, len(entries)):
@@ -458,11 +617,37 @@ class WorkspaceOperations(pyfuse3.Operations):
                 if index >= 2:  # "." and ".." are not lookups
                     self._hold(ino)
 
+    def _readdir_by_name(self, ino: InodeT, start: int, token: pyfuse3.ReaddirToken) -> None:
+        """List directory ``ino`` from offset ``start`` in name-hash order (``_listings``)."""
+        if ino == SnapshotsDir.INO:
+            parent, base = ROOT_INO, 0
+            entries = dict(self._snapshots.listing()[2:])
+        else:
+            view, local, base = self._resolve(ino)
+            parent = base + view.lookup(local, "..")
+            entries = view.directory(local).entries
+        for offset, name, dot in ((1, ".", ino), (2, "..", parent)):
+            if start < offset and not pyfuse3.readdir_reply(
+                token, encode(name), self._attributes(dot), offset
+            ):
+                return
+        offsets, names, inodes, first = self._listings.after(ino, entries, start)
+        for index in range(first, len(offsets)):
+            child = base + inodes[index]
+            try:
+                entry = self._attributes(child)
+            except (NotFoundError, FUSEError):  # a snapshot pruned meanwhile
+                continue
+            if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):
+                return
+            self._hold(child)
+
     @fuse_errors
-    async def releasedir(self, fh: FileHandleT) -> None:
+    async def releasedir(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         self._dirs.pop(fh, None)
 
-    async def fsyncdir(self, fh: FileHandleT, datasync: bool) -> None:
+    @fuse_errors
+    async def fsyncdir(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     # -- extended attributes ---------------------------------------------------
@@ -487,7 +672,13 @@ class WorkspaceOperations(pyfuse3.Operations):
             if inode == SnapshotsDir.INO:
                 raise FUSEError(pyfuse3.ENOATTR)
             view, local, _ = self._resolve(inode)
-            return view.getxattr(local, name)
+            # The kernel asks for security.capability before every write and
+            # chown it sends through the page cache, nearly always in vain:
+            # answer a missing attribute without building the tree's error.
+            xattrs = view.node(local).xattrs
+            if not xattrs or name not in xattrs:
+                raise FUSEError(pyfuse3.ENOATTR)
+            return xattrs[name]
 
     @fuse_errors
     async def listxattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
@@ -506,11 +697,16 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     # -- fallocate -------------------------------------------------------------
     # pyfuse3 has no hook for it: ``_fallocate`` calls this from the session's
-    # callback table, synchronously, in the FUSE thread.
+    # callback table, synchronously, in the FUSE thread (stock or patched
+    # pyfuse3 alike: the patches add no libfuse callback).
 
     def fallocate(self, inode: InodeT, mode: int, offset: int, length: int) -> None:
         """fallocate(2) on ``inode`` (see ``Tree.fallocate``); raises FUSEError or OSError."""
         self._causes.attribute(None)  # the callback gets no caller
-        tree = self._writable(inode)
-        with self._locked():
-            tree.fallocate(inode, mode, offset, length)
+        started = time.perf_counter_ns()
+        try:
+            tree = self._writable(inode)
+            with self._locked():
+                tree.fallocate(inode, mode, offset, length)
+        finally:
+            self._requests.record("fallocate", started)

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import stat as _stat
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -77,6 +78,8 @@ class SnapshotsDir:
         self._slots: dict[str, int] = {}  # snapshot id -> slot (stable for the mount)
         # Weakly: a deleted snapshot frees its memory at once, and its inodes go stale.
         self._versions: dict[int, weakref.ref[Version]] = {}
+        self._names: dict[str, pyfuse3.InodeT] = {}
+        self._changed_ns = time.time_ns()  # when the listing last changed
 
     def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
         """(version, the inode's own number in it, base) of an inode inside a snapshot.
@@ -107,11 +110,20 @@ class SnapshotsDir:
         return self._lister is not None and parent == ROOT_INO and name == _NAME
 
     def attributes(self, root: Node, cache: CachePolicy) -> pyfuse3.EntryAttributes:
-        """The directory's ``stat``: the workspace root's owner and times, read-only."""
+        """The directory's ``stat``: the workspace root's owner, read-only, and as
+        modification time the last change of the listing, never cached.
+
+        Snapshots come and go through API calls that invalidate nothing here;
+        a kernel that caches listings (open-free mounts) checks the
+        modification time before it reuses one, so it must always ask.
+        """
+        self._refresh()
         entry = entry_attributes(self.INO, root, cache)
         entry.st_mode = _stat.S_IFDIR | 0o555
         entry.st_nlink = 2
-        entry.entry_timeout = entry.attr_timeout = _TIMEOUT
+        entry.st_mtime_ns = entry.st_ctime_ns = self._changed_ns
+        entry.entry_timeout = _TIMEOUT
+        entry.attr_timeout = 0
         return entry
 
     def lookup(self, name: str, cache: CachePolicy) -> pyfuse3.EntryAttributes:
@@ -144,6 +156,9 @@ class SnapshotsDir:
                 if record.tag and "/" not in record.tag and record.tag not in (".", ".."):
                     names[record.tag] = _base(slot) + ROOT_INO
             self._versions = current
+            if names != self._names:
+                self._names = names
+                self._changed_ns = max(time.time_ns(), self._changed_ns + 1)
         return names
 
 

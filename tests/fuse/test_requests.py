@@ -1,0 +1,90 @@
+"""Kernel requests: counted by the mount, and only as many as the work needs.
+
+Each request is a round trip into Python (tens of microseconds), so these
+tests pin the counts each lever of docs/fuse.md ("Requests") removes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workspacefs.fuse._features import OPEN_FREE
+
+from .conftest import Mounted
+from .posix import fallocate
+
+needs_open_free = pytest.mark.skipif(
+    not OPEN_FREE, reason="needs the patched pyfuse3 (scripts/setup.sh)"
+)
+
+
+def test_stats_count_requests_by_type(mounted: Mounted) -> None:
+    before = mounted.handle.stats()
+    assert not Path(mounted.path("missing")).exists()
+    os.mkdir(mounted.path("d"))
+    during = mounted.handle.stats() - before
+    assert during.counts["lookup"] >= 1
+    assert during.counts["mkdir"] == 1
+    assert during.total == sum(during.counts.values())
+    assert during.seconds.keys() == during.counts.keys()
+    assert all(seconds >= 0 for seconds in during.seconds.values())
+    assert "mkdir 1" in during.summary()
+    assert (mounted.handle.stats() - mounted.handle.stats()).total == 0
+
+
+def test_writes_through_a_write_only_handle_are_one_request_each(mounted: Mounted) -> None:
+    """direct_io: an unaligned write(2) is one request, with no security.capability probe."""
+    before = mounted.handle.stats()
+    fd = os.open(mounted.path("f"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        for _ in range(10):
+            os.write(fd, b"x" * 10_000)
+    finally:
+        os.close(fd)
+    during = mounted.handle.stats() - before
+    assert during.counts["write"] == 10
+    assert "getxattr" not in during.counts
+    assert mounted.fs.read_bytes("f").content == b"x" * 100_000
+
+
+def test_buffered_writers_use_128_kib_writes(mounted: Mounted) -> None:
+    assert os.stat(mounted.path("")).st_blksize == 128 << 10
+    before = mounted.handle.stats()
+    with open(mounted.path("big"), "w") as out:  # Python buffers st_blksize bytes
+        for _ in range(10_000):
+            out.write("x" * 99 + "\n")
+    assert (mounted.handle.stats() - before).counts["write"] <= 10  # 1 MB in 128 KiB
+
+
+@needs_open_free
+def test_warm_reads_and_listings_send_no_requests(mounted: Mounted) -> None:
+    mounted.fs.write("src/a.py", "import os\n")
+    mounted.fs.write("src/b.py", "print(1)\n")
+    os.symlink("a.py", mounted.path("src/link"))
+    command = ["sh", "-c", "cat src/a.py src/b.py src/link && ls -l src && grep -r os src"]
+    first = subprocess.run(command, cwd=mounted.root, capture_output=True, text=True, check=True)
+    before = mounted.handle.stats()
+    again = subprocess.run(command, cwd=mounted.root, capture_output=True, text=True, check=True)
+    during = mounted.handle.stats() - before
+    assert again.stdout == first.stdout
+    # Nothing opens, lists, reads or resolves a link through the server again
+    # (grep's statfs and ls's xattr probes still do).
+    for kind in ("open", "release", "opendir", "readdir", "releasedir", "read", "readlink"):
+        assert kind not in during.counts, during.summary()
+
+
+def test_fallocate_is_counted(mounted: Mounted) -> None:
+    """fallocate reaches the tree through the hook of ``_fallocate``, and counts like a handler."""
+    fd = os.open(mounted.path("f"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        before = mounted.handle.stats()
+        fallocate(fd, 0, 0, 8192)
+        during = mounted.handle.stats() - before
+    finally:
+        os.close(fd)
+    assert during.counts["fallocate"] == 1
+    assert os.stat(mounted.path("f")).st_size == 8192
