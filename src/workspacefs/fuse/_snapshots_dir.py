@@ -29,6 +29,7 @@ from .._errors import SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
+from ._served import ServedTree
 
 _NAME = b".snapshots"
 _BASE = 1 << 60
@@ -75,14 +76,14 @@ class SnapshotsDir:
         self._lister = lister
         self._lock = threading.Lock()
         self._slots: dict[str, int] = {}  # snapshot id -> slot (stable for the mount)
-        self._versions: dict[int, Version] = {}
+        self._versions: dict[int, ServedTree] = {}
         self._names: dict[str, pyfuse3.InodeT] = {}
         self._changed_ns = time.time_ns()  # when the listing last changed
 
-    def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
-        """(version, the inode's own number in it, base) of an inode inside a snapshot.
+    def resolve(self, ino: pyfuse3.InodeT) -> tuple[ServedTree, pyfuse3.InodeT]:
+        """(the snapshot served read-only, the inode's own number in it) of an
+        inode inside a snapshot.
 
-        ``base + n`` is the mount's number of the version's inode ``n``.
         Raises ESTALE if the snapshot is gone, EISDIR for the directory itself
         (which is no version: callers answer for it first).
         """
@@ -95,7 +96,7 @@ class SnapshotsDir:
             version = self._versions.get(slot)
             if version is None:
                 raise FUSEError(errno.ESTALE)
-        return version, ino & _LOCAL_MASK, _base(slot)
+        return version, pyfuse3.InodeT(ino & _LOCAL_MASK)
 
     # -- the directory -----------------------------------------------------------
 
@@ -125,8 +126,8 @@ class SnapshotsDir:
         ino = self._refresh().get(name)
         if ino is None:
             return missing_entry(0)  # a snapshot taken later must show up at once
-        version, local, _ = self.resolve(ino)
-        entry = entry_attributes(ino, version.node(local), cache)
+        served, local = self.resolve(ino)
+        entry = entry_attributes(ino, served.view.node(local), cache)
         entry.entry_timeout = _TIMEOUT  # a deleted snapshot must not linger
         return entry
 
@@ -141,11 +142,16 @@ class SnapshotsDir:
         listed = self._lister()
         with self._lock:
             names: dict[str, pyfuse3.InodeT] = {}
-            current: dict[int, Version] = {}
+            current: dict[int, ServedTree] = {}
             for record, version in listed:
                 key = str(record.snapshot_id)
                 slot = self._slots.setdefault(key, len(self._slots) + 1)
-                current[slot] = version
+                served = self._versions.get(slot)
+                if served is None or served.view is not version:
+                    # Read-only, never held; ``..`` of its root is itself.
+                    root = _base(slot) + ROOT_INO
+                    served = ServedTree(version, base=_base(slot), writable=False, parent=root)
+                current[slot] = served
                 names[key] = _base(slot) + ROOT_INO
                 if record.tag and "/" not in record.tag and record.tag not in (".", ".."):
                     names[record.tag] = _base(slot) + ROOT_INO
