@@ -13,10 +13,9 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from ops.consistency import check_consistent
 from workspacefs import InMemoryFilesystem, InvalidArgumentError, ReadOnlyError
 from workspacefs.git import merge
-
-from ops.consistency import check_consistent
 
 PATHS = ["a", "b", "d/a", "d/b", "e/f/g"]
 DATA = st.binary(max_size=70_000)

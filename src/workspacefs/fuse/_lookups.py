@@ -41,6 +41,10 @@ class LookupCounts:
         self._counts.pop(ino, None)
         self._tree.release(ino)
 
+    def inodes(self) -> list[pyfuse3.InodeT]:
+        """The inodes the kernel holds."""
+        return list(self._counts)
+
     def __len__(self) -> int:
         """How many inodes the kernel holds."""
         return len(self._counts)

@@ -210,12 +210,17 @@ class Mount:
             NotFoundError: No fork of that name is mounted.
         """
         operations = self._serving()
-        operations.remove_fork(name)
+        served = operations.remove_fork(name)
         filesystem = self._forks.pop(name)
-        with self._kernel:  # the kernel forgets the entry and, unused, the fork's inodes
+        # Expire every entry the kernel may hold of the fork: an expired entry
+        # goes at its last use, then its inode is forgotten, and once the last
+        # one is, the mount lets the fork's tree go. O(inodes the kernel holds).
+        entries = [(ForksDir.INO, name), *operations.held_entries(served)]
+        with self._kernel:
             if self._kernel_open:
-                with contextlib.suppress(OSError):
-                    pyfuse3.invalidate_entry(ForksDir.INO, encode(name))
+                for parent, child in entries:
+                    with contextlib.suppress(OSError):  # gone with its parent already
+                        pyfuse3.invalidate_entry(parent, encode(child))
         return filesystem
 
     def forks(self) -> dict[str, TreeFilesystem]:

@@ -227,6 +227,17 @@ class WorkspaceOperations(pyfuse3.Operations):
             self._release(served)
         return served
 
+    def held_entries(self, served: ServedTree) -> list[tuple[InodeT, str]]:
+        """(parent, name) of every entry of ``served`` the kernel may have cached:
+        the names of the inodes it holds, for invalidation when a fork goes."""
+        found = []
+        with served.lock:
+            for local in served.lookups.inodes() if served.lookups is not None else ():
+                node = served.view.get(local)
+                for parent, name in node.links if node is not None else ():
+                    found.append((served.ino(parent), name))
+        return found
+
     def forks(self) -> dict[str, ServedTree]:
         """The visible forks by name."""
         return {served.name: served for served in self._forks.served() if not served.hidden}
@@ -273,12 +284,21 @@ class WorkspaceOperations(pyfuse3.Operations):
         if ino == ForksDir.INO:
             return self._forks.attributes(self._view.node(ROOT_INO), self._cache)
         served, local = self._route(ino)
-        return entry_attributes(ino, served.view.node(local), self._cache)
+        return self._entry(served, local)
+
+    def _entry(self, served: ServedTree, local: InodeT) -> pyfuse3.EntryAttributes:
+        """The ``stat`` of ``served``'s inode ``local`` (the caller holds ``served.lock``)."""
+        entry = entry_attributes(served.ino(local), served.view.node(local), self._cache)
+        if served.hidden:
+            # A removed fork: the kernel drops an expired entry on its last use
+            # (FUSE's d_delete), then forgets the inode, and the fork can go.
+            entry.entry_timeout = 0
+        return entry
 
     def _reply(self, served: ServedTree, local: InodeT) -> pyfuse3.EntryAttributes:
         """An entry reply for ``served``'s inode ``local`` (the kernel now holds
         one more reference to it); the caller holds ``served.lock``."""
-        entry = entry_attributes(served.ino(local), served.view.node(local), self._cache)
+        entry = self._entry(served, local)
         served.hold(local)
         return entry
 
@@ -765,8 +785,7 @@ class WorkspaceOperations(pyfuse3.Operations):
                     return
             offsets, names, inodes, first = self._listings.after(ino, entries, start)
             for index in range(first, len(offsets)):
-                child = served.ino(inodes[index])
-                entry = entry_attributes(child, served.view.node(inodes[index]), self._cache)
+                entry = self._entry(served, InodeT(inodes[index]))
                 if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):
                     return
                 served.hold(inodes[index])
