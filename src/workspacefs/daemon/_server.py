@@ -101,6 +101,7 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         mount(workspace.view, mountpoint, allow_other=options.allow_other,
               read_only=options.read_only)
     )  # fmt: skip
+    workspace.forks.attach(handle)
     listener = _bind(paths.socket)
     stack.callback(lambda: paths.socket.unlink(missing_ok=True))
     record = MountRecord(
