@@ -11,6 +11,7 @@ NAMES = sorted(path.stem[len("bench_") :] for path in Path("benchmarks").glob("b
 MARKS = {
     "fuse": [pytest.mark.fuse],
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
+    "forks": [pytest.mark.fuse, pytest.mark.container],
     "daemon": [pytest.mark.slow],  # covered by tests/daemon/test_daemon_bench.py
     "soak": [pytest.mark.slow],  # runs in tests/fuse/test_soak.py
 }

@@ -71,6 +71,7 @@ def test_accept_leaves_exactly_the_tries_tree(box: PodmanSandbox) -> None:
     assert box.tries() == {run.id: run}
     assert os.path.isdir(run.path)
     expected = files(run.filesystem)
+    run.filesystem.write("late.txt", "after the command")  # not what was reported
     outcome = run.accept()
     assert outcome.applied
     assert outcome.changed == ("build/a", "build/readme", "src/app.py", "src/util.py")

@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from .._errors import (
     BackendUnavailableError,
@@ -79,7 +79,30 @@ class _Resources:
         self.mount: Mount | None = None
         self.tries: dict[str, TryRun] = {}  # pending, by id
         self.tries_lock = threading.Lock()
+        self.cleanups: list[threading.Thread] = []  # tries' containers being removed
         self.closed = False
+
+    def later(self, cleanup: Callable[[], None]) -> None:
+        """Run ``cleanup`` in the background; ``join_cleanups`` waits for it."""
+
+        def run() -> None:
+            try:
+                cleanup()
+            except Exception:
+                log.exception("cleaning up after a try failed")
+
+        thread = threading.Thread(target=run, name="try-cleanup", daemon=True)
+        with self.tries_lock:
+            self.cleanups = [t for t in self.cleanups if t.is_alive()]
+            self.cleanups.append(thread)
+        thread.start()
+
+    def join_cleanups(self) -> None:
+        """Wait for every background cleanup."""
+        with self.tries_lock:
+            threads, self.cleanups = self.cleanups, []
+        for thread in threads:
+            thread.join()
 
     def end_try(self, run: TryRun) -> None:
         """A try was decided: its fork leaves the mount."""
@@ -254,6 +277,7 @@ class PodmanSandbox:
             self._name,
         )
         stack.callback(self._root.close)
+        stack.callback(self._resources.join_cleanups)  # tries' branches of the root first
         stack.callback(self._resources.stop_container)
         self._resources.container = self._start_container()
 
@@ -495,6 +519,7 @@ class PodmanSandbox:
                 self._run_args,
                 os.path.join(self._state, try_id),
                 checked,
+                resources.later,
             )
             run = TryRun(try_id, result, fork, self._fs, path, resources.end_try)
             with resources.tries_lock:

@@ -4,9 +4,9 @@
 sandbox's own mount (``<mountpoint>/.forks/try-<n>``) and runs the command
 in a container of its own whose ``/workspace`` is that directory: the same
 paths, options and root filesystem as the sandbox's container, but nothing
-it writes reaches the workspace. The container goes when the command ends
-(so what is reported is all there is); the fork waits, mounted, for a
-decision:
+it writes reaches the workspace. The container goes when the command ends, and
+what it left is frozen then (``result.after``, the state the decision is
+about); the fork waits, mounted, for a decision:
 
 * ``accept`` brings the workspace to the fork's state. If the workspace has
   not changed since the fork (the usual case: nobody else wrote meanwhile),
@@ -69,9 +69,11 @@ class TryRun:
             what the ``accept_try``/``reject_try`` tools take.
         result: How the command went, and in ``changes`` what it would change
             (the diff from the fork point to its end). ``before`` and ``after``
-            are snapshots of the fork, not of the workspace.
-        filesystem: The fork the command ran in (it may be read, or written
-            before accepting).
+            are snapshots of the fork, not of the workspace; ``after`` is what
+            ``accept`` applies.
+        filesystem: The fork the command ran in, to look at (a process the
+            command left behind may write there until its container is
+            removed, just after; ``accept`` applies ``result.after`` all the same).
         path: The fork's directory on the host while the try is pending.
     """
 
@@ -119,9 +121,11 @@ class TryRun:
         with self._lock:
             self._check_pending()
             origin = self._origin
+            # Exactly what was reported: the fork as the command left it.
+            reported = self.filesystem.fork(self.result.after)
             with origin.tree.lock:  # no write slips between the snapshot and the check
                 before = origin.snapshot(tag=f"before-{self.id}")
-                fast = origin.fast_forward(self.filesystem)
+                fast = origin.fast_forward(reported)
                 if not fast:
                     origin.delete_snapshot(before)
             if fast:
@@ -129,7 +133,7 @@ class TryRun:
                 changed = tuple(sorted({*diff.added, *diff.modified, *diff.deleted}))
                 outcome = MergeResult(changed, (), applied=True, snapshot=before)
             else:
-                outcome = merge(origin, self.filesystem)
+                outcome = merge(origin, reported, base=self.filesystem.fork_point)
                 if not outcome.applied:
                     return outcome
             self._state = "accepted"
@@ -180,48 +184,56 @@ def run_try(
     run_args: Callable[[str, str, RootFilesystem], list[str]],
     state: str,
     command: TryCommand,
+    later: Callable[[Callable[[], None]], None],
 ) -> tuple[ExecResult, InMemoryFilesystem, str]:
     """Fork ``origin``, serve the fork on ``mount`` as ``try_id`` and run ``command``
     in a container of its own; (its result, the fork, the fork's path).
 
     The container ``container_name`` starts on ``root.branch`` (its files in
     the new directory ``state``), with ``run_args(container name, fork path,
-    root)``, and is gone on return, as is ``state``. On any error the fork
-    leaves the mount too.
+    root)``. Once the command has ended, the container, the branch and
+    ``state`` are removed by ``later(cleanup)`` (in the background: removing a
+    container costs a Podman call, and what the try reports, ``after``, is
+    frozen already). On any error they go at once, and the fork leaves the
+    mount too.
     """
     fork = origin.fork()
     path = mount.add_fork(try_id, fork)
+    cleanups: list[Callable[[], object]] = []
+
+    def clean_up() -> None:
+        for cleanup in reversed(cleanups):
+            cleanup()
+
     try:
         before = fork.snapshot(tag=f"{try_id}-before")
         os.mkdir(state, 0o700)
+        cleanups.append(lambda: remove_state_dir(state))
         branch = root.branch(state)
-        try:
-            log_path = os.path.join(state, "podman-run.log")
-            container = Container(container_name, run_args(container_name, path, branch), log_path)
-            try:
-                done = run_command(
-                    container.name,
-                    command.command,
-                    timeout=command.timeout,
-                    cwd=command.cwd,
-                    env=command.env,
-                    stdin=command.stdin,
-                    output_limit=command.output_limit,
-                )
-                if not container.running:  # the command took its container down
-                    raise BackendUnavailableError(
-                        f"the try's container stopped: {container.log()}", None
-                    )
-            finally:
-                container.stop()  # what it reports is all the fork will get
-        finally:
-            branch.close()
-            remove_state_dir(state)
+        cleanups.append(branch.close)
+        log_path = os.path.join(state, "podman-run.log")
+        container = Container(container_name, run_args(container_name, path, branch), log_path)
+        cleanups.append(container.stop)
+        done = run_command(
+            container.name,
+            command.command,
+            timeout=command.timeout,
+            cwd=command.cwd,
+            env=command.env,
+            stdin=command.stdin,
+            output_limit=command.output_limit,
+        )
+        if not container.running:  # the command took its container down
+            raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)
         after = fork.snapshot(tag=f"{try_id}-after")
     except BaseException:
-        with contextlib.suppress(OSError):  # the mount stopped serving meanwhile
-            mount.remove_fork(try_id)
+        try:
+            clean_up()
+        finally:
+            with contextlib.suppress(OSError):  # the mount stopped serving meanwhile
+                mount.remove_fork(try_id)
         raise
+    later(clean_up)
     result = ExecResult(
         exit_code=done.exit_code,
         stdout=done.stdout.text,
