@@ -61,6 +61,9 @@ from ._stats import RequestCounter, RequestStats
 
 log = logging.getLogger(__name__)
 
+_OTHER_TREES = SnapshotsDir.FIRST_INO
+"""Inode numbers from here up belong to snapshots, forks and the hidden directories."""
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -254,16 +257,21 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     def _route(self, ino: InodeT) -> tuple[ServedTree, InodeT]:
         """(the tree that inode ``ino`` belongs to, its own number there)."""
-        if ino < SnapshotsDir.FIRST_INO:
+        if ino < _OTHER_TREES:
             return self._origin, ino
         if ForksDir.FIRST_INO <= ino < SnapshotsDir.INO:
             return self._forks.route(ino)
         return self._snapshots.resolve(ino)
 
-    def _writable(self, *inodes: InodeT) -> tuple[ServedTree, Tree, list[InodeT]]:
+    def _writable(self, *inodes: InodeT) -> tuple[ServedTree, Tree, Sequence[InodeT]]:
         """(served tree, its live tree, the inodes' own numbers) for a write that
         involves ``inodes``: EROFS where they may not be written (snapshots, the
         hidden directories, a read-only mount), EXDEV if they are in two trees."""
+        if len(inodes) == 1 and inodes[0] < _OTHER_TREES:  # the hot path
+            origin = self._origin
+            if origin.tree is None:
+                raise FUSEError(errno.EROFS)
+            return origin, origin.tree, inodes
         routes = []
         for ino in inodes:
             if ino in (SnapshotsDir.INO, ForksDir.INO):
@@ -288,6 +296,8 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     def _entry(self, served: ServedTree, local: InodeT) -> pyfuse3.EntryAttributes:
         """The ``stat`` of ``served``'s inode ``local`` (the caller holds ``served.lock``)."""
+        if not served.base:  # the live tree, the hot path: its numbers are the kernel's
+            return entry_attributes(local, served.view.node(local), self._cache)
         entry = entry_attributes(served.ino(local), served.view.node(local), self._cache)
         if served.hidden:
             # A removed fork: the kernel drops an expired entry on its last use
@@ -299,7 +309,9 @@ class WorkspaceOperations(pyfuse3.Operations):
         """An entry reply for ``served``'s inode ``local`` (the kernel now holds
         one more reference to it); the caller holds ``served.lock``."""
         entry = self._entry(served, local)
-        served.hold(local)
+        lookups = served.lookups
+        if lookups is not None:
+            lookups.add(local)
         return entry
 
     def _parent(self, served: ServedTree, local: InodeT) -> InodeT:
@@ -392,9 +404,15 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     async def getattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        served, _ = self._special_or_route(inode)
+        if inode < _OTHER_TREES:  # the live tree: the most frequent request of all
+            with self._origin.lock:
+                return entry_attributes(inode, self._view.node(inode), self._cache)
+        if inode in (SnapshotsDir.INO, ForksDir.INO):
+            with self._origin.lock:
+                return self._attributes(inode)
+        served, local = self._route(inode)
         with served.lock:
-            return self._attributes(inode)
+            return self._entry(served, local)
 
     def _special_or_route(self, ino: InodeT) -> tuple[ServedTree, InodeT]:
         """``_route``, with the hidden directories counted as the live tree's."""
