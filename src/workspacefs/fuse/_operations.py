@@ -41,7 +41,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
-from .._errors import AlreadyExistsError, NotFoundError
+from .._errors import NotFoundError
 from ..tree import NAME_MAX, ROOT_INO, Directory, Tree, TreeView
 from ._attributes import (
     BLOCK_SIZE,
@@ -58,11 +58,9 @@ from ._privileges import Caller, without_privileges
 from ._served import ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
+from ._trees import OTHER_TREES, ServedTrees
 
 log = logging.getLogger(__name__)
-
-_OTHER_TREES = SnapshotsDir.FIRST_INO
-"""Inode numbers from here up belong to snapshots, forks and the hidden directories."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -154,10 +152,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         self.pass_inode_to_fh_handlers = open_free
         self._listings = Listings()
         self._view = view
-        self._read_only = read_only
-        self._origin = ServedTree(view, base=0, writable=not read_only, parent=ROOT_INO)
-        self._snapshots = SnapshotsDir(snapshots)
-        self._forks = ForksDir()
+        self._trees = ServedTrees(view, read_only=read_only, snapshots=snapshots)
+        self._origin = self._trees.origin
+        self._snapshots = self._trees.snapshots
+        self._forks = self._trees.forks
+        self._route = self._trees.route
+        self._writable = self._trees.writable
+        self._special_or_route = self._trees.route_any
         self._cache = cache
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
@@ -202,12 +203,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             AlreadyExistsError: A fork of that name is served, or this tree is.
             InvalidPathError: ``name`` is no valid file name.
         """
-        if any(served.view is view for served in (self._origin, *self._forks.served())):
-            raise AlreadyExistsError("this tree is mounted here already", name)
-        served = self._forks.add(name, view, writable=not (read_only or self._read_only))
-        if show:
-            self._forks.show(served)
-        return served
+        return self._trees.add_fork(name, view, read_only=read_only, show=show)
 
     def show_fork(self, served: ServedTree) -> None:
         """Make a fork added with ``show=False`` visible."""
@@ -217,73 +213,24 @@ class WorkspaceOperations(pyfuse3.Operations):
         """Hide fork ``name`` at once; its tree is released (``on_release``) when
         the kernel holds none of its inodes, which may be now.
 
-        The caller then invalidates the kernel's entry ``/.forks/<name>``
-        (outside any handler), so that the kernel forgets what it cached.
+        The caller then expires the kernel's entries of it (``held_entries``,
+        and ``/.forks/<name>``; outside any handler), so that the kernel lets
+        go of what it cached.
 
         Raises:
             NotFoundError: No fork of that name is mounted.
         """
-        served = self._forks.hide(name)
-        with served.lock:
-            held = served.held
-        if not held:
-            self._release(served)
-        return served
+        return self._trees.remove_fork(name)
 
     def held_entries(self, served: ServedTree) -> list[tuple[InodeT, str]]:
-        """(parent, name) of every entry of ``served`` the kernel may have cached:
-        the names of the inodes it holds, for invalidation when a fork goes."""
-        found = []
-        with served.lock:
-            for local in served.lookups.inodes() if served.lookups is not None else ():
-                node = served.view.get(local)
-                for parent, name in node.links if node is not None else ():
-                    found.append((served.ino(parent), name))
-        return found
+        """(parent, name) of every entry of ``served`` the kernel may have cached."""
+        return self._trees.held_entries(served)
 
     def forks(self) -> dict[str, ServedTree]:
         """The visible forks by name."""
         return {served.name: served for served in self._forks.served() if not served.hidden}
 
-    def _release(self, served: ServedTree) -> None:
-        if self._forks.release(served):
-            for callback in served.on_release:
-                try:
-                    callback()
-                except Exception:
-                    log.exception("releasing fork %s failed", served.name)
-
     # -- helpers ---------------------------------------------------------------
-
-    def _route(self, ino: InodeT) -> tuple[ServedTree, InodeT]:
-        """(the tree that inode ``ino`` belongs to, its own number there)."""
-        if ino < _OTHER_TREES:
-            return self._origin, ino
-        if ForksDir.FIRST_INO <= ino < SnapshotsDir.INO:
-            return self._forks.route(ino)
-        return self._snapshots.resolve(ino)
-
-    def _writable(self, *inodes: InodeT) -> tuple[ServedTree, Tree, Sequence[InodeT]]:
-        """(served tree, its live tree, the inodes' own numbers) for a write that
-        involves ``inodes``: EROFS where they may not be written (snapshots, the
-        hidden directories, a read-only mount), EXDEV if they are in two trees."""
-        if len(inodes) == 1 and inodes[0] < _OTHER_TREES:  # the hot path
-            origin = self._origin
-            if origin.tree is None:
-                raise FUSEError(errno.EROFS)
-            return origin, origin.tree, inodes
-        routes = []
-        for ino in inodes:
-            if ino in (SnapshotsDir.INO, ForksDir.INO):
-                raise FUSEError(errno.EROFS)
-            routes.append(self._route(ino))
-        served = routes[0][0]
-        tree = served.writable()
-        for other, _ in routes[1:]:
-            other.writable()
-            if other is not served:
-                raise FUSEError(errno.EXDEV)  # two workspaces: as two filesystems
-        return served, tree, [local for _, local in routes]
 
     def _attributes(self, ino: InodeT) -> pyfuse3.EntryAttributes:
         """The ``stat`` of inode ``ino`` (the caller holds its tree's lock)."""
@@ -372,39 +319,17 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
         try:
-            by_tree: dict[int, tuple[ServedTree, list[tuple[InodeT, int]]]] = {}
-            for ino, count in inode_list:
-                if (
-                    ino >= SnapshotsDir.FIRST_INO
-                    and not ForksDir.FIRST_INO <= ino < SnapshotsDir.INO
-                ):
-                    continue  # snapshots and the hidden directories hold nothing
-                with contextlib.suppress(FUSEError):  # a fork released already
-                    served, local = self._route(ino)
-                    by_tree.setdefault(id(served), (served, []))[1].append((local, count))
-            for served, forgotten in by_tree.values():
-                lookups = served.lookups
-                if lookups is None:
-                    continue
-                with served.lock:
-                    for local, count in forgotten:
-                        lookups.forget(local, count)
-                    released = served.hidden and not lookups
-                if released:
-                    self._release(served)
+            self._trees.forget(inode_list)
         except Exception:  # forget must never raise
             log.exception("forget failed")
 
     def forget_all(self) -> None:
         """The kernel session has ended: it holds no inode any more."""
-        for served in (self._origin, *self._forks.served()):
-            if served.lookups is not None:
-                with served.lock:
-                    served.lookups.forget_all()
+        self._trees.forget_all()
 
     @fuse_errors
     async def getattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        if inode < _OTHER_TREES:  # the live tree: the most frequent request of all
+        if inode < OTHER_TREES:  # the live tree: the most frequent request of all
             with self._origin.lock:
                 return entry_attributes(inode, self._view.node(inode), self._cache)
         if inode in (SnapshotsDir.INO, ForksDir.INO):
@@ -413,12 +338,6 @@ class WorkspaceOperations(pyfuse3.Operations):
         served, local = self._route(inode)
         with served.lock:
             return self._entry(served, local)
-
-    def _special_or_route(self, ino: InodeT) -> tuple[ServedTree, InodeT]:
-        """``_route``, with the hidden directories counted as the live tree's."""
-        if ino in (SnapshotsDir.INO, ForksDir.INO):
-            return self._origin, ino
-        return self._route(ino)
 
     @fuse_errors
     async def setattr(

@@ -594,6 +594,7 @@ class PodmanSandbox:
         with self._lock:
             self._container()
             self._resources.stop_container()
+            self._resources.join_cleanups()  # no try's overlay stacks on the layer replaced
             self._fs.restore(snapshot.workspace)
             self._root.restore(snapshot.container_state)
             self._resources.container = self._start_container()
