@@ -97,7 +97,7 @@ def test_forks_through_the_client(daemons: Daemons) -> None:
 def test_fork_merge_and_drop_from_the_command_line(ws: Path) -> None:
     out = ok("fork", "--name", "exp", cwd=ws)
     path = ws / ".forks" / "exp"
-    assert out.strip() == f"Fork exp: {path}"
+    assert out == f"{path}\n"
     (path / "src" / "app.py").write_text("print('changed in exp')\n")
     (path / "notes.txt").write_text("exp\n")
     listed = as_json("forks", cwd=ws)

@@ -218,10 +218,9 @@ def fork(
     if as_json:
         emit_json({**info.to_dict(), "bound": bound})
         return
-    origin_text = f" of snapshot {describe(snapshot)}" if snapshot is not None else ""
-    stdout.print(f"Fork {info.name}{origin_text}: {info.path}")
+    print(info.path)  # alone on its line: path=$(workspacefs fork)
     if bound is not None:
-        stdout.print(f"  bound at {bound}")
+        stdout.print(f"bound at {bound}")
 
 
 @app.command(epilog="Example: workspacefs forks --of ./ws")
