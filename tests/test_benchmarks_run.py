@@ -12,6 +12,7 @@ MARKS = {
     "blame": [pytest.mark.fuse],
     "fuse": [pytest.mark.fuse],
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
+    "forks": [pytest.mark.fuse, pytest.mark.container],
     "daemon": [pytest.mark.slow],  # covered by tests/daemon/test_daemon_bench.py
     "soak": [pytest.mark.slow],  # runs in tests/fuse/test_soak.py
 }

@@ -7,7 +7,17 @@ import traceback
 
 import typer
 
-from . import _blame, _debug, _doctor, _mcp, _mounts, _run, _snapshots, _storage  # noqa: F401
+from . import (  # noqa: F401
+    _blame,
+    _debug,
+    _doctor,
+    _forks,
+    _mcp,
+    _mounts,
+    _run,
+    _snapshots,
+    _storage,
+)
 from ._app import EXIT_FAILED, EXIT_NO_WORKSPACE, EXIT_OK, EXIT_USAGE, app
 from ._output import stderr
 

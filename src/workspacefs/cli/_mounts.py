@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from ._app import JsonOption, app, split_mountpoint, workspace
+from ._forks import unmount_bound_fork
 from ._output import emit_json, size, stdout, working
 
 MountArgs = Annotated[
@@ -69,8 +70,18 @@ def mount(
 
 @app.command(epilog="Example: workspacefs unmount ./ws")
 def unmount(args: MountArgs = None, as_json: JsonOption = False) -> None:
-    """Stop the workspace's daemon and remove its mount (its unpersisted state is gone)."""
+    """Stop the workspace's daemon and remove its mount (its unpersisted state is gone).
+
+    On a directory a fork is bound to (``fork MOUNTPOINT``), unbind it and drop the fork.
+    """
     point, _ = split_mountpoint(args or [], 0, 0)
+    if point is not None and (dropped := unmount_bound_fork(point)) is not None:
+        name, points = dropped
+        if as_json:
+            emit_json({"dropped": name, "unbound": points})
+        else:
+            stdout.print(f"Dropped fork {name}; unbound {', '.join(points)}")
+        return
     fs = workspace(point)
     mountpoint, pid = fs.mountpoint, fs.pid
     with working(f"unmounting {mountpoint}", quiet=as_json):

@@ -15,6 +15,9 @@ from ._client import PersistResult as PersistResult
 from ._client import PruneResult as PruneResult
 from ._client import RemoteFilesystem as RemoteFilesystem
 from ._client import connect as connect
+from ._fork_results import ConflictReport as ConflictReport
+from ._fork_results import ForkInfo as ForkInfo
+from ._fork_results import MergeReport as MergeReport
 from ._options import DaemonOptions as DaemonOptions
 from ._options import canonical_mountpoint as canonical_mountpoint
 from ._runtime import DaemonUnreachableError as DaemonUnreachableError

@@ -95,6 +95,15 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         route("/import", lambda a, r: w.import_(a["path"], a.get("limits"))),
         route("/persist", lambda a, r: w.persist(a.get("snapshot"), a.get("tag"), a.get("remote"))),
         route("/push", lambda a, r: w.push(a["url"])),
+        route("/forks", lambda a, r: w.list_forks(), "GET"),
+        route("/forks", lambda a, r: w.fork(a.get("name"), a.get("snapshot"))),
+        route("/forks/drop", lambda a, r: w.drop_fork(a["name"])),
+        route(
+            "/forks/merge",
+            lambda a, r: w.merge_fork(
+                a["name"], bool(a.get("dry_run", False)), bool(a.get("markers", False))
+            ),
+        ),
         route("/fetch", lambda a, r: w.fetch(a["url"])),
         Route(PREFIX + "/unmount", unmount, methods=["POST"]),
     ]

@@ -52,6 +52,7 @@ from ..fs import (
     attributed,
     current_cause,
 )
+from ._fork_results import ForkInfo, MergeReport
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
 from ._wire import (
     API_VERSION,
@@ -489,6 +490,41 @@ class RemoteFilesystem:
     def fetch(self, url: str) -> None:
         """Fetch the workspace's persisted snapshots from a git remote."""
         self._connection.request("POST", "/fetch", {"url": url})
+
+    # -- forks -------------------------------------------------------------------------
+
+    def fork(
+        self, name: str | None = None, *, snapshot: FilesystemSnapshot | None = None
+    ) -> ForkInfo:
+        """Fork the workspace (its live state, or ``snapshot``) in the daemon, in O(1),
+        and serve it at ``<mountpoint>/.forks/<name>`` (default name: ``fork-<n>``).
+
+        Raises:
+            AlreadyExistsError: A fork of that name exists.
+            ReadOnlyError: The daemon serves the workspace read-only.
+        """
+        body = {"name": name, "snapshot": None if snapshot is None else snapshot.to_dict()}
+        return ForkInfo.from_dict(self._connection.request("POST", "/forks", body))
+
+    def forks(self) -> builtins.list[ForkInfo]:
+        """The forks the daemon serves, by name."""
+        return [ForkInfo.from_dict(f) for f in self._connection.request("GET", "/forks")]
+
+    def drop_fork(self, name: str) -> None:
+        """Stop serving fork ``name`` (its path goes at once) and forget it."""
+        self._connection.request("POST", "/forks/drop", {"name": name})
+
+    def merge_fork(self, name: str, *, dry_run: bool = False, markers: bool = False) -> MergeReport:
+        """Merge fork ``name`` into the workspace, three-way, all or nothing
+        (``workspacefs.git.merge``); the fork stays until dropped.
+
+        Args:
+            name: The fork.
+            dry_run: Only report.
+            markers: Give text conflicts the merged text with git's markers.
+        """
+        body = {"name": name, "dry_run": dry_run, "markers": markers}
+        return MergeReport.from_dict(self._connection.request("POST", "/forks/merge", body))
 
     # -- the daemon --------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
 from ..archive import ArchiveLimits, export_archive, import_archive
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRetentionPolicy, TreeFilesystem
 from ..fuse import Mount
+from ._forks import Forks
 from ._wire import (
     API_VERSION,
     Json,
@@ -70,6 +71,8 @@ class Workspace:
     def __init__(self, fs: InMemoryFilesystem, info: WorkspaceInfo) -> None:
         self.fs = fs
         self.info = info
+        self.forks = Forks(fs, read_only=info.read_only)
+        """The forks served beside the workspace (``attach`` them to the mount)."""
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
         self._started = time.monotonic()
@@ -340,8 +343,31 @@ class Workspace:
         }
 
     def attach(self, mount: Mount) -> None:
-        """Report the kernel requests ``mount`` serves in ``status`` (the daemon's mount)."""
+        """The daemon's mount: ``status`` reports the kernel requests it serves, and
+        forks are served on it from now on."""
         self._mount = mount
+        self.forks.attach(mount)
+
+    # -- forks -------------------------------------------------------------------------
+
+    def fork(self, name: str | None, record: Json | None) -> Json:
+        """Fork the workspace (or the snapshot ``record``) and serve it on the mount."""
+        snapshot = None if record is None else decode_snapshot(record)
+        return self.forks.add(name, snapshot).to_dict()
+
+    def list_forks(self) -> list[Json]:
+        """Every fork served beside the workspace."""
+        return [info.to_dict() for info in self.forks.list()]
+
+    def drop_fork(self, name: str) -> None:
+        """Stop serving a fork."""
+        self.forks.drop(name)
+
+    def merge_fork(self, name: str, dry_run: bool, markers: bool) -> Json:
+        """Merge a fork into the workspace."""
+        if self.info.read_only and not dry_run:
+            raise ReadOnlyError("read-only workspace", "/")
+        return self.forks.merge(name, dry_run=dry_run, markers=markers).to_dict()
 
     def status(self) -> Json:
         """``describe`` plus what changes: size, memory, snapshots, uptime, requests."""
@@ -352,6 +378,7 @@ class Workspace:
             "bytes": tree.total_bytes,
             "memory_bytes": _rss_bytes(),
             "snapshots": len(self.fs.snapshots()),
+            "forks": len(self.forks.list()),
             "current_snapshot": self.current(),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "requests": self._requests(),

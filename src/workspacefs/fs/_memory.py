@@ -111,9 +111,8 @@ class InMemoryFilesystem(TreeFilesystem):
         ``Tree.fork``). Its history continues this one's, so the two can be
         compared and merged (``fork_point``, ``workspacefs.git.merge``).
 
-        Each fork is its own tree: to mount several at once, mount each in its
-        own process (pyfuse3 runs one FUSE session per process), i.e. one daemon
-        per fork, the design ``docs/forks.md`` explains.
+        Each fork is its own tree; one mount serves a workspace and its forks
+        (``Mount.add_fork``: ``<mountpoint>/.forks/<name>``), see ``docs/forks.md``.
         """
         with self._live.lock:
             version = self._live.snapshot() if snapshot is None else self.version(snapshot)
@@ -135,6 +134,25 @@ class InMemoryFilesystem(TreeFilesystem):
         fork._family = self._family
         self._family.add(fork)
         return fork
+
+    def fast_forward(self, other: InMemoryFilesystem) -> bool:
+        """Make ``other``'s live state this workspace's, in O(1) plus O(changes), if
+        this workspace has not changed since the two diverged (typically: since
+        ``other`` was forked from it); False, changing nothing, if it has (then
+        merge: ``workspacefs.git.merge``).
+
+        The result is what a merge of ``other`` would give, found without
+        looking at a path; the mount's caches of what changed are invalidated
+        as after a restore. ``other`` stays usable (it copies on its next write).
+
+        Raises:
+            ReadOnlyError: This workspace is read-only.
+            InvalidArgumentError: ``other`` is no fork of this workspace's family.
+        """
+        if self.read_only:
+            raise ReadOnlyError("read-only filesystem", "/")
+        with self._live.lock, other._live.lock:  # this one's release publishes the change
+            return self._live.fast_forward(other._live) is not None
 
     @property
     def fork_point(self) -> Version | None:

@@ -4,7 +4,9 @@ Called in the writer's thread once the tree lock is released: never from a
 FUSE handler and never under the lock, since the kernel may need the FUSE
 loop (and so the lock) to finish a request before it can invalidate.
 Only what the kernel knows (held inodes, entries of held directories)
-is invalidated; with change journals that is O(changes).
+is invalidated; with change journals that is O(changes). A fork the mount
+serves under ``/.forks`` has its inodes at an offset (``base``): its
+journal's numbers are translated.
 """
 
 from __future__ import annotations
@@ -23,12 +25,16 @@ log = logging.getLogger(__name__)
 _HARMLESS = (errno.ENOENT, errno.ENOTDIR)  # the kernel had already forgotten it
 
 
-def invalidate(tree: Tree, journal: Journal) -> None:
-    """Drop the kernel's cached attributes, data and entries that ``journal`` touched."""
+def invalidate(tree: Tree, journal: Journal, *, base: int = 0) -> None:
+    """Drop the kernel's cached attributes, data and entries that ``journal`` touched.
+
+    ``base + n`` is the kernel's number for the tree's inode ``n`` (0 for the
+    mounted workspace, a fork's offset for a fork).
+    """
     with tree.lock.unpublished:  # reads only; never refused (see TreeLock.refuse)
-        inodes = [ino for ino in journal.inodes if tree.held(ino) or ino == ROOT_INO]
+        inodes = [base + ino for ino in journal.inodes if tree.held(ino) or ino == ROOT_INO]
         entries = [
-            (parent, name)
+            (base + parent, name)
             for parent, name in journal.entries
             if tree.held(parent) or parent == ROOT_INO
         ]
@@ -51,17 +57,31 @@ class Invalidator:
     one in flight, so the session can be destroyed safely afterwards (a
     notification through a destroyed session would crash the process)."""
 
-    __slots__ = ("_lock", "_open", "_tree")
+    __slots__ = ("_base", "_lock", "_open", "_tree")
 
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: Tree, *, base: int = 0) -> None:
         self._tree = tree
+        self._base = base
         self._lock = threading.Lock()
         self._open = True
 
     def __call__(self, journal: Journal) -> None:
         with self._lock:
             if self._open:
-                invalidate(self._tree, journal)
+                invalidate(self._tree, journal, base=self._base)
+
+    def stop(self) -> None:
+        """Stop invalidating, without waiting for one in flight (safe in the FUSE
+        thread, which such an invalidation may be waiting on; ``close`` waits)."""
+        self._open = False
+
+    @property
+    def finished(self) -> bool:
+        """True once stopped and no invalidation runs any more."""
+        if self._open or not self._lock.acquire(blocking=False):
+            return False
+        self._lock.release()
+        return True
 
     def close(self) -> None:
         """Stop invalidating; returns once no invalidation runs any more."""

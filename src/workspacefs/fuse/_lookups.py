@@ -41,6 +41,14 @@ class LookupCounts:
         self._counts.pop(ino, None)
         self._tree.release(ino)
 
+    def inodes(self) -> list[pyfuse3.InodeT]:
+        """The inodes the kernel holds."""
+        return list(self._counts)
+
+    def __len__(self) -> int:
+        """How many inodes the kernel holds."""
+        return len(self._counts)
+
     def forget_all(self) -> None:
         """Drop every reference: the kernel session has ended."""
         for ino in self._counts:

@@ -20,6 +20,11 @@ workspace can be persisted or mounted again.
 
 A mount left by a process killed with SIGKILL answers ENOTCONN; ``recover``
 (and ``mount`` itself, on the same path) detaches it with ``fusermount3 -uz``.
+
+The same mount serves the forks added to it (``Mount.add_fork``) at
+``<mountpoint>/.forks/<name>``: one FUSE session for a workspace and all its
+live forks, since pyfuse3 allows one per process and forks share memory only
+within one (see docs/forks.md).
 """
 
 from __future__ import annotations
@@ -53,8 +58,11 @@ from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
 from ._fallocate import install as install_fallocate
 from ._features import OPEN_FREE, SESSION_POLL
+from ._forks_dir import NAME as FORKS_NAME
+from ._forks_dir import ForksDir
 from ._invalidate import Invalidator
-from ._operations import WorkspaceOperations
+from ._operations import WorkspaceOperations, encode
+from ._served import ServedTree
 from ._snapshots_dir import snapshot_lister
 from ._stats import RequestStats
 
@@ -154,6 +162,99 @@ class Mount:
     _ready: threading.Event = field(default_factory=threading.Event)
     _cleanups: list[Callable[[], object]] = field(default_factory=list)
     _operations: WorkspaceOperations | None = None
+    _forks: dict[str, TreeFilesystem] = field(default_factory=dict)
+    _invalidators: list[Invalidator] = field(default_factory=list)
+    _releases: dict[ServedTree, Callable[[], None]] = field(default_factory=dict)
+    _kernel: threading.Lock = field(default_factory=threading.Lock)
+    _kernel_open: bool = False  # True while notifications may reach the kernel
+
+    # -- forks -----------------------------------------------------------------------
+
+    def add_fork(self, name: str, filesystem: TreeFilesystem) -> str:
+        """Serve ``filesystem`` at ``<mountpoint>/.forks/<name>``; return that path.
+
+        Meant for forks of the mounted workspace (``InMemoryFilesystem.fork``),
+        which share its memory, but any ``InMemoryFilesystem`` (or snapshot
+        view, read-only) works. The fork is a whole workspace of its own: its
+        tree, lock and lookup counts; its API writes invalidate the kernel's
+        caches of its own inodes; writes through the path change only it. It is
+        writable unless the mount or ``filesystem`` is read-only. Bind-mount the
+        path (``podman -v PATH:/workspace``) to give a container the fork as
+        its workspace, with the same paths inside as the origin's. ``/.forks``
+        is hidden like ``/.snapshots`` (a real entry of that name hides it).
+
+        Raises:
+            AlreadyExistsError: A fork of that name is mounted, or this
+                filesystem is mounted here already.
+            InvalidPathError: ``name`` is no valid file name.
+            BackendUnavailableError: The mount does not serve.
+        """
+        operations = self._serving()
+        view = filesystem.view
+        served = operations.add_fork(name, view, read_only=filesystem.read_only, show=False)
+        if isinstance(view, Tree):
+            self._invalidate_fork(filesystem, view, served)
+        self._forks[name] = filesystem
+        operations.show_fork(served)
+        return self.fork_path(name)
+
+    def remove_fork(self, name: str) -> TreeFilesystem:
+        """Take fork ``name`` off the mount at once; return its filesystem.
+
+        Its path disappears now; the mount lets its tree go when the kernel
+        has forgotten the last of its inodes (a process still inside it, or a
+        bind mount of it, keeps it served until then). The filesystem itself
+        lives on for the API.
+
+        Raises:
+            NotFoundError: No fork of that name is mounted.
+        """
+        operations = self._serving()
+        served = operations.remove_fork(name)
+        filesystem = self._forks.pop(name)
+        # Expire every entry the kernel may hold of the fork: an expired entry
+        # goes at its last use, then its inode is forgotten, and once the last
+        # one is, the mount lets the fork's tree go. O(inodes the kernel holds).
+        entries = [(ForksDir.INO, name), *operations.held_entries(served)]
+        with self._kernel:
+            if self._kernel_open:
+                for parent, child in entries:
+                    with contextlib.suppress(OSError):  # gone with its parent already
+                        pyfuse3.invalidate_entry(parent, encode(child))
+        return filesystem
+
+    def forks(self) -> dict[str, TreeFilesystem]:
+        """The mounted forks by name."""
+        return dict(self._forks)
+
+    def fork_path(self, name: str) -> str:
+        """Where fork ``name`` is (or would be) on the host: ``<mountpoint>/.forks/<name>``."""
+        return os.path.join(self.mountpoint, FORKS_NAME.decode(), name)
+
+    def _serving(self) -> WorkspaceOperations:
+        if self._operations is None or not self.running or self._error is not None:
+            raise BackendUnavailableError("the mount does not serve", self.mountpoint)
+        return self._operations
+
+    def _invalidate_fork(self, filesystem: TreeFilesystem, tree: Tree, served: ServedTree) -> None:
+        """Keep the kernel's caches of a fork true to its API writes until the mount
+        lets the fork go (in the FUSE thread, possibly: so without waiting) or ends."""
+        invalidator = Invalidator(tree, base=served.base)
+        unsubscribe = filesystem.subscribe(invalidator)
+        # Those of forks released earlier go once nothing runs in them any more.
+        self._invalidators = [i for i in self._invalidators if not i.finished]
+        self._invalidators.append(invalidator)
+
+        def released() -> None:
+            if self._releases.pop(served, None) is not None:
+                unsubscribe()
+                invalidator.stop()
+
+        self._releases[served] = released
+        served.on_release.append(released)
+
+    def _fork_trees(self) -> list[Tree]:
+        return [fs.view for fs in self._forks.values() if isinstance(fs.view, Tree)]
 
     def stats(self) -> RequestStats:
         """The kernel requests this mount has served, by type, with handler time.
@@ -203,6 +304,9 @@ class Mount:
             _detach(self.mountpoint)
         if isinstance(self.filesystem.view, Tree):
             self.filesystem.view.lock.refuse(None)
+        for tree in self._fork_trees():
+            tree.lock.refuse(None)
+        self._forks.clear()
 
     def _serve(self, operations: WorkspaceOperations, options: set[str]) -> None:
         before = _fuse_descriptors()
@@ -244,9 +348,11 @@ class Mount:
             exc_info=failure,
         )
         self._error = failure
-        tree = self.filesystem.view
-        if isinstance(tree, Tree):
-            message = f"the mount at {self.mountpoint} stopped serving ({failure!r}); leave it"
+        message = f"the mount at {self.mountpoint} stopped serving ({failure!r}); leave it"
+        view = self.filesystem.view
+        for tree in [view] if isinstance(view, Tree) else []:
+            tree.lock.refuse(lambda: MountLostError(message, self.mountpoint))
+        for tree in self._fork_trees():
             tree.lock.refuse(lambda: MountLostError(message, self.mountpoint))
         self._abort_connection()
         for cleanup in reversed(self._cleanups):  # waits for invalidations in flight
@@ -469,6 +575,17 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
     The subscription ends with the mount (``Mount.unmount``): invalidating
     through a closed session would crash.
     """
+    handle._kernel_open = True
+
+    def stop_notifying() -> None:  # what remove_fork sends; forks' invalidators as well
+        with handle._kernel:
+            handle._kernel_open = False
+        for released in list(handle._releases.values()):
+            released()
+        for invalidator in handle._invalidators:
+            invalidator.close()
+
+    handle._cleanups.append(stop_notifying)
     tree = handle.filesystem.view
     if not isinstance(tree, Tree):
         return  # a frozen version never changes

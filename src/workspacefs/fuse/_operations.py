@@ -10,8 +10,13 @@ mount.
 Every entry reply counts as a kernel reference (``LookupCounts``); an inode
 unlinked while referenced stays alive as an orphan until ``forget``.
 
-Inode numbers are the live tree's own, except for the range of ``/.snapshots``
-(``SnapshotsDir``): the hidden directory and the read-only snapshots in it.
+One mount serves several trees (``ServedTree``): the workspace's live tree,
+with its own inode numbers; every snapshot under the hidden ``/.snapshots``
+(``SnapshotsDir``, read-only); every fork added under the hidden ``/.forks``
+(``ForksDir``, writable workspaces of their own). Each tree other than the
+live one has a range of inode numbers; every handler routes the inodes it
+gets to their tree (``_route``) and works on that tree alone, under its lock.
+A rename or link between two trees is EXDEV, as between two filesystems.
 
 Every request is a round trip through the kernel (tens of microseconds), so
 the handlers are shaped to keep the kernel from asking: each one is counted
@@ -48,11 +53,13 @@ from ._attributes import (
 )
 from ._causes import RequestCauses
 from ._features import OPEN_FREE, capability
+from ._forks_dir import ForksDir
 from ._listings import Listings
-from ._lookups import LookupCounts
 from ._privileges import Caller, without_privileges
+from ._served import ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
+from ._trees import OTHER_TREES, ServedTrees
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +118,12 @@ class _OpenFile:
 
 
 class WorkspaceOperations(pyfuse3.Operations):
-    """The FUSE request handlers for one tree (live) or version (read-only).
+    """The FUSE request handlers for one tree (live) or version (read-only), and
+    the forks added to it.
 
     Args:
         view: The live ``Tree``, or a frozen version (always read-only).
-        read_only: Refuse every write with EROFS.
+        read_only: Refuse every write with EROFS (forks added later too).
         cache: How long the kernel may trust entries and attributes.
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
         open_free: Let the kernel open files and directories without a request
@@ -146,17 +154,15 @@ class WorkspaceOperations(pyfuse3.Operations):
         self.pass_inode_to_fh_handlers = open_free
         self._listings = Listings()
         self._view = view
-        self._snapshots = SnapshotsDir(snapshots)
-        live = view if isinstance(view, Tree) else None
-        self._tree = None if read_only else live
-        # A read-only mount of the live tree still counts lookups: API writes
-        # change it, and an inode the kernel holds must outlive its unlink.
-        self._lookups = LookupCounts(live) if live is not None else None
-        self._lock: contextlib.AbstractContextManager[object] = (
-            live.lock.unpublished if live is not None else contextlib.nullcontext()
-        )
+        self._trees = ServedTrees(view, read_only=read_only, snapshots=snapshots)
+        self._origin = self._trees.origin
+        self._snapshots = self._trees.snapshots
+        self._forks = self._trees.forks
+        self._route = self._trees.route
+        self._writable = self._trees.writable
+        self._special_or_route = self._trees.route_any
         self._cache = cache
-        self._causes = RequestCauses(self._tree)
+        self._causes = RequestCauses(self._origin.tree)  # forks follow its `attributing`
         self._handles: Callable[[], FileHandleT] = itertools.count(1).__next__
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
@@ -186,47 +192,89 @@ class WorkspaceOperations(pyfuse3.Operations):
             # kernel must send the truncation as a SETATTR of its own.
             conn.want &= ~capability("ATOMIC_O_TRUNC")
 
+    # -- forks -----------------------------------------------------------------
+
+    def add_fork(
+        self, name: str, view: TreeView, *, read_only: bool = False, show: bool = True
+    ) -> ServedTree:
+        """Serve ``view`` (a fork's live tree, or any tree) at ``/.forks/<name>/``.
+
+        With ``show`` False it is served but not yet found by name (the caller
+        then calls ``show_fork``, e.g. once it invalidates the fork's caches).
+
+        Raises:
+            AlreadyExistsError: A fork of that name is served, or this tree is.
+            InvalidPathError: ``name`` is no valid file name.
+        """
+        return self._trees.add_fork(name, view, read_only=read_only, show=show)
+
+    def show_fork(self, served: ServedTree) -> None:
+        """Make a fork added with ``show=False`` visible."""
+        self._forks.show(served)
+
+    def remove_fork(self, name: str) -> ServedTree:
+        """Hide fork ``name`` at once; its tree is released (``on_release``) when
+        the kernel holds none of its inodes, which may be now.
+
+        The caller then expires the kernel's entries of it (``held_entries``,
+        and ``/.forks/<name>``; outside any handler), so that the kernel lets
+        go of what it cached.
+
+        Raises:
+            NotFoundError: No fork of that name is mounted.
+        """
+        return self._trees.remove_fork(name)
+
+    def held_entries(self, served: ServedTree) -> list[tuple[InodeT, str]]:
+        """(parent, name) of every entry of ``served`` the kernel may have cached."""
+        return self._trees.held_entries(served)
+
+    def forks(self) -> dict[str, ServedTree]:
+        """The visible forks by name."""
+        return {served.name: served for served in self._forks.served() if not served.hidden}
+
     # -- helpers ---------------------------------------------------------------
 
-    def _locked(self) -> contextlib.AbstractContextManager[object]:
-        """The tree lock, held around every handler's tree work."""
-        return self._lock
-
-    def _writable(self, *inodes: InodeT) -> Tree:
-        """The live tree, if it may be written here (snapshots never may)."""
-        if self._tree is None or any(ino >= SnapshotsDir.FIRST_INO for ino in inodes):
-            raise FUSEError(errno.EROFS)
-        return self._tree
-
-    def _resolve(self, ino: InodeT) -> tuple[TreeView, InodeT, int]:
-        """(view, the inode's number in it, base): ``base + n`` is the mount's
-        number for the view's inode ``n``."""
-        if ino >= SnapshotsDir.FIRST_INO:
-            return self._snapshots.resolve(ino)
-        return self._view, ino, 0
-
     def _attributes(self, ino: InodeT) -> pyfuse3.EntryAttributes:
+        """The ``stat`` of inode ``ino`` (the caller holds its tree's lock)."""
         if ino == SnapshotsDir.INO:
             return self._snapshots.attributes(self._view.node(ROOT_INO), self._cache)
-        view, local, _ = self._resolve(ino)
-        return entry_attributes(ino, view.node(local), self._cache)
+        if ino == ForksDir.INO:
+            return self._forks.attributes(self._view.node(ROOT_INO), self._cache)
+        served, local = self._route(ino)
+        return self._entry(served, local)
 
-    def _hold(self, ino: InodeT) -> None:
-        """The kernel was given an entry for ``ino``: one more reference."""
-        if self._lookups is not None and ino < SnapshotsDir.FIRST_INO:
-            self._lookups.add(ino)
-
-    def _reply(self, ino: InodeT) -> pyfuse3.EntryAttributes:
-        """An entry reply (the kernel now holds one more reference to ``ino``)."""
-        entry = self._attributes(ino)
-        self._hold(ino)
+    def _entry(self, served: ServedTree, local: InodeT) -> pyfuse3.EntryAttributes:
+        """The ``stat`` of ``served``'s inode ``local`` (the caller holds ``served.lock``)."""
+        if not served.base:  # the live tree, the hot path: its numbers are the kernel's
+            return entry_attributes(local, served.view.node(local), self._cache)
+        entry = entry_attributes(served.ino(local), served.view.node(local), self._cache)
+        if served.hidden:
+            # A removed fork: the kernel drops an expired entry on its last use
+            # (FUSE's d_delete), then forgets the inode, and the fork can go.
+            entry.entry_timeout = 0
         return entry
 
+    def _reply(self, served: ServedTree, local: InodeT) -> pyfuse3.EntryAttributes:
+        """An entry reply for ``served``'s inode ``local`` (the kernel now holds
+        one more reference to it); the caller holds ``served.lock``."""
+        entry = self._entry(served, local)
+        lookups = served.lookups
+        if lookups is not None:
+            lookups.add(local)
+        return entry
+
+    def _parent(self, served: ServedTree, local: InodeT) -> InodeT:
+        """The kernel's number of ``..`` of ``served``'s directory ``local``."""
+        if local == ROOT_INO:
+            return served.parent
+        return served.ino(served.view.lookup(local, ".."))
+
     def _owner(
-        self, parent: InodeT, ctx: pyfuse3.RequestContext, mode: int
+        self, served: ServedTree, parent: InodeT, ctx: pyfuse3.RequestContext, mode: int
     ) -> tuple[int, int, int]:
         """(mode, uid, gid) of a new node: umask applied, setgid directories inherited."""
-        parent_node = self._view.node(parent)
+        parent_node = served.view.node(parent)
         gid = ctx.gid
         if parent_node.mode & _stat.S_ISGID:
             gid = parent_node.gid
@@ -242,42 +290,57 @@ class WorkspaceOperations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         if len(name) > NAME_MAX:
             raise FUSEError(errno.ENAMETOOLONG)
-        with self._locked():
-            if parent_inode == SnapshotsDir.INO:
-                return self._snapshots.lookup(decode(name), self._cache)
-            view, local, base = self._resolve(parent_inode)
-            found = view.find(local, decode(name))
+        if parent_inode == SnapshotsDir.INO:
+            return self._snapshots.lookup(decode(name), self._cache)
+        if parent_inode == ForksDir.INO:
+            return self._lookup_fork(decode(name))
+        served, local = self._route(parent_inode)
+        with served.lock:
+            if name == b".." and local == ROOT_INO and served.parent != served.ino(ROOT_INO):
+                return self._attributes(served.parent)  # a fork's: /.forks, never held
+            found = served.view.find(local, decode(name))
             if found is not None:
-                return self._reply(base + found)
-            if self._snapshots.shown_as(parent_inode, name):
-                return self._attributes(SnapshotsDir.INO)
+                return self._reply(served, found)
+            if served is self._origin:
+                if self._snapshots.shown_as(parent_inode, name):
+                    return self._attributes(SnapshotsDir.INO)
+                if ForksDir.shown_as(parent_inode, name):
+                    return self._attributes(ForksDir.INO)
             # A negative entry the kernel may cache: tools probe for missing
             # files constantly (git, compilers, shells). API creates and
             # restores invalidate it like any other entry.
             return missing_entry(self._cache.entry_timeout)
 
+    def _lookup_fork(self, name: str) -> pyfuse3.EntryAttributes:
+        served = self._forks.find(name)
+        if served is None:
+            return missing_entry(0)  # a fork added later must show up at once
+        with served.lock:
+            # Cached like any entry: removing the fork invalidates it.
+            return self._reply(served, InodeT(ROOT_INO))
+
     @fuse_errors
     async def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
-        if self._lookups is None:
-            return
         try:
-            with self._locked():
-                for ino, count in inode_list:
-                    if ino < SnapshotsDir.FIRST_INO:  # snapshots hold nothing
-                        self._lookups.forget(ino, count)
+            self._trees.forget(inode_list)
         except Exception:  # forget must never raise
             log.exception("forget failed")
 
     def forget_all(self) -> None:
         """The kernel session has ended: it holds no inode any more."""
-        if self._lookups is not None:
-            with self._locked():
-                self._lookups.forget_all()
+        self._trees.forget_all()
 
     @fuse_errors
     async def getattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        with self._locked():
-            return self._attributes(inode)
+        if inode < OTHER_TREES:  # the live tree: the most frequent request of all
+            with self._origin.lock:
+                return entry_attributes(inode, self._view.node(inode), self._cache)
+        if inode in (SnapshotsDir.INO, ForksDir.INO):
+            with self._origin.lock:
+                return self._attributes(inode)
+        served, local = self._route(inode)
+        with served.lock:
+            return self._entry(served, local)
 
     @fuse_errors
     async def setattr(
@@ -289,10 +352,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
-        tree = self._writable(inode)
-        with self._locked():
+        served, tree, (local,) = self._writable(inode)
+        with served.lock:
             tree.setattr(
-                inode,
+                local,
                 mode=attr.st_mode if fields.update_mode else None,
                 uid=attr.st_uid if fields.update_uid else None,
                 gid=attr.st_gid if fields.update_gid else None,
@@ -305,13 +368,14 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     async def readlink(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> bytes:
-        with self._locked():
-            view, local, _ = self._resolve(inode)
-            return encode(view.readlink(local))
+        served, local = self._route(inode)
+        with served.lock:
+            return encode(served.view.readlink(local))
 
     @fuse_errors
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
-        with self._locked():
+        # The workspace's figures; its forks draw on the same memory budget.
+        with self._origin.lock:
             size, free = capacity(self._view)
             files = self._view.file_count if isinstance(self._view, Tree) else 0
         blocks = size // BLOCK_SIZE
@@ -328,7 +392,8 @@ class WorkspaceOperations(pyfuse3.Operations):
     @fuse_errors
     async def access(self, inode: InodeT, mode: int, ctx: pyfuse3.RequestContext) -> bool:
         # Only called without default_permissions: then every access is allowed.
-        with self._locked():
+        served, _ = self._special_or_route(inode)
+        with served.lock:
             self._attributes(inode)  # ENOENT for an inode that is gone
         return True
 
@@ -344,30 +409,31 @@ class WorkspaceOperations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode)
-        with self._locked():
-            mode, uid, gid = self._owner(parent_inode, ctx, mode)
-            return self._reply(tree.mknod(parent_inode, decode(name), mode, rdev, uid, gid))
+        served, tree, (parent,) = self._writable(parent_inode)
+        with served.lock:
+            mode, uid, gid = self._owner(served, parent, ctx, mode)
+            return self._reply(served, tree.mknod(parent, decode(name), mode, rdev, uid, gid))
 
     @fuse_errors
     async def mkdir(
         self, parent_inode: InodeT, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode)
-        with self._locked():
-            mode, uid, gid = self._owner(parent_inode, ctx, mode | _stat.S_IFDIR)
-            return self._reply(tree.mkdir(parent_inode, decode(name), mode, uid, gid))
+        served, tree, (parent,) = self._writable(parent_inode)
+        with served.lock:
+            mode, uid, gid = self._owner(served, parent, ctx, mode | _stat.S_IFDIR)
+            return self._reply(served, tree.mkdir(parent, decode(name), mode, uid, gid))
 
     @fuse_errors
     async def symlink(
         self, parent_inode: InodeT, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode)
-        with self._locked():
-            _, uid, gid = self._owner(parent_inode, ctx, 0)
-            return self._reply(tree.symlink(parent_inode, decode(name), decode(target), uid, gid))
+        served, tree, (parent,) = self._writable(parent_inode)
+        with served.lock:
+            _, uid, gid = self._owner(served, parent, ctx, 0)
+            ino = tree.symlink(parent, decode(name), decode(target), uid, gid)
+            return self._reply(served, ino)
 
     @fuse_errors
     async def link(
@@ -378,24 +444,24 @@ class WorkspaceOperations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
-        tree = self._writable(inode, new_parent_inode)
-        with self._locked():
-            tree.link(inode, new_parent_inode, decode(new_name))
-            return self._reply(inode)
+        served, tree, (local, parent) = self._writable(inode, new_parent_inode)
+        with served.lock:
+            tree.link(local, parent, decode(new_name))
+            return self._reply(served, local)
 
     @fuse_errors
     async def unlink(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode)
-        with self._locked():
-            tree.unlink(parent_inode, decode(name))
+        served, tree, (parent,) = self._writable(parent_inode)
+        with served.lock:
+            tree.unlink(parent, decode(name))
 
     @fuse_errors
     async def rmdir(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode)
-        with self._locked():
-            tree.rmdir(parent_inode, decode(name))
+        served, tree, (parent,) = self._writable(parent_inode)
+        with served.lock:
+            tree.rmdir(parent, decode(name))
 
     @fuse_errors
     async def rename(
@@ -408,27 +474,28 @@ class WorkspaceOperations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> None:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode_old, parent_inode_new)
-        with self._locked():
-            tree.rename(
-                parent_inode_old, decode(name_old), parent_inode_new, decode(name_new), flags
-            )
+        served, tree, (old, new) = self._writable(parent_inode_old, parent_inode_new)
+        with served.lock:
+            tree.rename(old, decode(name_old), new, decode(name_new), flags)
 
     # -- files -----------------------------------------------------------------
 
     def _open(self, ino: InodeT, flags: int, caller: Caller) -> tuple[pyfuse3.FileInfo, bool]:
-        """Open ``ino``: (the reply, True if the kernel's attributes of it are now stale)."""
-        view, local, _ = self._resolve(ino)
-        node = view.node(local)
+        """Open ``ino``: (the reply, True if the kernel's attributes of it are now stale).
+
+        The caller holds the lock of ``ino``'s tree.
+        """
+        served, local = self._route(ino)
+        node = served.view.node(local)
         if isinstance(node, Directory):
             raise FUSEError(errno.EISDIR)
         stale = False
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
-            tree = self._writable(ino)
+            tree = served.writable()
             if flags & os.O_TRUNC:  # libfuse asks for atomic O_TRUNC: the kernel leaves it to us
                 if node.size:
-                    tree.truncate(ino, 0)
-                stale = self._drop_privileges(tree, ino, caller)
+                    tree.truncate(local, 0)
+                stale = self._drop_privileges(tree, local, caller)
         # Write-only opens bypass the page cache: each write(2) is one request,
         # where the page cache splits unaligned ones and asks for
         # security.capability before each. Nothing reads through such a handle,
@@ -450,13 +517,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         direct = flags & os.O_ACCMODE == os.O_WRONLY
         return pyfuse3.FileInfo(fh=0, keep_cache=self._cache.keep_cache, direct_io=direct)
 
-    def _drop_privileges(self, tree: Tree, ino: InodeT, caller: Caller) -> bool:
+    def _drop_privileges(self, tree: Tree, local: InodeT, caller: Caller) -> bool:
         """Clear the set-ID bits a write or truncate by ``caller`` clears; True if any went."""
-        node = tree.node(ino)
+        node = tree.node(local)
         mode = without_privileges(node.mode, caller)
         if mode == node.mode:
             return False
-        tree.setattr(ino, mode=mode)
+        tree.setattr(local, mode=mode)
         return True
 
     def _attributes_changed(self, ino: InodeT) -> None:
@@ -481,7 +548,8 @@ class WorkspaceOperations(pyfuse3.Operations):
             # change the kernel did not make is invalidated explicitly), and
             # reads and writes arrive with the file handle 0 and the inode.
             raise FUSEError(errno.ENOSYS)
-        with self._locked():
+        served, _ = self._route(inode)
+        with served.lock:
             info, stale = self._open(inode, flags, Caller.of(ctx))
         if stale:
             self._attributes_changed(inode)
@@ -497,17 +565,18 @@ class WorkspaceOperations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         self._causes.attribute(ctx)
-        tree = self._writable(parent_inode)
-        with self._locked():
-            mode, uid, gid = self._owner(parent_inode, ctx, mode)
-            ino = tree.create(parent_inode, decode(name), mode, uid, gid)
-            return self._created(ino, flags, Caller.of(ctx)), self._reply(ino)
+        served, tree, (parent,) = self._writable(parent_inode)
+        with served.lock:
+            mode, uid, gid = self._owner(served, parent, ctx, mode)
+            ino = tree.create(parent, decode(name), mode, uid, gid)
+            entry = self._reply(served, ino)
+            return self._created(served.ino(ino), flags, Caller.of(ctx)), entry
 
     @fuse_errors
     async def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
-        with self._locked():
-            view, local, _ = self._resolve(inode or self._files[fh].ino)
-            return view.read(local, off, size)
+        served, local = self._route(inode or self._files[fh].ino)
+        with served.lock:
+            return served.view.read(local, off, size)
 
     @fuse_errors
     async def write(
@@ -519,40 +588,39 @@ class WorkspaceOperations(pyfuse3.Operations):
         flags: int = 0,
         ctx: pyfuse3.RequestContext | None = None,
     ) -> int:
-        tree = self._writable()
         if ctx is not None:  # the patched pyfuse3 names the writer of every write
             self._causes.attribute(ctx)
             if not fh:  # open-free: no handle
-                return self._write_unopened(tree, inode, off, buf, flags, Caller.of(ctx))
-        with self._locked():
-            handle = self._files[fh]
-            if ctx is None:  # stock pyfuse3: the writer is the one who opened the file
-                self._causes.resume(handle.cause)
+                return self._write_unopened(inode, off, buf, flags, Caller.of(ctx))
+        handle = self._files[fh]
+        if ctx is None:  # stock pyfuse3: the writer is the one who opened the file
+            self._causes.resume(handle.cause)
+        served, tree, (local,) = self._writable(handle.ino)
+        with served.lock:
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
-                off = tree.node(handle.ino).size
-            stale = handle.direct and self._drop_privileges(tree, handle.ino, handle.caller)
-            written = tree.write(handle.ino, off, buf)
+                off = tree.node(local).size
+            stale = handle.direct and self._drop_privileges(tree, local, handle.caller)
+            written = tree.write(local, off, buf)
         if stale:
             self._attributes_changed(handle.ino)
         return written
 
-    def _write_unopened(
-        self, tree: Tree, ino: InodeT, off: int, buf: bytes, flags: int, caller: Caller
-    ) -> int:
+    def _write_unopened(self, ino: InodeT, off: int, buf: bytes, flags: int, caller: Caller) -> int:
         """A write to a file opened (or created) without a handle: open-free mode."""
-        with self._locked():
+        served, tree, (local,) = self._writable(ino)
+        with served.lock:
             if flags & os.O_APPEND:
                 # The kernel appends at its cached size, which an API write may
                 # have made stale. Its pages then hold this write at the wrong
                 # offset, but after every write the kernel marks size and times
                 # stale: the next read refetches them, sees the new mtime and
                 # drops those pages (auto_inval_data, see init_connection).
-                off = tree.node(ino).size
+                off = tree.node(local).size
             # A write-only created file is direct_io, and the kernel leaves its
             # set-ID bits to us; through the page cache the kernel has already
             # cleared them (by the same rule), so this is then a no-op.
-            stale = self._drop_privileges(tree, ino, caller)
-            written = tree.write(ino, off, buf)
+            stale = self._drop_privileges(tree, local, caller)
+            written = tree.write(local, off, buf)
         if stale:
             self._attributes_changed(ino)
         return written
@@ -582,16 +650,18 @@ class WorkspaceOperations(pyfuse3.Operations):
             # until the directory changes or is invalidated, and readdir
             # offsets come from names (``_listings``), not from a frozen copy.
             raise FUSEError(errno.ENOSYS)
-        with self._locked():
-            # A frozen copy of the entries: offsets stay stable while the
-            # directory changes, so no entry is skipped or repeated.
-            if inode == SnapshotsDir.INO:
-                entries = self._snapshots.listing()
-            else:
-                view, local, base = self._resolve(inode)
-                parent = base + view.lookup(local, "..")
-                children = [(name, base + child) for name, child in view.readdir(local)]
-                entries = [(".", inode), ("..", parent), *children]
+        # A frozen copy of the entries: offsets stay stable while the
+        # directory changes, so no entry is skipped or repeated.
+        if inode == SnapshotsDir.INO:
+            entries = self._snapshots.listing()
+        elif inode == ForksDir.INO:
+            entries = self._forks.listing()
+        else:
+            served, local = self._route(inode)
+            with served.lock:
+                children = [(name, served.ino(ino)) for name, ino in served.view.readdir(local)]
+                parent = self._parent(served, local)
+            entries = [(".", inode), ("..", parent), *children]
         handle = self._handles()
         self._dirs[handle] = entries
         return handle
@@ -601,46 +671,78 @@ class WorkspaceOperations(pyfuse3.Operations):
         self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken, inode: InodeT = 0
     ) -> None:
         if not fh:
-            with self._locked():
-                self._readdir_by_name(inode, start_id, token)
+            self._readdir_by_name(inode, start_id, token)
             return
         entries = self._dirs[fh]
-        with self._locked():
+        directory = entries[0][1]
+        if directory in (SnapshotsDir.INO, ForksDir.INO):
+            for index in range(start_id, len(entries)):
+                name, ino = entries[index]
+                if not self._reply_entry(name, ino, index + 1, token, hold=index >= 2):
+                    return
+            return
+        served, _ = self._route(directory)
+        with served.lock:
             for index in range(start_id, len(entries)):
                 name, ino = entries[index]
                 try:
                     entry = self._attributes(ino)
-                except (NotFoundError, FUSEError):  # gone (or its snapshot pruned) since opendir
+                except (NotFoundError, FUSEError):  # gone since opendir
                     continue
                 if not pyfuse3.readdir_reply(token, encode(name), entry, index + 1):
                     return
                 if index >= 2:  # "." and ".." are not lookups
-                    self._hold(ino)
+                    served.hold(ino - served.base)
+
+    def _reply_entry(
+        self, name: str, ino: InodeT, offset: int, token: pyfuse3.ReaddirToken, *, hold: bool
+    ) -> bool:
+        """Give the kernel one entry of a hidden directory (each may be another
+        tree's root, so each under its own tree's lock); False if it has no room."""
+        try:
+            served, local = self._special_or_route(ino)
+        except FUSEError:  # a snapshot pruned or a fork released since
+            return True
+        with served.lock:
+            try:
+                entry = self._attributes(ino)
+            except (NotFoundError, FUSEError):
+                return True
+            if not pyfuse3.readdir_reply(token, encode(name), entry, offset):
+                return False
+            if hold:
+                served.hold(local)
+        return True
 
     def _readdir_by_name(self, ino: InodeT, start: int, token: pyfuse3.ReaddirToken) -> None:
         """List directory ``ino`` from offset ``start`` in name-hash order (``_listings``)."""
-        if ino == SnapshotsDir.INO:
-            parent, base = ROOT_INO, 0
-            entries = dict(self._snapshots.listing()[2:])
-        else:
-            view, local, base = self._resolve(ino)
-            parent = base + view.lookup(local, "..")
-            entries = view.directory(local).entries
-        for offset, name, dot in ((1, ".", ino), (2, "..", parent)):
-            if start < offset and not pyfuse3.readdir_reply(
-                token, encode(name), self._attributes(dot), offset
-            ):
-                return
-        offsets, names, inodes, first = self._listings.after(ino, entries, start)
-        for index in range(first, len(offsets)):
-            child = base + inodes[index]
-            try:
-                entry = self._attributes(child)
-            except (NotFoundError, FUSEError):  # a snapshot pruned meanwhile
-                continue
-            if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):
-                return
-            self._hold(child)
+        if ino in (SnapshotsDir.INO, ForksDir.INO):
+            listing = (self._snapshots if ino == SnapshotsDir.INO else self._forks).listing()
+            for offset, name, dot in ((1, ".", ino), (2, "..", ROOT_INO)):
+                if start < offset and not self._reply_entry(name, dot, offset, token, hold=False):
+                    return
+            special = dict(listing[2:])
+            offsets, names, inodes, first = self._listings.after(ino, special, start)
+            for index in range(first, len(offsets)):
+                child = InodeT(inodes[index])
+                if not self._reply_entry(names[index], child, offsets[index], token, hold=True):
+                    return
+            return
+        served, local = self._route(ino)
+        with served.lock:
+            parent = self._parent(served, local)
+            entries = served.view.directory(local).entries
+            for offset, name, dot in ((1, ".", ino), (2, "..", parent)):
+                if start < offset and not pyfuse3.readdir_reply(
+                    token, encode(name), self._attributes(dot), offset
+                ):
+                    return
+            offsets, names, inodes, first = self._listings.after(ino, entries, start)
+            for index in range(first, len(offsets)):
+                entry = self._entry(served, InodeT(inodes[index]))
+                if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):
+                    return
+                served.hold(inodes[index])
 
     @fuse_errors
     async def releasedir(self, fh: FileHandleT, inode: InodeT = 0) -> None:
@@ -657,43 +759,43 @@ class WorkspaceOperations(pyfuse3.Operations):
         self, inode: InodeT, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
         self._causes.attribute(ctx)
-        tree = self._writable(inode)
+        served, tree, (local,) = self._writable(inode)
         if name.startswith(b"system.posix_acl_"):
             # Without ACL support, refuse ACLs like tmpfs without CONFIG_TMPFS_POSIX_ACL:
             # stored as plain bytes they would not change the mode, and cp -a
             # (which then skips its chmod) would leave files 0600.
             raise FUSEError(errno.EOPNOTSUPP)
-        with self._locked():
-            tree.setxattr(inode, name, value)
+        with served.lock:
+            tree.setxattr(local, name, value)
 
     @fuse_errors
     async def getxattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
-        with self._locked():
-            if inode == SnapshotsDir.INO:
-                raise FUSEError(pyfuse3.ENOATTR)
-            view, local, _ = self._resolve(inode)
+        if inode in (SnapshotsDir.INO, ForksDir.INO):
+            raise FUSEError(pyfuse3.ENOATTR)
+        served, local = self._route(inode)
+        with served.lock:
             # The kernel asks for security.capability before every write and
             # chown it sends through the page cache, nearly always in vain:
             # answer a missing attribute without building the tree's error.
-            xattrs = view.node(local).xattrs
+            xattrs = served.view.node(local).xattrs
             if not xattrs or name not in xattrs:
                 raise FUSEError(pyfuse3.ENOATTR)
             return xattrs[name]
 
     @fuse_errors
     async def listxattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
-        with self._locked():
-            if inode == SnapshotsDir.INO:
-                return []
-            view, local, _ = self._resolve(inode)
-            return view.listxattr(local)
+        if inode in (SnapshotsDir.INO, ForksDir.INO):
+            return []
+        served, local = self._route(inode)
+        with served.lock:
+            return served.view.listxattr(local)
 
     @fuse_errors
     async def removexattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self._causes.attribute(ctx)
-        tree = self._writable(inode)
-        with self._locked():
-            tree.removexattr(inode, name)
+        served, tree, (local,) = self._writable(inode)
+        with served.lock:
+            tree.removexattr(local, name)
 
     # -- fallocate -------------------------------------------------------------
     # pyfuse3 has no hook for it: ``_fallocate`` calls this from the session's
@@ -705,8 +807,8 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(None)  # the callback gets no caller
         started = time.perf_counter_ns()
         try:
-            tree = self._writable(inode)
-            with self._locked():
-                tree.fallocate(inode, mode, offset, length)
+            served, tree, (local,) = self._writable(inode)
+            with served.lock:
+                tree.fallocate(local, mode, offset, length)
         finally:
             self._requests.record("fallocate", started)

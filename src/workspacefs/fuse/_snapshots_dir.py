@@ -30,6 +30,7 @@ from .._errors import SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
+from ._served import ServedTree
 
 _NAME = b".snapshots"
 _BASE = 1 << 60
@@ -81,10 +82,10 @@ class SnapshotsDir:
         self._names: dict[str, pyfuse3.InodeT] = {}
         self._changed_ns = time.time_ns()  # when the listing last changed
 
-    def resolve(self, ino: pyfuse3.InodeT) -> tuple[Version, pyfuse3.InodeT, int]:
-        """(version, the inode's own number in it, base) of an inode inside a snapshot.
+    def resolve(self, ino: pyfuse3.InodeT) -> tuple[ServedTree, pyfuse3.InodeT]:
+        """(the snapshot served read-only, the inode's own number in it) of an
+        inode inside a snapshot.
 
-        ``base + n`` is the mount's number of the version's inode ``n``.
         Raises ESTALE if the snapshot is gone, EISDIR for the directory itself
         (which is no version: callers answer for it first).
         """
@@ -97,7 +98,11 @@ class SnapshotsDir:
             version = self._version(slot)
             if version is None:
                 raise FUSEError(errno.ESTALE)
-        return version, ino & _LOCAL_MASK, _base(slot)
+        # Made per request (a few attribute stores), so nothing here holds the
+        # version; read-only and never held, and ``..`` of its root is itself.
+        root = _base(slot) + ROOT_INO
+        served = ServedTree(version, base=_base(slot), writable=False, parent=root)
+        return served, pyfuse3.InodeT(ino & _LOCAL_MASK)
 
     def _version(self, slot: int) -> Version | None:
         ref = self._versions.get(slot)
@@ -131,8 +136,8 @@ class SnapshotsDir:
         ino = self._refresh().get(name)
         if ino is None:
             return missing_entry(0)  # a snapshot taken later must show up at once
-        version, local, _ = self.resolve(ino)
-        entry = entry_attributes(ino, version.node(local), cache)
+        served, local = self.resolve(ino)
+        entry = entry_attributes(ino, served.view.node(local), cache)
         entry.entry_timeout = _TIMEOUT  # a deleted snapshot must not linger
         return entry
 

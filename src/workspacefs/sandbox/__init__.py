@@ -1,5 +1,6 @@
 """A Podman container on the mounted workspace: ``exec`` with a per-command diff,
-container snapshots, the ``shell`` tool and the ``PodmanWorkspace`` section.
+try-runs (``try_exec``) kept only if accepted, container snapshots, the ``shell``
+tool (with dry runs and ``try_tools``) and the ``PodmanWorkspace`` section.
 
 See docs/sandbox.md. One sandbox per process (pyfuse3 serves one mount per process).
 """
@@ -18,9 +19,16 @@ from ._preflight import require as require
 from ._result import ExecResult as ExecResult
 from ._result import SandboxSnapshot as SandboxSnapshot
 from ._result import SnapshotStrategy as SnapshotStrategy
+from ._sandbox import MAX_PENDING_TRIES as MAX_PENDING_TRIES
 from ._sandbox import PodmanSandbox as PodmanSandbox
 from ._section import PodmanWorkspace as PodmanWorkspace
+from ._shell import DryRunShellParams as DryRunShellParams
 from ._shell import ShellParams as ShellParams
 from ._shell import describe_result as describe_result
 from ._shell import shell_tool as shell_tool
 from ._state import cleanup_stale as cleanup_stale
+from ._try import TryRun as TryRun
+from ._try import TryState as TryState
+from ._try_tools import TryParams as TryParams
+from ._try_tools import describe_accept as describe_accept
+from ._try_tools import try_tools as try_tools

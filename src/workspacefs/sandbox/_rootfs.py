@@ -104,6 +104,12 @@ class RootFilesystem(Protocol):
         """Remove whatever it made; safe to call twice."""
         ...
 
+    def branch(self, state: str) -> RootFilesystem:
+        """A root for a second container (a try-run) that starts from this root's
+        files as far as the kind allows, and whose writes go nowhere: an empty
+        directory ``state`` holds whatever it needs; ``close`` removes it."""
+        ...
+
 
 class ImageRoot:
     """A local image, by name; commits are images too, removed on ``close``.
@@ -140,6 +146,11 @@ class ImageRoot:
             run_podman("rmi", "--force", *self._commits, check=False)
             self._commits.clear()
 
+    def branch(self, state: str) -> RootFilesystem:
+        # The image (or the commit restored last), not the running container's
+        # changes: committing those would cost a podman commit per try.
+        return ImageRoot(self.image, self._prefix)
+
 
 class PodmanOverlayRoot:
     """Podman's ``--rootfs DIR:O``: a copy-on-write overlay that Podman manages.
@@ -173,6 +184,9 @@ class PodmanOverlayRoot:
     def close(self) -> None:
         pass
 
+    def branch(self, state: str) -> RootFilesystem:
+        return PodmanOverlayRoot(self._lower)  # Podman makes each container its own overlay
+
 
 class OverlayRoot:
     """An overlay the sandbox mounts: the host directory below, a bounded tmpfs above.
@@ -183,10 +197,12 @@ class OverlayRoot:
         disk: Bytes the container may write outside the workspace.
     """
 
-    def __init__(self, lower: str, state: str, disk: int) -> None:
-        if any(c in lower for c in ",:\\"):
-            raise InvalidArgumentError("rootfs path must not contain ',', ':' or '\\'", lower)
+    def __init__(self, lower: str, state: str, disk: int, *, below: str | None = None) -> None:
+        for path in (lower, below or ""):
+            if any(c in path for c in ",:\\"):
+                raise InvalidArgumentError("rootfs path must not contain ',', ':' or '\\'", path)
         self._lower = lower
+        self._below = below  # an upper layer over ``lower`` to start from (see branch)
         self._disk = disk
         self._scratch = os.path.join(state, "scratch")
         self._upper = os.path.join(self._scratch, "upper")
@@ -200,7 +216,7 @@ class OverlayRoot:
         _mount("tmpfs", self._scratch, f"size={disk},mode=0700")
         try:
             os.mkdir(self._upper, 0o755)
-            if lower == "/":
+            if lower == "/" and below is None:
                 hide_host_state(self._upper)
             self._mount()
         except BaseException:
@@ -211,7 +227,8 @@ class OverlayRoot:
         if os.path.exists(self._work):
             shutil.rmtree(self._work)
         os.mkdir(self._work, 0o700)
-        options = f"lowerdir={self._lower},upperdir={self._upper},workdir={self._work}"
+        layers = self._lower if self._below is None else f"{self._below}:{self._lower}"
+        options = f"lowerdir={layers},upperdir={self._upper},workdir={self._work}"
         _mount("overlay", self._merged, options)
 
     def options(self) -> list[str]:
@@ -240,6 +257,15 @@ class OverlayRoot:
         for path in (self._merged, self._scratch):
             if os.path.ismount(path):
                 _unmount(path)
+
+    def branch(self, state: str) -> RootFilesystem:
+        # This overlay's upper layer becomes the new overlay's middle layer, so
+        # the try sees what the sandbox's container installed, with the host's
+        # state hidden by its whiteouts and opaque directories. Overlayfs leaves changes to a lower
+        # layer while mounted undefined (never a crash): the sandbox's
+        # container may go on writing there during a try, and the try may or
+        # may not see that.
+        return OverlayRoot(self._lower, state, self._disk, below=self._upper)
 
 
 def root_filesystem(

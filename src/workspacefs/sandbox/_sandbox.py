@@ -10,17 +10,20 @@ tree keeps unlinked inodes the kernel still holds).
 
 pyfuse3 serves one FUSE mount per process, so a process runs one sandbox at
 a time; a second one is refused with ``BusyError`` until the first closes.
+The sandbox's mount also serves the forks of its try-runs (``try_exec``,
+see ``_try``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from .._errors import (
     BackendUnavailableError,
@@ -28,9 +31,10 @@ from .._errors import (
     InvalidArgumentError,
     NotADirectoryFsError,
     NotPermittedError,
+    ReadOnlyError,
 )
 from ..fs import CAUSE_VARIABLE, Cause, FilesystemSnapshot, InMemoryFilesystem, current_cause
-from ..fuse import mount
+from ..fuse import Mount, mount
 from ..tools import WorkspaceSnapshots
 from ._config import SandboxConfig, Size, check_env, default_cpus
 from ._container import Container
@@ -40,8 +44,12 @@ from ._preflight import preflight
 from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy
 from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
 from ._state import LABEL, cleanup_stale, make_state_dir, process_identity, remove_state_dir
+from ._try import TryCommand, TryRun, run_try
 
 log = logging.getLogger(__name__)
+
+MAX_PENDING_TRIES = 16
+"""Tries a sandbox keeps waiting for a decision; ``try_exec`` refuses more."""
 
 _one_per_process = threading.Lock()
 _open: list[str] = []  # the name of the sandbox holding the process's one mount
@@ -50,6 +58,15 @@ _exec_numbers: weakref.WeakKeyDictionary[InMemoryFilesystem, Iterator[int]] = (
     weakref.WeakKeyDictionary()
 )
 _numbers_lock = threading.Lock()
+
+
+def _caused(command: TryCommand, call_id: str) -> TryCommand:
+    """``command`` with the call it runs for in its environment (``WORKSPACEFS_CAUSE``):
+    the call in effect (a ``shell`` tool call's name and id), else ``call_id``, and the
+    command line. The mount attributes what its processes write to it (``blame``)."""
+    outer = current_cause() or Cause()
+    call = Cause.call(outer.tool, outer.call_id or call_id, command.command)
+    return dataclasses.replace(command, env=[(CAUSE_VARIABLE, call.environment()), *command.env])
 
 
 def _next_exec_number(filesystem: InMemoryFilesystem) -> int:
@@ -69,7 +86,48 @@ class _Resources:
     def __init__(self) -> None:
         self.stack = contextlib.ExitStack()
         self.container: Container | None = None
+        self.mount: Mount | None = None
+        self.tries: dict[str, TryRun] = {}  # pending, by id
+        self.tries_lock = threading.Lock()
+        self.cleanups: list[threading.Thread] = []  # tries' containers being removed
         self.closed = False
+
+    def later(self, cleanup: Callable[[], None]) -> None:
+        """Run ``cleanup`` in the background; ``join_cleanups`` waits for it."""
+
+        def run() -> None:
+            try:
+                cleanup()
+            except Exception:
+                log.exception("cleaning up after a try failed")
+
+        thread = threading.Thread(target=run, name="try-cleanup", daemon=True)
+        with self.tries_lock:
+            self.cleanups = [t for t in self.cleanups if t.is_alive()]
+            self.cleanups.append(thread)
+        thread.start()
+
+    def join_cleanups(self) -> None:
+        """Wait for every background cleanup."""
+        with self.tries_lock:
+            threads, self.cleanups = self.cleanups, []
+        for thread in threads:
+            thread.join()
+
+    def end_try(self, run: TryRun) -> None:
+        """A try was decided: its fork leaves the mount."""
+        with self.tries_lock:
+            self.tries.pop(run.id, None)
+        if self.mount is not None:
+            with contextlib.suppress(OSError):  # the mount stopped serving
+                self.mount.remove_fork(run.id)
+
+    def drop_tries(self) -> None:
+        """Reject every pending try (before the unmount, which would strand their forks)."""
+        with self.tries_lock:
+            pending = list(self.tries.values())
+        for run in pending:
+            run.drop()
 
     def stop_container(self) -> None:
         if self.container is not None:
@@ -177,6 +235,7 @@ class PodmanSandbox:
         self._read_only = config.read_only or filesystem.read_only
         self._lock = threading.RLock()
         self._commits = itertools.count(1)
+        self._try_numbers = itertools.count(1)
         self._resources = _Resources()
         self._finalize = weakref.finalize(self, self._resources.close)
         try:
@@ -209,7 +268,7 @@ class PodmanSandbox:
             self._fs.memory_budget = self._config.workspace_size
             stack.callback(setattr, self._fs, "memory_budget", budget)
         try:
-            stack.enter_context(
+            self._resources.mount = stack.enter_context(
                 mount(self._fs, self._mountpoint, allow_other=True, read_only=self._read_only)
             )
         except BusyError as exc:
@@ -218,6 +277,7 @@ class PodmanSandbox:
                 "mount per process, so the sandbox cannot mount its workspace",
                 self._mountpoint,
             ) from exc
+        stack.callback(self._resources.drop_tries)  # runs before the unmount
         self._root: RootFilesystem = root_filesystem(
             self._config.image,
             self._config.rootfs,
@@ -227,14 +287,20 @@ class PodmanSandbox:
             self._name,
         )
         stack.callback(self._root.close)
+        stack.callback(self._resources.join_cleanups)  # tries' branches of the root first
         stack.callback(self._resources.stop_container)
         self._resources.container = self._start_container()
 
-    def _run_args(self) -> list[str]:
+    def _run_args(
+        self, name: str | None = None, source: str | None = None, root: RootFilesystem | None = None
+    ) -> list[str]:
+        """``podman run``'s arguments: the sandbox's container, or (with all three)
+        a try's, with the fork's directory ``source`` at ``workdir`` on ``root``."""
         config = self._config
         access = "ro" if self._read_only else "rw"
+        root = root or self._root
         args = [
-            f"--name={self._name}",
+            f"--name={name or self._name}",
             f"--label={LABEL}={process_identity()}",
             "--init",
             f"--network={config.network}",
@@ -243,13 +309,13 @@ class PodmanSandbox:
             f"--memory-swap={config.memory}",
             f"--pids-limit={config.pids_limit}",
             f"--cpus={config.cpus if config.cpus is not None else default_cpus()}",
-            f"--volume={self._mountpoint}:{config.workdir}:{access}",
+            f"--volume={source or self._mountpoint}:{config.workdir}:{access}",
             f"--workdir={config.workdir}",
         ]
         if config.user is not None:
             args.append(f"--user={config.user}")
         args += [f"--env={name}={value}" for name, value in config.env]
-        return args + self._root.options() + self._root.target()
+        return args + root.options() + root.target()
 
     def _start_container(self) -> Container:
         log_path = os.path.join(self._state, "podman-run.log")
@@ -354,38 +420,21 @@ class PodmanSandbox:
                 not a directory there.
             BackendUnavailableError: The sandbox is closed or its container stopped.
         """
-        if not isinstance(command, str) or not command.strip() or "\0" in command:
-            raise InvalidArgumentError("the command must be a non-empty string without NUL", None)
-        timeout = self._config.timeout if timeout is None else timeout
-        if timeout <= 0:
-            raise InvalidArgumentError("timeout must be positive", None)
-        directory = None
-        if cwd is not None:
-            if "\0" in cwd:
-                raise InvalidArgumentError("cwd must not contain NUL", cwd)
-            directory = os.path.normpath(os.path.join(self._config.workdir, cwd))
-            workdir = self._config.workdir
-            if (directory == workdir or directory.startswith(workdir + "/")) and not (
-                self._fs.stat(directory).is_directory
-            ):
-                raise NotADirectoryFsError("cwd is not a directory", directory)
-        pairs = check_env(env)
-        data = stdin.encode() if isinstance(stdin, str) else stdin
+        checked = self._command(command, timeout, cwd, env, stdin)
         with self._lock:
             container = self._container()
             number = _next_exec_number(self._fs)
-            outer = current_cause() or Cause()
-            call = Cause.call(outer.tool, outer.call_id or f"exec-{number}", command)
+            caused = _caused(checked, f"exec-{number}")
             before = self._fs.snapshot(tag=f"exec-{number}-before")
             try:
                 done = run_command(
                     container.name,
-                    command,
-                    timeout=timeout,
-                    cwd=directory,
-                    env=[(CAUSE_VARIABLE, call.environment()), *pairs],
-                    stdin=data,
-                    output_limit=self._config.output_limit,
+                    caused.command,
+                    timeout=caused.timeout,
+                    cwd=caused.cwd,
+                    env=caused.env,
+                    stdin=caused.stdin,
+                    output_limit=caused.output_limit,
                 )
             finally:
                 after = self._fs.snapshot(tag=f"exec-{number}-after")
@@ -403,6 +452,100 @@ class PodmanSandbox:
             stderr_bytes=done.stderr.total_bytes,
             cut_bytes=done.stdout.cut_bytes + done.stderr.cut_bytes,
         )
+
+    def _command(
+        self,
+        command: str,
+        timeout: float | None,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: str | bytes | None,
+    ) -> TryCommand:
+        """``exec``'s arguments, checked (the raises of ``exec``)."""
+        if not isinstance(command, str) or not command.strip() or "\0" in command:
+            raise InvalidArgumentError("the command must be a non-empty string without NUL", None)
+        timeout = self._config.timeout if timeout is None else timeout
+        if timeout <= 0:
+            raise InvalidArgumentError("timeout must be positive", None)
+        directory = None
+        if cwd is not None:
+            if "\0" in cwd:
+                raise InvalidArgumentError("cwd must not contain NUL", cwd)
+            directory = os.path.normpath(os.path.join(self._config.workdir, cwd))
+            workdir = self._config.workdir
+            if (directory == workdir or directory.startswith(workdir + "/")) and not (
+                self._fs.stat(directory).is_directory
+            ):
+                raise NotADirectoryFsError("cwd is not a directory", directory)
+        pairs = tuple(check_env(env))
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        return TryCommand(command, timeout, directory, pairs, data, self._config.output_limit)
+
+    # -- try-runs ---------------------------------------------------------------------
+
+    def try_exec(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+    ) -> TryRun:
+        """Run ``command`` in a fork of the workspace, leaving the workspace as it is.
+
+        The fork (O(1)) is served by the sandbox's mount at
+        ``<mountpoint>/.forks/try-<n>`` and the command runs in a container of
+        its own, with the fork at ``workdir`` and the sandbox's options and
+        root filesystem (see docs/sandbox.md for what it sees of the
+        sandbox's container). The container goes when the command ends.
+        ``TryRun.result`` says how it went and what it would change;
+        ``accept()`` applies that to the workspace (a fast-forward, or a
+        merge if the workspace changed meanwhile), ``reject()`` drops it.
+        Used as a context manager, a try still pending at the end is
+        rejected; the sandbox's close rejects those left pending.
+
+        Arguments and raises as for ``exec``; besides:
+
+        Raises:
+            ReadOnlyError: The workspace is read-only (nothing could be accepted).
+            BusyError: ``MAX_PENDING_TRIES`` tries wait for a decision.
+        """
+        checked = self._command(command, timeout, cwd, env, stdin)
+        if self._read_only:
+            raise ReadOnlyError("a read-only workspace accepts no try", self._config.workdir)
+        resources = self._resources
+        with self._lock:
+            self._container()
+            pending = self.tries()
+            if len(pending) >= MAX_PENDING_TRIES:
+                raise BusyError(
+                    f"{len(pending)} tries wait for a decision: accept or reject one "
+                    f"({', '.join(pending)})",
+                    None,
+                )
+            assert resources.mount is not None, "a running sandbox is mounted"
+            try_id = f"try-{next(self._try_numbers)}"
+            result, fork, path = run_try(
+                try_id,
+                f"{self._name}-{try_id}",
+                self._fs,
+                resources.mount,
+                self._root,
+                self._run_args,
+                os.path.join(self._state, try_id),
+                _caused(checked, try_id),
+                resources.later,
+            )
+            run = TryRun(try_id, result, fork, self._fs, path, resources.end_try)
+            with resources.tries_lock:
+                resources.tries[try_id] = run
+        return run
+
+    def tries(self) -> dict[str, TryRun]:
+        """The tries waiting for a decision, by id."""
+        with self._resources.tries_lock:
+            return dict(self._resources.tries)
 
     # -- snapshots --------------------------------------------------------------------
 
@@ -467,6 +610,7 @@ class PodmanSandbox:
         with self._lock:
             self._container()
             self._resources.stop_container()
+            self._resources.join_cleanups()  # no try's overlay stacks on the layer replaced
             self._fs.restore(snapshot.workspace)
             self._root.restore(snapshot.container_state)
             self._resources.container = self._start_container()

@@ -16,6 +16,7 @@ from ..tools import ToolContext, ToolRegistry, WorkspaceSnapshots, filesystem_to
 from ._config import SandboxOptions
 from ._sandbox import PodmanSandbox
 from ._shell import shell_tool
+from ._try_tools import try_tools
 
 
 class PodmanWorkspace:
@@ -30,6 +31,8 @@ class PodmanWorkspace:
         filesystem: The workspace to use instead of a new one (its
             ``mount_point`` must be the sandbox's ``workdir``).
         limits: Per-call limits of the protocol, for a new workspace.
+        dry_run: Offer dry runs: ``shell`` takes ``dry_run``, with the
+            ``accept_try`` and ``reject_try`` tools (see ``try_tools``).
         **options: ``PodmanSandbox``'s options (image, network, memory, ...).
     """
 
@@ -40,6 +43,7 @@ class PodmanWorkspace:
         *,
         filesystem: InMemoryFilesystem | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        dry_run: bool = False,
         **options: Unpack[SandboxOptions],
     ) -> None:
         if filesystem is None:
@@ -52,7 +56,10 @@ class PodmanWorkspace:
             filesystem.hydrate_from_host(mount, allowed_roots=allowed_host_roots)
         self._sandbox = PodmanSandbox(filesystem, **options)
         self._tools = filesystem_tools(filesystem)
-        self._tools.add(shell_tool(self._sandbox))
+        self._tools.add(shell_tool(self._sandbox, dry_run=dry_run))
+        if dry_run:
+            for tool in try_tools(self._sandbox):
+                self._tools.add(tool)
 
     @property
     def filesystem(self) -> InMemoryFilesystem:

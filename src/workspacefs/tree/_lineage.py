@@ -116,3 +116,21 @@ def joined(older: tuple[Cause, ...], newer: tuple[Cause, ...]) -> tuple[Cause, .
     ``MAX_CAUSES``."""
     merged = [cause for cause in older if cause not in newer] + list(newer)
     return tuple(merged[-MAX_CAUSES:])
+
+
+def diverged(a: Lineage, b: Lineage) -> tuple[set[int], set[int]]:
+    """(inodes changed on ``a``'s side, on ``b``'s side) since their common ancestor."""
+    ours: set[int] = set()
+    theirs: set[int] = set()
+    x: Lineage | None = a
+    y: Lineage | None = b
+    while x is not y:
+        assert x is not None, "lineages of different trees"
+        assert y is not None, "lineages of different trees"
+        if x.depth >= y.depth:
+            ours |= x.changes
+            x = x.parent
+        else:
+            theirs |= y.changes
+            y = y.parent
+    return ours, theirs

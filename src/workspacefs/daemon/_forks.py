@@ -1,0 +1,111 @@
+"""The forks a daemon serves beside its workspace: made, listed, merged and dropped.
+
+Forks share the workspace's memory (O(1) each, growing only with what they
+change), which only works inside one process; so the daemon of a workspace
+serves its forks too, on its own mount, at ``<mountpoint>/.forks/<name>``
+(see ``Mount.add_fork`` and docs/forks.md). The CLI's ``fork``, ``forks``
+and ``merge`` commands reach them through the control socket.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from .. import git
+from .._errors import BackendUnavailableError, NotFoundError, ReadOnlyError
+from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fuse import Mount
+from ..tree import diff_versions
+from ._fork_results import ConflictReport, ForkInfo, MergeReport
+
+
+class Forks:
+    """The forks of one daemon's workspace.
+
+    Args:
+        fs: The workspace.
+        read_only: The daemon serves it read-only (then it makes no forks).
+    """
+
+    def __init__(self, fs: InMemoryFilesystem, *, read_only: bool) -> None:
+        self._fs = fs
+        self._read_only = read_only
+        self._mount: Mount | None = None
+        self._forks: dict[str, InMemoryFilesystem] = {}
+        self._lock = threading.Lock()
+        self._numbers = itertools.count(1)
+
+    def attach(self, mount: Mount) -> None:
+        """Serve forks on ``mount`` (the workspace's), from now on."""
+        self._mount = mount
+
+    def _serving(self) -> Mount:
+        if self._mount is None:
+            raise BackendUnavailableError("the workspace is not mounted yet", None)
+        return self._mount
+
+    def add(self, name: str | None, snapshot: FilesystemSnapshot | None) -> ForkInfo:
+        """Fork the workspace (its live state, or ``snapshot``) as ``name`` (default:
+        the next free ``fork-<n>``) and serve it at ``<mountpoint>/.forks/<name>``.
+
+        Raises:
+            ReadOnlyError: The daemon serves the workspace read-only.
+            AlreadyExistsError: A fork of that name exists.
+            InvalidPathError: ``name`` is no valid file name.
+        """
+        if self._read_only:
+            raise ReadOnlyError("a read-only workspace makes no forks", name)
+        mount = self._serving()
+        fork = self._fs.fork(snapshot)
+        with self._lock:
+            if name is None:
+                name = next(f"fork-{n}" for n in self._numbers if f"fork-{n}" not in self._forks)
+            mount.add_fork(name, fork)
+            self._forks[name] = fork
+        return self._info(name, fork)
+
+    def list(self) -> list[ForkInfo]:
+        """Every fork, by name."""
+        with self._lock:
+            forks = sorted(self._forks.items())
+        return [self._info(name, fork) for name, fork in forks]
+
+    def drop(self, name: str) -> None:
+        """Stop serving fork ``name`` and forget it (a bind mount of it keeps what
+        it shows until it is unmounted).
+
+        Raises:
+            NotFoundError: No fork of that name.
+        """
+        with self._lock:
+            if self._forks.pop(name, None) is None:
+                raise NotFoundError("no fork of this name", name)
+        self._serving().remove_fork(name)
+
+    def merge(self, name: str, *, dry_run: bool, markers: bool) -> MergeReport:
+        """Merge fork ``name`` into the workspace (``workspacefs.git.merge``): all
+        or nothing, a snapshot before; the fork stays.
+
+        Raises:
+            NotFoundError: No fork of that name.
+        """
+        with self._lock:
+            fork = self._forks.get(name)
+        if fork is None:
+            raise NotFoundError("no fork of this name", name)
+        result = git.merge(self._fs, fork, dry_run=dry_run, markers=markers)
+        conflicts = tuple(ConflictReport(c.path, c.kind, c.markers) for c in result.conflicts)
+        return MergeReport(name, result.changed, conflicts, result.applied, result.snapshot)
+
+    def _info(self, name: str, fork: InMemoryFilesystem) -> ForkInfo:
+        tree = fork.tree
+        with tree.lock:
+            point = fork.fork_point
+            changed = 0
+            if point is not None:
+                paths = diff_versions(point, tree, tree.changes_since(point))
+                changed = len(paths.added) + len(paths.modified) + len(paths.deleted)
+            files, size = tree.file_count, tree.total_bytes
+        path = self._serving().fork_path(name)
+        return ForkInfo(name, path, fork.workspace_id, files, size, changed)

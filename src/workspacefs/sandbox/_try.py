@@ -1,0 +1,250 @@
+"""Try-run: a command run in a fork of the sandbox's workspace, kept only if accepted.
+
+``PodmanSandbox.try_exec`` forks the workspace (O(1)), adds the fork to the
+sandbox's own mount (``<mountpoint>/.forks/try-<n>``) and runs the command
+in a container of its own whose ``/workspace`` is that directory: the same
+paths, options and root filesystem as the sandbox's container, but nothing
+it writes reaches the workspace. The container goes when the command ends, and
+what it left is frozen then (``result.after``, the state the decision is
+about); the fork waits, mounted, for a decision:
+
+* ``accept`` brings the workspace to the fork's state. If the workspace has
+  not changed since the fork (the usual case: nobody else wrote meanwhile),
+  that is a fast-forward, O(1) plus what changed: the workspace adopts the
+  fork's tree. Otherwise the fork is merged three-way
+  (``workspacefs.git.merge``), which keeps what was written to the workspace
+  meanwhile; a conflict applies nothing, and the try stays pending.
+* ``reject`` drops the fork.
+
+Either way a snapshot of the workspace is taken first, so an accept can be
+undone with ``restore``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .._errors import BackendUnavailableError, InvalidArgumentError
+from ..fs import InMemoryFilesystem
+from ..fuse import Mount
+from ..git import MergeResult, merge
+from ._container import Container
+from ._exec import run_command
+from ._result import ExecResult
+from ._rootfs import RootFilesystem
+from ._state import remove_state_dir
+
+log = logging.getLogger(__name__)
+
+TryState = Literal["pending", "accepted", "rejected"]
+"""Where a try stands: waiting for a decision, or decided."""
+
+
+@dataclass(frozen=True, slots=True)
+class TryCommand:
+    """A command for ``run_try``, checked by the sandbox as for ``exec``."""
+
+    command: str
+    timeout: float
+    cwd: str | None
+    env: Sequence[tuple[str, str]]
+    stdin: bytes | None
+    output_limit: int
+
+
+class TryRun:
+    """A command that ran in a fork of a sandbox's workspace, waiting for a decision.
+
+    Made by ``PodmanSandbox.try_exec``. As a context manager it rejects on
+    exit unless ``accept`` or ``reject`` was called.
+
+    Attributes:
+        id: Names the try (``try-<n>``): its fork on the sandbox's mount and
+            what the ``accept_try``/``reject_try`` tools take.
+        result: How the command went, and in ``changes`` what it would change
+            (the diff from the fork point to its end). ``before`` and ``after``
+            are snapshots of the fork, not of the workspace; ``after`` is what
+            ``accept`` applies.
+        filesystem: The fork the command ran in, to look at (a process the
+            command left behind may write there until its container is
+            removed, just after; ``accept`` applies ``result.after`` all the same).
+        path: The fork's directory on the host while the try is pending.
+    """
+
+    def __init__(
+        self,
+        try_id: str,
+        result: ExecResult,
+        fork: InMemoryFilesystem,
+        origin: InMemoryFilesystem,
+        path: str,
+        release: Callable[[TryRun], None],
+    ) -> None:
+        self.id = try_id
+        self.result = result
+        self.filesystem = fork
+        self.path = path
+        self._origin = origin
+        self._release = release
+        self._state: TryState = "pending"
+        self._lock = threading.Lock()
+
+    @property
+    def state(self) -> TryState:
+        """``pending`` until ``accept`` applied it or ``reject`` (or the sandbox's close)
+        dropped it."""
+        return self._state
+
+    def accept(self) -> MergeResult:
+        """Bring the workspace to the fork's state; the fork then goes.
+
+        A fast-forward if the workspace has not changed since the fork (O(1)
+        plus what changed), else a three-way merge that keeps what the
+        workspace got meanwhile. Either way ``snapshot`` of the result is the
+        workspace just before (restore it to undo), and ``changed`` lists the
+        paths the workspace got from the try.
+
+        Returns:
+            The merge's result. With conflicts nothing is applied
+            (``applied`` False) and the try stays pending: ``reject`` it, or
+            change the fork (``filesystem``) or the workspace and accept again.
+
+        Raises:
+            InvalidArgumentError: The try was decided already.
+        """
+        with self._lock:
+            self._check_pending()
+            origin = self._origin
+            # Exactly what was reported: the fork as the command left it.
+            reported = self.filesystem.fork(self.result.after)
+            with origin.tree.lock:  # no write slips between the snapshot and the check
+                before = origin.snapshot(tag=f"before-{self.id}")
+                fast = origin.fast_forward(reported)
+                if not fast:
+                    origin.delete_snapshot(before)
+            if fast:
+                diff = origin.diff(before)
+                changed = tuple(sorted({*diff.added, *diff.modified, *diff.deleted}))
+                outcome = MergeResult(changed, (), applied=True, snapshot=before)
+            else:
+                outcome = merge(origin, reported, base=self.filesystem.fork_point)
+                if not outcome.applied:
+                    return outcome
+            self._state = "accepted"
+        self._release(self)
+        log.info("%s accepted (%s): %d paths", self.id, "fast-forward" if fast else "merged",
+                 len(outcome.changed))  # fmt: skip
+        return outcome
+
+    def reject(self) -> None:
+        """Drop the fork: the workspace stays as it is.
+
+        Raises:
+            InvalidArgumentError: The try was decided already.
+        """
+        with self._lock:
+            self._check_pending()
+            self._state = "rejected"
+        self._release(self)
+
+    def drop(self) -> None:
+        """Reject it if it is still pending (the sandbox's close does this)."""
+        with self._lock:
+            if self._state != "pending":
+                return
+            self._state = "rejected"
+        self._release(self)
+
+    def _check_pending(self) -> None:
+        if self._state != "pending":
+            raise InvalidArgumentError(f"{self.id} was {self._state} already", None)
+
+    def __enter__(self) -> TryRun:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.drop()
+
+    def __repr__(self) -> str:
+        return f"<TryRun {self.id} {self._state}, exit {self.result.exit_code}>"
+
+
+def run_try(
+    try_id: str,
+    container_name: str,
+    origin: InMemoryFilesystem,
+    mount: Mount,
+    root: RootFilesystem,
+    run_args: Callable[[str, str, RootFilesystem], list[str]],
+    state: str,
+    command: TryCommand,
+    later: Callable[[Callable[[], None]], None],
+) -> tuple[ExecResult, InMemoryFilesystem, str]:
+    """Fork ``origin``, serve the fork on ``mount`` as ``try_id`` and run ``command``
+    in a container of its own; (its result, the fork, the fork's path).
+
+    The container ``container_name`` starts on ``root.branch`` (its files in
+    the new directory ``state``), with ``run_args(container name, fork path,
+    root)``. Once the command has ended, the container, the branch and
+    ``state`` are removed by ``later(cleanup)`` (in the background: removing a
+    container costs a Podman call, and what the try reports, ``after``, is
+    frozen already). On any error they go at once, and the fork leaves the
+    mount too.
+    """
+    fork = origin.fork()
+    path = mount.add_fork(try_id, fork)
+    cleanups: list[Callable[[], object]] = []
+
+    def clean_up() -> None:
+        for cleanup in reversed(cleanups):
+            cleanup()
+
+    try:
+        before = fork.snapshot(tag=f"{try_id}-before")
+        os.mkdir(state, 0o700)
+        cleanups.append(lambda: remove_state_dir(state))
+        branch = root.branch(state)
+        cleanups.append(branch.close)
+        log_path = os.path.join(state, "podman-run.log")
+        container = Container(container_name, run_args(container_name, path, branch), log_path)
+        cleanups.append(container.stop)
+        done = run_command(
+            container.name,
+            command.command,
+            timeout=command.timeout,
+            cwd=command.cwd,
+            env=command.env,
+            stdin=command.stdin,
+            output_limit=command.output_limit,
+        )
+        if not container.running:  # the command took its container down
+            raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)
+        after = fork.snapshot(tag=f"{try_id}-after")
+    except BaseException:
+        try:
+            clean_up()
+        finally:
+            with contextlib.suppress(OSError):  # the mount stopped serving meanwhile
+                mount.remove_fork(try_id)
+        raise
+    later(clean_up)
+    result = ExecResult(
+        exit_code=done.exit_code,
+        stdout=done.stdout.text,
+        stderr=done.stderr.text,
+        duration=done.duration,
+        timed_out=done.timed_out,
+        changes=fork.diff(before, after),
+        before=before,
+        after=after,
+        stdout_bytes=done.stdout.total_bytes,
+        stderr_bytes=done.stderr.total_bytes,
+        cut_bytes=done.stdout.cut_bytes + done.stderr.cut_bytes,
+    )
+    return result, fork, path
