@@ -4,7 +4,7 @@ pyfuse3's table of libfuse callbacks has no ``fallocate`` entry and its
 ``Operations`` no hook for it, so libfuse answers ENOSYS and the kernel then
 fails every ``fallocate(2)`` on the mount with EOPNOTSUPP (tools that
 preallocate fall back or fail). The clean fix is one more handler in
-pyfuse3 (the patch of issue 17 is the place for it). Until then, ``install``
+pyfuse3 (``patches/pyfuse3`` would be the place for it). Until then, ``install``
 fills that one empty slot of the running session with a ctypes callback:
 
 * ``pyfuse3.init`` has libfuse copy pyfuse3's callback table into the new
