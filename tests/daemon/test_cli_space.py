@@ -120,3 +120,15 @@ def test_prune_needs_a_rule_and_a_size(workspace: Path) -> None:
     assert cli("prune", str(workspace), "--max-bytes", "lots").returncode == 2
     assert ok("prune", str(workspace), "--keep", "3") == "Pruned 0 snapshots, freed 0 B " \
         "(memory held 7 B -> 7 B)\n"  # fmt: skip
+
+
+@pytest.mark.parametrize("size", ["nan", "inf", "-5", "lots", "1x"])
+def test_prune_refuses_what_is_no_size_as_a_usage_error(size: str) -> None:
+    result = cli("prune", "--max-bytes", size)
+    assert result.returncode == 2, result.stderr
+    assert "not a size" in result.stderr
+
+
+def test_prune_takes_a_size_of_zero() -> None:
+    # Parsed before any workspace is looked for: whatever follows, no usage error.
+    assert cli("prune", "--max-bytes", "0").returncode != 2
