@@ -123,13 +123,16 @@ class TryRun:
             origin = self._origin
             # Exactly what was reported: the fork as the command left it.
             reported = self.filesystem.fork(self.result.after)
-            with origin.tree.lock:  # no write slips between the snapshot and the check
+            # No write slips in between the snapshot, the check and the diff, which
+            # then names what the try changed and nothing written just after.
+            with origin.tree.lock:
                 before = origin.snapshot(tag=f"before-{self.id}")
                 fast = origin.fast_forward(reported)
-                if not fast:
+                if fast:
+                    diff = origin.diff(before)
+                else:
                     origin.delete_snapshot(before)
             if fast:
-                diff = origin.diff(before)
                 changed = tuple(sorted({*diff.added, *diff.modified, *diff.deleted}))
                 outcome = MergeResult(changed, (), applied=True, snapshot=before)
             else:
