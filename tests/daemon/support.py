@@ -78,6 +78,15 @@ def cli_json(*args: str, cwd: str | Path | None = None) -> object:
     return json.loads(cli_ok(*args, "--json", cwd=cwd))
 
 
+def demo_source(base: Path) -> Path:
+    """``base/source``: ``src/app.py`` (``print('hello')``) and ``README.md`` (``# demo``)."""
+    source = base / "source"
+    (source / "src").mkdir(parents=True)
+    (source / "src" / "app.py").write_text("print('hello')\n")
+    (source / "README.md").write_text("# demo\n")
+    return source
+
+
 @contextlib.contextmanager
 def cli_mounted(mountpoint: Path, source: Path, *options: str) -> Iterator[Path]:
     """``workspacefs mount MOUNTPOINT --from SOURCE OPTIONS`` for the block; its daemon

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .support import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok
+from .support import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
 
 COMMANDS = ["mount", "unmount", "list", "status", "snapshot", "restore", "diff", "log",
             "persist", "push", "fetch", "export", "import", "run", "doctor", "mcp"]  # fmt: skip
@@ -23,10 +23,7 @@ COMMANDS = ["mount", "unmount", "list", "status", "snapshot", "restore", "diff",
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Path]:
     """A workspace mounted with ``workspacefs mount`` from a small source tree."""
-    source = tmp_path / "source"
-    (source / "src").mkdir(parents=True)
-    (source / "src" / "app.py").write_text("print('hello')\n")
-    (source / "README.md").write_text("# demo\n")
+    source = demo_source(tmp_path)
     mountpoint = tmp_path / "ws"
     mountpoint.mkdir()
     with cli_mounted(mountpoint, source, "--persist", str(tmp_path / "snapshots.git")):

@@ -15,7 +15,7 @@ import pytest
 from workspacefs import AlreadyExistsError, NotFoundError
 from workspacefs.daemon import connect
 
-from .support import SOURCE_ROOT, Daemons, cli, cli_json, cli_mounted, cli_ok
+from .support import SOURCE_ROOT, Daemons, cli, cli_json, cli_mounted, cli_ok, demo_source
 
 NOBODY = 65534
 
@@ -23,10 +23,7 @@ NOBODY = 65534
 @pytest.fixture
 def ws(tmp_path: Path) -> Iterator[Path]:
     """A workspace mounted with ``workspacefs mount``: src/app.py and README.md."""
-    source = tmp_path / "source"
-    (source / "src").mkdir(parents=True)
-    (source / "src" / "app.py").write_text("print('hello')\n")
-    (source / "README.md").write_text("# demo\n")
+    source = demo_source(tmp_path)
     mountpoint = tmp_path / "ws"
     mountpoint.mkdir()
     with cli_mounted(mountpoint, source):
