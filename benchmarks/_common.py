@@ -1,9 +1,12 @@
-"""What every benchmark shares: the result line, and a quiet, deterministic git."""
+"""What every benchmark shares: the result line, a quiet, deterministic git, and a
+workspace of many small files."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+from workspacefs import InMemoryFilesystem
 
 GIT_ENV = {
     **os.environ,
@@ -52,3 +55,19 @@ class Result:
             f"baseline {self.baseline:>10.2f} {self.unit:<4} {self.ratio:>8.2f}x  "
             f"target: {self.target}" + (f"\n     {self.note}" if self.note else "")
         )
+
+
+PER_DIR = 1000
+"""Files per directory in ``build_workspace``."""
+
+
+def build_workspace(files: int) -> InMemoryFilesystem:
+    """An in-memory workspace of ``files`` 20-byte files, ``PER_DIR`` a directory
+    (``d<n>/f<m>.txt``)."""
+    fs = InMemoryFilesystem()
+    with fs.transaction() as tree:
+        for d in range(max(1, files // PER_DIR)):
+            parent = tree.make_dirs(f"d{d}")
+            for f in range(min(files, PER_DIR)):
+                tree.write(tree.create(parent, f"f{f}.txt"), 0, b"line\n" * 4)
+    return fs

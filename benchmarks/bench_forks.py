@@ -29,20 +29,9 @@ from collections.abc import Callable
 from workspacefs import InMemoryFilesystem, mount
 from workspacefs.sandbox import PodmanSandbox, containers_conf, preflight
 
-from ._common import Result
+from ._common import Result, build_workspace
 
-PER_DIR = 1000
 COMMAND = "echo made > made.txt && sed -i 's/1/2/' src/app.py"
-
-
-def build_workspace(files: int) -> InMemoryFilesystem:
-    fs = InMemoryFilesystem()
-    with fs.transaction() as tree:
-        for d in range(max(1, files // PER_DIR)):
-            parent = tree.make_dirs(f"d{d}")
-            for f in range(min(files, PER_DIR)):
-                tree.write(tree.create(parent, f"f{f}.txt"), 0, b"line\n" * 4)
-    return fs
 
 
 def fork_add(files: int, rounds: int) -> tuple[float, float]:

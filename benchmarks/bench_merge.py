@@ -20,22 +20,9 @@ import time
 
 import pygit2
 
-from workspacefs import InMemoryFilesystem
 from workspacefs.git import merge
 
-from ._common import GIT_ENV, Result
-
-PER_DIR = 1000
-
-
-def build_workspace(files: int) -> InMemoryFilesystem:
-    fs = InMemoryFilesystem()
-    with fs.transaction() as tree:
-        for d in range(max(1, files // PER_DIR)):
-            parent = tree.make_dirs(f"d{d}")
-            for f in range(min(files, PER_DIR)):
-                tree.write(tree.create(parent, f"f{f}.txt"), 0, b"line\n" * 4)
-    return fs
+from ._common import GIT_ENV, PER_DIR, Result, build_workspace
 
 
 def time_ours(files: int, repeat: int) -> float:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import workspacefs
@@ -62,3 +64,37 @@ def cli(
         [sys.executable, "-m", "workspacefs.cli", *args],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+def cli_ok(*args: str, cwd: str | Path | None = None) -> str:
+    """The command's stdout; it must succeed."""
+    result = cli(*args, cwd=cwd)
+    assert result.returncode == 0, (args, result.stdout, result.stderr)
+    return result.stdout
+
+
+def cli_json(*args: str, cwd: str | Path | None = None) -> object:
+    """The command's ``--json`` output; it must succeed."""
+    return json.loads(cli_ok(*args, "--json", cwd=cwd))
+
+
+def demo_source(base: Path) -> Path:
+    """``base/source``: ``src/app.py`` (``print('hello')``) and ``README.md`` (``# demo``)."""
+    source = base / "source"
+    (source / "src").mkdir(parents=True)
+    (source / "src" / "app.py").write_text("print('hello')\n")
+    (source / "README.md").write_text("# demo\n")
+    return source
+
+
+@contextlib.contextmanager
+def cli_mounted(mountpoint: Path, source: Path, *options: str) -> Iterator[Path]:
+    """``workspacefs mount MOUNTPOINT --from SOURCE OPTIONS`` for the block; its daemon
+    is stopped afterwards if it still runs."""
+    record = cli_json("mount", str(mountpoint), "--from", str(source), *options)
+    assert isinstance(record, dict)
+    try:
+        yield mountpoint
+    finally:
+        if os.path.exists(record["socket"]):
+            stop(MountRecord.from_dict(record))

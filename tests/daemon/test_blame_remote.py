@@ -127,3 +127,14 @@ def test_a_view_of_a_snapshot_blames_from_it(daemons: Daemons) -> None:
         fs.write("f", "2")
         assert [e.kind for e in fs.blame("f")] == ["modified", "added"]
         assert [e.kind for e in fs.at(one).blame("f")] == ["added"]
+
+
+def test_a_merge_of_a_fork_is_blamed_on_its_caller(daemons: Daemons) -> None:
+    record = daemons.start()
+    with connect(record.socket) as fs:
+        fork = fs.fork("f")
+        Path(fork.path, "from-fork.txt").write_text("fork\n")
+        with fs.attributed(TOOL):
+            assert fs.merge_fork("f").applied
+        (entry,) = fs.blame("from-fork.txt")
+    assert (entry.snapshot, entry.kind, entry.causes) == (None, "added", (TOOL,))

@@ -14,46 +14,25 @@ from typing import Any
 
 import pytest
 
-from workspacefs.daemon import MountRecord
-
-from .support import SOURCE_ROOT, cli, stop
+from .support import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
 
 COMMANDS = ["mount", "unmount", "list", "status", "snapshot", "restore", "diff", "log",
             "persist", "push", "fetch", "export", "import", "run", "doctor", "mcp"]  # fmt: skip
 
 
-def ok(*args: str, cwd: str | Path | None = None) -> str:
-    result = cli(*args, cwd=cwd)
-    assert result.returncode == 0, (args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def as_json(*args: str, cwd: str | Path | None = None) -> object:
-    return json.loads(ok(*args, "--json", cwd=cwd))
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Path]:
     """A workspace mounted with ``workspacefs mount`` from a small source tree."""
-    source = tmp_path / "source"
-    (source / "src").mkdir(parents=True)
-    (source / "src" / "app.py").write_text("print('hello')\n")
-    (source / "README.md").write_text("# demo\n")
+    source = demo_source(tmp_path)
     mountpoint = tmp_path / "ws"
     mountpoint.mkdir()
-    record = as_json("mount", str(mountpoint), "--from", str(source),
-                     "--persist", str(tmp_path / "snapshots.git"))  # fmt: skip
-    assert isinstance(record, dict)
-    try:
+    with cli_mounted(mountpoint, source, "--persist", str(tmp_path / "snapshots.git")):
         yield mountpoint
-    finally:
-        if os.path.exists(record["socket"]):
-            stop(MountRecord.from_dict(record))
 
 
 def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
     def requests() -> dict[str, Any]:
-        status = as_json("status", str(workspace))
+        status = cli_json("status", str(workspace))
         assert isinstance(status, dict)
         result: dict[str, Any] = status["requests"]
         return result
@@ -66,7 +45,7 @@ def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
     assert after["total"] == sum(after["counts"].values()) > before["total"]
     assert after["seconds"].keys() == after["counts"].keys()
     assert after["handler_seconds"] >= before["handler_seconds"]
-    line = next(line for line in ok("status", str(workspace)).splitlines()
+    line = next(line for line in cli_ok("status", str(workspace)).splitlines()
                 if line.startswith("requests "))  # fmt: skip
     shown = int(line.split()[1].replace(",", ""))
     assert shown >= after["total"]  # the status calls themselves may add some
@@ -75,23 +54,23 @@ def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_has_an_example(command: str) -> None:
-    out = ok(command, "--help")
+    out = cli_ok(command, "--help")
     assert "Example" in out
     assert "Usage: workspacefs " + command in " ".join(out.split())
 
 
 def test_mount_status_list_unmount(workspace: Path) -> None:
-    status = as_json("status", str(workspace))
+    status = cli_json("status", str(workspace))
     assert isinstance(status, dict)
     assert (status["mountpoint"], status["files"], status["bytes"]) == (str(workspace), 2, 22)
-    human = ok("status", cwd=workspace / "src")  # found from a directory inside it
+    human = cli_ok("status", cwd=workspace / "src")  # found from a directory inside it
     assert f"mountpoint  {workspace}" in human
     assert "files       2" in human
-    listed = as_json("list")
+    listed = cli_json("list")
     assert isinstance(listed, list)
     assert str(workspace) in [r["mountpoint"] for r in listed]
-    assert str(workspace) in ok("list")
-    gone = as_json("unmount", str(workspace))
+    assert str(workspace) in cli_ok("list")
+    gone = cli_json("unmount", str(workspace))
     assert gone == {"mountpoint": str(workspace), "pid": status["pid"], "unmounted": True}
     assert not os.path.ismount(workspace)
     after = cli("status", str(workspace))
@@ -99,39 +78,40 @@ def test_mount_status_list_unmount(workspace: Path) -> None:
     assert (
         after.stderr == f"workspacefs: error: no workspace is mounted here or above: {workspace}\n"
     )
-    assert "No workspace is mounted." in ok("list") or str(workspace) not in ok("list")
+    assert "No workspace is mounted." in cli_ok("list") or str(workspace) not in cli_ok("list")
 
 
 def test_snapshot_diff_restore_log(workspace: Path) -> None:
-    first = as_json("snapshot", str(workspace), "--tag", "start")
+    first = cli_json("snapshot", str(workspace), "--tag", "start")
     assert isinstance(first, dict)
     assert (first["tag"], first["file_count"]) == ("start", 2)
     (workspace / "new.txt").write_text("new\n")
     (workspace / "src" / "app.py").write_text("print('changed')\n")
-    assert ok("diff", str(workspace), "start").splitlines() == ["A\tnew.txt", "M\tsrc/app.py"]
-    patch = ok("diff", "start", "--patch", cwd=workspace)
+    assert cli_ok("diff", str(workspace), "start").splitlines() == ["A\tnew.txt", "M\tsrc/app.py"]
+    patch = cli_ok("diff", "start", "--patch", cwd=workspace)
     assert "-print('hello')\n+print('changed')\n" in patch
     assert "+++ b/new.txt" in patch
-    changes = as_json("diff", str(workspace), "start")
+    changes = cli_json("diff", str(workspace), "start")
     assert changes == {"base": first["snapshot_id"], "target": None, "added": ["new.txt"],
                        "modified": ["src/app.py"], "deleted": [], "unchanged_count": 1}  # fmt: skip
-    second = as_json("snapshot", "--tag", "second", cwd=workspace)
+    second = cli_json("snapshot", "--tag", "second", cwd=workspace)
     assert isinstance(second, dict)
-    between = as_json("diff", str(workspace), "start", "second")
+    between = cli_json("diff", str(workspace), "start", "second")
     assert isinstance(between, dict)
     assert between["target"] == second["snapshot_id"]
     assert (
-        ok("restore", str(workspace), "start") == f"Restored {first['snapshot_id'][:8]} (start)\n"
+        cli_ok("restore", str(workspace), "start")
+        == f"Restored {first['snapshot_id'][:8]} (start)\n"
     )
     assert (workspace / "src" / "app.py").read_text() == "print('hello')\n"
     assert not (workspace / "new.txt").exists()
-    log = as_json("log", str(workspace))
+    log = cli_json("log", str(workspace))
     assert isinstance(log, list)
     assert [(e["tag"], e["current"]) for e in log] == [("start", True), ("second", False)]
-    lines = ok("log", str(workspace)).splitlines()
+    lines = cli_ok("log", str(workspace)).splitlines()
     assert lines[0].split() == ["ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"]
     assert lines[1].split()[:3] == ["*", first["snapshot_id"][:8], "start"]
-    by_prefix = ok("restore", second["snapshot_id"][:6], cwd=workspace)
+    by_prefix = cli_ok("restore", second["snapshot_id"][:6], cwd=workspace)
     assert by_prefix.startswith(f"Restored {second['snapshot_id'][:8]}")
 
 
@@ -161,44 +141,44 @@ def test_errors_are_one_line_with_exit_codes(workspace: Path, tmp_path: Path) ->
 
 def test_persist_then_load_back_and_move(workspace: Path, tmp_path: Path) -> None:
     (workspace / "notes.md").write_text("persisted\n")
-    persisted = as_json("persist", str(workspace), "--tag", "saved")
+    persisted = cli_json("persist", str(workspace), "--tag", "saved")
     assert isinstance(persisted, dict)
     repository = str(tmp_path / "snapshots.git")
     assert persisted["repository"] == repository
     assert persisted["ref"].endswith("/snapshots/1")
-    human = ok("persist", str(workspace), "--snapshot", "saved")
+    human = cli_ok("persist", str(workspace), "--snapshot", "saved")
     assert human.startswith(f"Persisted {persisted['snapshot']['snapshot_id'][:8]} (saved) as ")
     backup = tmp_path / "backup.git"
     subprocess.run(["git", "init", "-q", "--bare", str(backup)], check=True)
-    assert as_json("push", str(workspace), str(backup)) == {
+    assert cli_json("push", str(workspace), str(backup)) == {
         "repository": repository, "url": str(backup), "push": True}  # fmt: skip
-    assert "Fetched" in ok("fetch", str(workspace), str(backup))
+    assert "Fetched" in cli_ok("fetch", str(workspace), str(backup))
     again = tmp_path / "again"
     again.mkdir()
-    ok("mount", str(again), "--from", f"{backup}#saved")
+    cli_ok("mount", str(again), "--from", f"{backup}#saved")
     try:
         assert (again / "notes.md").read_text() == "persisted\n"
         assert (again / "src" / "app.py").read_text() == "print('hello')\n"
     finally:
-        ok("unmount", str(again))
+        cli_ok("unmount", str(again))
 
 
 def test_export_and_import(workspace: Path, tmp_path: Path) -> None:
     archive = tmp_path / "ws.zip"
-    assert as_json("export", str(workspace), str(archive)) == {"path": str(archive), "files": 2}
+    assert cli_json("export", str(workspace), str(archive)) == {"path": str(archive), "files": 2}
     (workspace / "extra.txt").write_text("x")
-    assert ok("import", str(archive), cwd=workspace) == f"Imported 2 files from {archive}\n"
+    assert cli_ok("import", str(archive), cwd=workspace) == f"Imported 2 files from {archive}\n"
     assert not (workspace / "extra.txt").exists()
     other = tmp_path / "other"
     other.mkdir()
-    ok("mount", str(other), "--from", str(archive), "--read-only")
+    cli_ok("mount", str(other), "--from", str(archive), "--read-only")
     try:
         assert (other / "README.md").read_text() == "# demo\n"
         refused = cli("import", str(other), str(archive))
         assert refused.returncode == 1
         assert refused.stderr.startswith("workspacefs: error: read-only workspace")
     finally:
-        ok("unmount", str(other))
+        cli_ok("unmount", str(other))
 
 
 def test_foreground_mount_serves_until_sigterm(tmp_path: Path) -> None:
@@ -214,7 +194,7 @@ def test_foreground_mount_serves_until_sigterm(tmp_path: Path) -> None:
         record = json.loads(server.stdout.readline())
         assert record["pid"] == server.pid
         (mountpoint / "x.txt").write_text("fg\n")
-        assert ok("status", str(mountpoint), "--json")
+        assert cli_ok("status", str(mountpoint), "--json")
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
         assert not os.path.ismount(mountpoint)

@@ -3,29 +3,17 @@
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from workspacefs import InvalidArgumentError, SnapshotRetentionPolicy
-from workspacefs.daemon import MountRecord, connect
+from workspacefs.daemon import connect
 
-from .support import cli, stop
+from .support import cli, cli_json, cli_mounted, cli_ok
 
 KIB = 1024
-
-
-def ok(*args: str) -> str:
-    result = cli(*args)
-    assert result.returncode == 0, (args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def as_json(*args: str) -> object:
-    return json.loads(ok(*args, "--json"))
 
 
 @pytest.fixture
@@ -35,28 +23,23 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
     (source / "README.md").write_text("# demo\n")
     mountpoint = tmp_path / "ws"
     mountpoint.mkdir()
-    record = as_json("mount", str(mountpoint), "--from", str(source))
-    assert isinstance(record, dict)
-    try:
+    with cli_mounted(mountpoint, source):
         yield mountpoint
-    finally:
-        if os.path.exists(record["socket"]):
-            stop(MountRecord.from_dict(record))
 
 
 def history(workspace: Path) -> None:
     """ "one" alone holds 200 KiB, "two" 100 KiB, the live tree 50 KiB; README is shared."""
     data = workspace / "data.bin"
     data.write_bytes(b"1" * (200 * KIB))
-    ok("snapshot", str(workspace), "--tag", "one")
+    cli_ok("snapshot", str(workspace), "--tag", "one")
     data.write_bytes(b"2" * (100 * KIB))  # O_TRUNC, then new chunks
-    ok("snapshot", str(workspace), "--tag", "two")
+    cli_ok("snapshot", str(workspace), "--tag", "two")
     data.write_bytes(b"3" * (50 * KIB))
 
 
 def test_log_shows_shared_and_exclusive_bytes(workspace: Path) -> None:
     history(workspace)
-    found = as_json("log", str(workspace), "--space")
+    found = cli_json("log", str(workspace), "--space")
     assert isinstance(found, dict)
     spaces = {entry["tag"]: entry["space"] for entry in found["snapshots"]}
     assert spaces == {
@@ -70,7 +53,7 @@ def test_log_shows_shared_and_exclusive_bytes(workspace: Path) -> None:
         "exclusive": 50 * KIB,
     }
     assert space["held"] == space["accounted"] == 350 * KIB + 7
-    lines = ok("log", str(workspace), "--space").splitlines()
+    lines = cli_ok("log", str(workspace), "--space").splitlines()
     assert lines[0].split() == ["ID", "TAG", "PARENT", "TIME", "FILES", "BYTES", "SHARED",
                                 "EXCLUSIVE"]  # fmt: skip
     assert lines[1].split()[-4:] == ["7", "B", "200.0", "KiB"]
@@ -87,21 +70,21 @@ def test_log_shows_shared_and_exclusive_bytes(workspace: Path) -> None:
 
 def test_prune_by_bytes_frees_what_the_accounting_said(workspace: Path) -> None:
     history(workspace)
-    kept = as_json("prune", str(workspace), "--max-bytes", "150KiB", "--dry-run")
+    kept = cli_json("prune", str(workspace), "--max-bytes", "150KiB", "--dry-run")
     assert isinstance(kept, dict)
     assert kept["pruned"] == []  # tagged snapshots stay unless asked
-    planned = as_json(
+    planned = cli_json(
         "prune", str(workspace), "--max-bytes", "150KiB", "--include-tagged", "--dry-run"
     )
     assert isinstance(planned, dict)
     assert [r["tag"] for r in planned["pruned"]] == ["one"]
     assert (planned["dry_run"], planned["freed_bytes"]) == (True, 200 * KIB)
     assert planned["held_after"] == planned["held_before"]
-    assert len(as_json("log", str(workspace))) == 2  # type: ignore[arg-type]
+    assert len(cli_json("log", str(workspace))) == 2  # type: ignore[arg-type]
     with connect(str(workspace)) as fs:  # the daemon keeps a view of "one" ready
         one = next(s for s in fs.snapshots() if s.tag == "one")
         assert fs.at(one).read_bytes("data.bin").size_bytes == 200 * KIB
-    assert ok(
+    assert cli_ok(
         "prune", str(workspace), "--max-bytes", "150KiB", "--include-tagged"
     ).splitlines() == [
         "Pruned 1 snapshot, freed 200.0 KiB (memory held 350.0 KiB -> 150.0 KiB)",
@@ -118,5 +101,17 @@ def test_prune_by_bytes_frees_what_the_accounting_said(workspace: Path) -> None:
 def test_prune_needs_a_rule_and_a_size(workspace: Path) -> None:
     assert cli("prune", str(workspace)).returncode == 2
     assert cli("prune", str(workspace), "--max-bytes", "lots").returncode == 2
-    assert ok("prune", str(workspace), "--keep", "3") == "Pruned 0 snapshots, freed 0 B " \
+    assert cli_ok("prune", str(workspace), "--keep", "3") == "Pruned 0 snapshots, freed 0 B " \
         "(memory held 7 B -> 7 B)\n"  # fmt: skip
+
+
+@pytest.mark.parametrize("size", ["nan", "inf", "-5", "lots", "1x"])
+def test_prune_refuses_what_is_no_size_as_a_usage_error(size: str) -> None:
+    result = cli("prune", "--max-bytes", size)
+    assert result.returncode == 2, result.stderr
+    assert "not a size" in result.stderr
+
+
+def test_prune_takes_a_size_of_zero() -> None:
+    # Parsed before any workspace is looked for: whatever follows, no usage error.
+    assert cli("prune", "--max-bytes", "0").returncode != 2

@@ -13,44 +13,26 @@ from pathlib import Path
 import pytest
 
 from workspacefs import AlreadyExistsError, NotFoundError
-from workspacefs.daemon import MountRecord, connect
+from workspacefs.daemon import connect
 
-from .support import SOURCE_ROOT, Daemons, cli, stop
+from .support import SOURCE_ROOT, Daemons, cli, cli_json, cli_mounted, cli_ok, demo_source
 
 NOBODY = 65534
-
-
-def ok(*args: str, cwd: str | Path | None = None) -> str:
-    result = cli(*args, cwd=cwd)
-    assert result.returncode == 0, (args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def as_json(*args: str, cwd: str | Path | None = None) -> object:
-    return json.loads(ok(*args, "--json", cwd=cwd))
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Iterator[Path]:
     """A workspace mounted with ``workspacefs mount``: src/app.py and README.md."""
-    source = tmp_path / "source"
-    (source / "src").mkdir(parents=True)
-    (source / "src" / "app.py").write_text("print('hello')\n")
-    (source / "README.md").write_text("# demo\n")
+    source = demo_source(tmp_path)
     mountpoint = tmp_path / "ws"
     mountpoint.mkdir()
-    record = as_json("mount", str(mountpoint), "--from", str(source))
-    assert isinstance(record, dict)
-    try:
+    with cli_mounted(mountpoint, source):
         yield mountpoint
-    finally:
-        if os.path.exists(record["socket"]):
-            stop(MountRecord.from_dict(record))
 
 
 @pytest.mark.parametrize("command", ["fork", "forks", "merge"])
 def test_help_has_an_example(command: str) -> None:
-    out = ok(command, "--help")
+    out = cli_ok(command, "--help")
     assert "Example" in out
 
 
@@ -95,34 +77,34 @@ def test_forks_through_the_client(daemons: Daemons) -> None:
 
 
 def test_fork_merge_and_drop_from_the_command_line(ws: Path) -> None:
-    out = ok("fork", "--name", "exp", cwd=ws)
+    out = cli_ok("fork", "--name", "exp", cwd=ws)
     path = ws / ".forks" / "exp"
     assert out == f"{path}\n"
     (path / "src" / "app.py").write_text("print('changed in exp')\n")
     (path / "notes.txt").write_text("exp\n")
-    listed = as_json("forks", cwd=ws)
+    listed = cli_json("forks", cwd=ws)
     assert isinstance(listed, list)
     assert [(f["name"], f["changed"]) for f in listed] == [("exp", 2)]
-    assert "exp" in ok("forks", cwd=ws)
-    dry = ok("merge", "exp", "--dry-run", cwd=ws)
+    assert "exp" in cli_ok("forks", cwd=ws)
+    dry = cli_ok("merge", "exp", "--dry-run", cwd=ws)
     assert dry.splitlines()[:3] == [
         f"Would merge fork exp into {ws}: 2 path(s) changed",
         "\tnotes.txt",
         "\tsrc/app.py",
     ]
     assert not (ws / "notes.txt").exists()
-    done = ok("merge", str(path), cwd="/")  # a fork's path names its workspace too
+    done = cli_ok("merge", str(path), cwd="/")  # a fork's path names its workspace too
     assert done.startswith(f"Merged fork exp into {ws}: 2 path(s) changed")
     assert "Snapshot before the merge" in done
     assert (ws / "notes.txt").read_text() == "exp\n"
-    dropped = as_json("fork", "--drop", "exp", cwd=ws)
+    dropped = cli_json("fork", "--drop", "exp", cwd=ws)
     assert dropped == {"dropped": "exp", "unbound": []}
     assert not path.exists()
-    assert ok("forks", cwd=ws).strip() == f"No forks of {ws}."
+    assert cli_ok("forks", cwd=ws).strip() == f"No forks of {ws}."
 
 
 def test_conflicts_are_printed_and_exit_non_zero(ws: Path) -> None:
-    info = as_json("fork", "--name", "clash", cwd=ws)
+    info = cli_json("fork", "--name", "clash", cwd=ws)
     assert isinstance(info, dict)
     Path(info["path"], "src", "app.py").write_text("print('fork')\n")
     (ws / "src" / "app.py").write_text("print('origin')\n")
@@ -139,15 +121,15 @@ def test_conflicts_are_printed_and_exit_non_zero(ws: Path) -> None:
 
 
 def test_fork_of_a_snapshot_and_the_only_workspace(ws: Path, tmp_path: Path) -> None:
-    ok("snapshot", "--tag", "start", cwd=ws)
+    cli_ok("snapshot", "--tag", "start", cwd=ws)
     (ws / "README.md").write_text("# changed\n")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    info = as_json("fork", "--from", "start", cwd=outside)  # the only workspace running
+    info = cli_json("fork", "--from", "start", cwd=outside)  # the only workspace running
     assert isinstance(info, dict)
     assert Path(info["path"], "README.md").read_text() == "# demo\n"
     assert info["name"] == "fork-1"
-    again = as_json("fork", "--of", str(ws / "src"), cwd=outside)
+    again = cli_json("fork", "--of", str(ws / "src"), cwd=outside)
     assert isinstance(again, dict)
     assert again["name"] == "fork-2"
 
@@ -156,24 +138,24 @@ def test_fork_of_a_snapshot_and_the_only_workspace(ws: Path, tmp_path: Path) -> 
 def test_a_fork_bound_to_a_directory_and_unmounted(ws: Path, tmp_path: Path) -> None:
     target = tmp_path / "experiment"
     target.mkdir()
-    info = as_json("fork", "--name", "bound", str(target), cwd=ws)
+    info = cli_json("fork", "--name", "bound", str(target), cwd=ws)
     assert isinstance(info, dict)
     assert info["bound"] == str(target)
     assert os.path.ismount(target)
     assert sorted(os.listdir(target)) == ["README.md", "src"]
     (target / "made-here.txt").write_text("through the bind\n")
     assert (ws / ".forks" / "bound" / "made-here.txt").read_text() == "through the bind\n"
-    merged = ok("merge", str(target))  # the bind names the fork and its workspace
+    merged = cli_ok("merge", str(target))  # the bind names the fork and its workspace
     assert merged.startswith(f"Merged fork bound into {ws}: 1 path(s) changed")
-    out = ok("unmount", str(target))
+    out = cli_ok("unmount", str(target))
     assert out.strip() == f"Dropped fork bound; unbound {target}"
     assert not os.path.ismount(target)
     assert os.listdir(target) == []
-    assert as_json("forks", cwd=ws) == []
+    assert cli_json("forks", cwd=ws) == []
     assert (ws / "made-here.txt").exists()  # the workspace itself is still mounted
     # --drop unbinds too.
-    as_json("fork", "--name", "again", str(target), cwd=ws)
-    assert as_json("fork", "--drop", "again", cwd=ws) == {
+    cli_json("fork", "--name", "again", str(target), cwd=ws)
+    assert cli_json("fork", "--drop", "again", cwd=ws) == {
         "dropped": "again",
         "unbound": [str(target)],
     }

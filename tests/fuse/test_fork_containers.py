@@ -19,16 +19,21 @@ pytestmark = pytest.mark.container
 WRITER = (
     "for i in $(seq 200); do echo {me}$i > {me}-$i.txt; done; "
     "echo {me} > shared.txt; rm -f src/drop-{me}.py; mkdir -p out/{me}; "
-    "sleep 1; ls /workspace | sort | tr '\\n' ' '; cat shared.txt"
+    # A barrier (bounded, so a failed partner leaves no container behind): each
+    # lists its workspace only once the other has written all of its files.
+    "touch /barrier/{me}; n=0; until [ -e /barrier/{other} ] || [ $n -ge 6000 ]; do "
+    "sleep 0.01; n=$((n+1)); done; "
+    "ls /workspace | sort | tr '\\n' ' '; cat shared.txt"
 )
 
 
-def start(path: str, script: str) -> subprocess.Popen[str]:
+def start(path: str, script: str, barrier: Path) -> subprocess.Popen[str]:
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     return subprocess.Popen(
         ["podman", "run", "--rm", "--network=none", "-v", f"{path}:/workspace:rw",
-         "-w", "/workspace", "--rootfs", "/:O", "/bin/sh", "-c", script],
+         "-v", f"{barrier}:/barrier:rw", "-w", "/workspace", "--rootfs", "/:O",
+         "/bin/sh", "-c", script],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)},
     )  # fmt: skip
@@ -38,7 +43,7 @@ def snapshot_of(fs: InMemoryFilesystem) -> dict[str, str]:
     return {m.path: fs.read(m.path).content for m in fs.glob("**/*") if m.is_file}
 
 
-def test_two_forks_two_containers_neither_sees_the_other(mounted: Mounted) -> None:
+def test_two_forks_two_containers_neither_sees_the_other(mounted: Mounted, tmp_path: Path) -> None:
     origin = mounted.fs
     origin.write("src/app.py", "print('origin')\n")
     origin.write("src/drop-a.py", "a\n")
@@ -47,7 +52,12 @@ def test_two_forks_two_containers_neither_sees_the_other(mounted: Mounted) -> No
     forks = {"a": origin.fork(), "b": origin.fork()}
     paths = {name: mounted.handle.add_fork(name, fork) for name, fork in forks.items()}
     # Both containers run at once, each writing its own fork through the one mount.
-    running = {name: start(paths[name], WRITER.format(me=name)) for name in forks}
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    running = {
+        name: start(paths[name], WRITER.format(me=name, other="b" if name == "a" else "a"), barrier)
+        for name in forks
+    }
     outputs = {name: proc.communicate(timeout=120) for name, proc in running.items()}
     for name, (out, err) in outputs.items():
         assert running[name].returncode == 0, err

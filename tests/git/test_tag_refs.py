@@ -85,3 +85,18 @@ def test_other_tags_git_cannot_hold_are_still_refused(tmp_path: Path, tag: str) 
     with pytest.raises(InvalidArgumentError, match="ref name"):
         wgit.persist(fs, fs.snapshot(tag=tag), tmp_path / "repo.git")
     assert not (tmp_path / "repo.git").exists()
+
+
+@pytest.mark.parametrize("call_id", ["x.lock.", "x.lock...", "y.lock" + "." * 130])
+def test_a_call_id_that_ends_as_a_lock_file_once_its_dots_go_still_persists(
+    tmp_path: Path, call_id: str
+) -> None:
+    fs = InMemoryFilesystem()
+    toolset = UndoableToolset(filesystem_tools(fs), fs)
+    toolset.call("write_file", {"path": "f", "content": "1"}, call_id=call_id)
+    (record,) = fs.snapshots()
+    assert record.tag is not None
+    assert not record.tag.endswith(".lock")
+    wgit.persist(fs, record, tmp_path / "repo.git")
+    loaded = wgit.load(tmp_path / "repo.git", record.tag, workspace=fs.workspace_id)
+    assert [snapshot.tag for snapshot in loaded.snapshots()] == [record.tag]

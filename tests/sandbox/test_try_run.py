@@ -165,7 +165,8 @@ def test_api_writes_during_a_try_are_kept(box: PodmanSandbox) -> None:
 
     def run_try() -> None:
         try:
-            done.append(box.try_exec("sleep 1 && echo try > try.txt"))
+            # It ends once the test has written through the API (``go``, below).
+            done.append(box.try_exec("until [ -e go ]; do sleep 0.01; done; echo try > try.txt"))
         except BaseException as exc:
             errors.append(exc)
 
@@ -177,6 +178,9 @@ def test_api_writes_during_a_try_are_kept(box: PodmanSandbox) -> None:
         if written < 200 and os.path.isdir(fork_dir):  # forked: write while it runs
             fs.write(f"api/{written}.txt", str(written))
             written += 1
+            if written == 20:
+                with open(os.path.join(fork_dir, "go"), "w"):
+                    pass
     thread.join()
     assert not errors, errors
     assert written > 0

@@ -11,9 +11,11 @@ import pytest
 
 from workspacefs import InMemoryFilesystem, InvalidArgumentError
 from workspacefs.sandbox import (
+    ExecResult,
     PodmanSandbox,
     SandboxConfig,
     SandboxOptions,
+    TryRun,
     containers_conf,
     preflight,
 )
@@ -176,3 +178,29 @@ def test_preflight_names_an_unusable_root_filesystem(tmp_path: Path) -> None:
     (missing,) = preflight(image="localhost/workspacefs-no-such-image:latest")
     assert missing.startswith("root filesystem: no local image")
     assert containers_conf().endswith("containers.conf")
+
+
+def test_an_accepted_try_reports_its_own_changes_not_a_write_right_after() -> None:
+    origin = InMemoryFilesystem()
+    origin.write("a.txt", "a")
+    fork = origin.fork()
+    before = fork.snapshot()
+    fork.write("t.txt", "try")
+    after = fork.snapshot()
+    result = ExecResult(0, "", "", 0.0, False, fork.diff(before, after), before=before, after=after)
+    released: list[TryRun] = []
+    run = TryRun("try-1", result, fork, origin, "/nowhere", released.append)
+    written: list[str] = []
+
+    def write_meanwhile(journal: object) -> None:
+        # Runs as soon as the fast-forward releases the lock, as another writer could.
+        if not written:
+            written.append("other.txt")
+            origin.write("other.txt", "from the API")
+
+    origin.subscribe(write_meanwhile)
+    outcome = run.accept()
+    assert written == ["other.txt"]
+    assert outcome.applied
+    assert outcome.changed == ("t.txt",)
+    assert released == [run]

@@ -20,6 +20,8 @@ def who(causes: Sequence[Cause]) -> str:
 
 
 def name(record: FilesystemSnapshot | None) -> str:
+    """A snapshot as people see it in these listings: its id's first 8 digits and its
+    tag; ``live`` for None (the changes no snapshot holds yet)."""
     if record is None:
         return "live"
     tag = f" ({record.tag})" if record.tag else ""
@@ -27,6 +29,7 @@ def name(record: FilesystemSnapshot | None) -> str:
 
 
 def when(record: FilesystemSnapshot | None) -> str:
+    """When the snapshot was taken, in local time ("" for the live workspace)."""
     return "" if record is None else record.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 

@@ -113,17 +113,15 @@ def list_(as_json: JsonOption = False) -> None:
     stdout.print(table)
 
 
-def requests_line(requests: dict[str, Any] | None, top: int = 6) -> str:
+def requests_line(requests: dict[str, Any] | None) -> str:
     """The mount's kernel requests for people: the total, the most frequent types, time."""
+    from ..fuse import RequestStats
+
     if not requests:
         return "-"
-    ranked = sorted(requests["counts"].items(), key=lambda item: (-item[1], item[0]))
-    parts = [f"{name} {count:,}" for name, count in ranked[:top]]
-    if len(ranked) > top:
-        parts.append(f"other {sum(count for _, count in ranked[top:]):,}")
-    listed = f" ({', '.join(parts)})" if parts else ""
+    counts = RequestStats(counts=requests["counts"]).summary()
     mode = "open-free" if requests["open_free"] else "opens with requests"
-    return f"{requests['total']:,}{listed}; {requests['handler_seconds']:.2f} s in handlers; {mode}"
+    return f"{counts}; {requests['handler_seconds']:.2f} s in handlers; {mode}"
 
 
 @app.command(epilog="Example: workspacefs status ./ws")

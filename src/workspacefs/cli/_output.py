@@ -8,7 +8,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -30,22 +29,6 @@ def size(count: int) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
-
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """Bytes from ``10000``, ``64K``, ``500MiB``, ``1.5G`` (binary units, as ``size`` prints)."""
-    value = text.strip().lower().removesuffix("b").removesuffix("i")
-    unit = value[-1:] if value[-1:] in _UNITS else ""
-    try:
-        number = float(value[: len(value) - len(unit)])
-    except ValueError:
-        raise typer.BadParameter(f"not a size: {text!r} (e.g. 500MiB, 2G, 10000)") from None
-    if number < 0:
-        raise typer.BadParameter(f"a size cannot be negative: {text!r}")
-    return int(number * _UNITS[unit])
 
 
 @contextlib.contextmanager

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from .._errors import SnapshotNotFoundError
+from .._errors import InvalidArgumentError, SnapshotNotFoundError
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import changes_json, print_files
-from ._output import emit_json, parse_size, size, stdout
+from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
     from ..daemon import RemoteFilesystem
@@ -266,7 +266,7 @@ def prune(
         max_count=keep,
         max_age_hours=max_age,
         keep_tagged=not include_tagged,
-        max_snapshot_bytes=None if max_bytes is None else parse_size(max_bytes),
+        max_snapshot_bytes=None if max_bytes is None else _bytes(max_bytes),
     )
     with workspace(point) as fs:
         result = fs.prune(policy, dry_run=dry_run)
@@ -285,3 +285,14 @@ def prune(
         )
     for record in result.pruned:
         stdout.print(f"  {describe(record)}")
+
+
+def _bytes(text: str) -> int:
+    """``--max-bytes``: ``10000``, ``64K``, ``500MiB``, ``1.5G`` (binary units, as
+    ``size`` prints them); 0 is a size."""
+    from ..sandbox import parse_size
+
+    try:
+        return parse_size(text, "--max-bytes", minimum=0)
+    except InvalidArgumentError as exc:
+        raise typer.BadParameter(str(exc.strerror)) from None

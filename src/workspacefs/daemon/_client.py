@@ -523,7 +523,7 @@ class RemoteFilesystem:
             dry_run: Only report.
             markers: Give text conflicts the merged text with git's markers.
         """
-        body = {"name": name, "dry_run": dry_run, "markers": markers}
+        body = {"name": name, "dry_run": dry_run, "markers": markers, "cause": _cause()}
         return MergeReport.from_dict(self._connection.request("POST", "/forks/merge", body))
 
     # -- the daemon --------------------------------------------------------------------

@@ -71,6 +71,11 @@ class Forks:
             forks = sorted(self._forks.items())
         return [self._info(name, fork) for name, fork in forks]
 
+    def __len__(self) -> int:
+        """How many forks there are."""
+        with self._lock:
+            return len(self._forks)
+
     def drop(self, name: str) -> None:
         """Stop serving fork ``name`` and forget it (a bind mount of it keeps what
         it shows until it is unmounted).

@@ -378,7 +378,7 @@ class Workspace:
             "bytes": tree.total_bytes,
             "memory_bytes": _rss_bytes(),
             "snapshots": len(self.fs.snapshots()),
-            "forks": len(self.forks.list()),
+            "forks": len(self.forks),  # not list(): that diffs every fork
             "current_snapshot": self.current(),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "requests": self._requests(),

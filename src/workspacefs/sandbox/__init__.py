@@ -8,6 +8,7 @@ See docs/sandbox.md. One sandbox per process (pyfuse3 serves one mount per proce
 from ._config import SandboxConfig as SandboxConfig
 from ._config import SandboxOptions as SandboxOptions
 from ._config import Size as Size
+from ._config import parse_size as parse_size
 from ._podman import SECURITY_OPTIONS as SECURITY_OPTIONS
 from ._podman import PodmanError as PodmanError
 from ._podman import containers_conf as containers_conf

@@ -18,11 +18,12 @@ Size = int | str
 """Bytes, or a string such as ``"512m"`` or ``"2g"`` (binary units, as Podman reads them)."""
 
 
-def parse_size(value: Size, what: str) -> int:
-    """Bytes from an int or a ``"512m"``-style string.
+def parse_size(value: Size, what: str, *, minimum: int = 1) -> int:
+    """Bytes from an int or a ``"512m"``-style string (``k``, ``m``, ``g``, ``t``:
+    binary units; ``KiB``, ``MB`` and the like read the same).
 
     Raises:
-        InvalidArgumentError: Not a positive size.
+        InvalidArgumentError: Not a size, or one below ``minimum``.
     """
     if isinstance(value, bool):
         raise InvalidArgumentError(f"{what} must be a size, not {value!r}", None)
@@ -33,8 +34,9 @@ def parse_size(value: Size, what: str) -> int:
         if match is None:
             raise InvalidArgumentError(f"{what} {value!r} is not a size like 512m or 2g", None)
         size = int(float(match[1]) * _UNITS[match[2].lower()])
-    if size <= 0:
-        raise InvalidArgumentError(f"{what} must be positive, got {value!r}", None)
+    if size < minimum:
+        bound = "positive" if minimum == 1 else f"at least {minimum}"
+        raise InvalidArgumentError(f"{what} must be {bound}, got {value!r}", None)
     return size
 
 

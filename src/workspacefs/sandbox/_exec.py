@@ -77,6 +77,31 @@ class Completed:
     timed_out: bool
 
 
+@dataclass(frozen=True, slots=True)
+class CheckedCommand:
+    """A command line with the arguments ``exec`` and ``try_exec`` checked (see
+    ``PodmanSandbox.exec``): what ``run`` needs to run it in a container."""
+
+    command: str
+    timeout: float
+    cwd: str | None
+    env: Sequence[tuple[str, str]]
+    stdin: bytes | None
+    output_limit: int
+
+    def run(self, container: str) -> Completed:
+        """Run it in ``container`` (``run_command``)."""
+        return run_command(
+            container,
+            self.command,
+            timeout=self.timeout,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=self.stdin,
+            output_limit=self.output_limit,
+        )
+
+
 class _Stderr:
     """Stderr with the process-group line taken out of it."""
 

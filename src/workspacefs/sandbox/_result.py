@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..fs import FilesystemDiff, FilesystemSnapshot
+from ._exec import Completed
 
 SnapshotStrategy = Literal["workspace", "container_commit"]
 """``workspace``: the tree only, O(1). ``container_commit``: the tree and the container's
@@ -46,6 +47,31 @@ class ExecResult:
     stdout_bytes: int = field(default=0, kw_only=True)
     stderr_bytes: int = field(default=0, kw_only=True)
     cut_bytes: int = field(default=0, kw_only=True)
+
+    @classmethod
+    def of(
+        cls,
+        done: Completed,
+        changes: FilesystemDiff,
+        *,
+        before: FilesystemSnapshot,
+        after: FilesystemSnapshot,
+    ) -> ExecResult:
+        """The result of the command that ended as ``done`` and changed ``changes``
+        between ``before`` and ``after``."""
+        return cls(
+            exit_code=done.exit_code,
+            stdout=done.stdout.text,
+            stderr=done.stderr.text,
+            duration=done.duration,
+            timed_out=done.timed_out,
+            changes=changes,
+            before=before,
+            after=after,
+            stdout_bytes=done.stdout.total_bytes,
+            stderr_bytes=done.stderr.total_bytes,
+            cut_bytes=done.stdout.cut_bytes + done.stderr.cut_bytes,
+        )
 
     @property
     def ok(self) -> bool:

@@ -38,13 +38,13 @@ from ..fuse import Mount, mount
 from ..tools import WorkspaceSnapshots
 from ._config import SandboxConfig, Size, check_env, default_cpus
 from ._container import Container
-from ._exec import run_command
+from ._exec import CheckedCommand
 from ._podman import SECURITY_OPTIONS, PodmanError, run_podman
 from ._preflight import preflight
 from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy
 from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
 from ._state import LABEL, cleanup_stale, make_state_dir, process_identity, remove_state_dir
-from ._try import TryCommand, TryRun, run_try
+from ._try import TryRun, run_try
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ _exec_numbers: weakref.WeakKeyDictionary[InMemoryFilesystem, Iterator[int]] = (
 _numbers_lock = threading.Lock()
 
 
-def _caused(command: TryCommand, call_id: str) -> TryCommand:
+def _caused(command: CheckedCommand, call_id: str) -> CheckedCommand:
     """``command`` with the call it runs for in its environment (``WORKSPACEFS_CAUSE``):
     the call in effect (a ``shell`` tool call's name and id), else ``call_id``, and the
     command line. The mount attributes what its processes write to it (``blame``)."""
@@ -427,31 +427,11 @@ class PodmanSandbox:
             caused = _caused(checked, f"exec-{number}")
             before = self._fs.snapshot(tag=f"exec-{number}-before")
             try:
-                done = run_command(
-                    container.name,
-                    caused.command,
-                    timeout=caused.timeout,
-                    cwd=caused.cwd,
-                    env=caused.env,
-                    stdin=caused.stdin,
-                    output_limit=caused.output_limit,
-                )
+                done = caused.run(container.name)
             finally:
                 after = self._fs.snapshot(tag=f"exec-{number}-after")
             self._container()  # a command that took the container down is an error, not a result
-        return ExecResult(
-            exit_code=done.exit_code,
-            stdout=done.stdout.text,
-            stderr=done.stderr.text,
-            duration=done.duration,
-            timed_out=done.timed_out,
-            changes=self._fs.diff(before, after),
-            before=before,
-            after=after,
-            stdout_bytes=done.stdout.total_bytes,
-            stderr_bytes=done.stderr.total_bytes,
-            cut_bytes=done.stdout.cut_bytes + done.stderr.cut_bytes,
-        )
+        return ExecResult.of(done, self._fs.diff(before, after), before=before, after=after)
 
     def _command(
         self,
@@ -460,7 +440,7 @@ class PodmanSandbox:
         cwd: str | None,
         env: Mapping[str, str] | None,
         stdin: str | bytes | None,
-    ) -> TryCommand:
+    ) -> CheckedCommand:
         """``exec``'s arguments, checked (the raises of ``exec``)."""
         if not isinstance(command, str) or not command.strip() or "\0" in command:
             raise InvalidArgumentError("the command must be a non-empty string without NUL", None)
@@ -479,7 +459,7 @@ class PodmanSandbox:
                 raise NotADirectoryFsError("cwd is not a directory", directory)
         pairs = tuple(check_env(env))
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        return TryCommand(command, timeout, directory, pairs, data, self._config.output_limit)
+        return CheckedCommand(command, timeout, directory, pairs, data, self._config.output_limit)
 
     # -- try-runs ---------------------------------------------------------------------
 

@@ -26,8 +26,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Literal
 
 from .._errors import BackendUnavailableError, InvalidArgumentError
@@ -35,7 +34,7 @@ from ..fs import InMemoryFilesystem
 from ..fuse import Mount
 from ..git import MergeResult, merge
 from ._container import Container
-from ._exec import run_command
+from ._exec import CheckedCommand
 from ._result import ExecResult
 from ._rootfs import RootFilesystem
 from ._state import remove_state_dir
@@ -44,18 +43,6 @@ log = logging.getLogger(__name__)
 
 TryState = Literal["pending", "accepted", "rejected"]
 """Where a try stands: waiting for a decision, or decided."""
-
-
-@dataclass(frozen=True, slots=True)
-class TryCommand:
-    """A command for ``run_try``, checked by the sandbox as for ``exec``."""
-
-    command: str
-    timeout: float
-    cwd: str | None
-    env: Sequence[tuple[str, str]]
-    stdin: bytes | None
-    output_limit: int
 
 
 class TryRun:
@@ -123,13 +110,16 @@ class TryRun:
             origin = self._origin
             # Exactly what was reported: the fork as the command left it.
             reported = self.filesystem.fork(self.result.after)
-            with origin.tree.lock:  # no write slips between the snapshot and the check
+            # No write slips in between the snapshot, the check and the diff, which
+            # then names what the try changed and nothing written just after.
+            with origin.tree.lock:
                 before = origin.snapshot(tag=f"before-{self.id}")
                 fast = origin.fast_forward(reported)
-                if not fast:
+                if fast:
+                    diff = origin.diff(before)
+                else:
                     origin.delete_snapshot(before)
             if fast:
-                diff = origin.diff(before)
                 changed = tuple(sorted({*diff.added, *diff.modified, *diff.deleted}))
                 outcome = MergeResult(changed, (), applied=True, snapshot=before)
             else:
@@ -183,7 +173,7 @@ def run_try(
     root: RootFilesystem,
     run_args: Callable[[str, str, RootFilesystem], list[str]],
     state: str,
-    command: TryCommand,
+    command: CheckedCommand,
     later: Callable[[Callable[[], None]], None],
 ) -> tuple[ExecResult, InMemoryFilesystem, str]:
     """Fork ``origin``, serve the fork on ``mount`` as ``try_id`` and run ``command``
@@ -214,15 +204,7 @@ def run_try(
         log_path = os.path.join(state, "podman-run.log")
         container = Container(container_name, run_args(container_name, path, branch), log_path)
         cleanups.append(container.stop)
-        done = run_command(
-            container.name,
-            command.command,
-            timeout=command.timeout,
-            cwd=command.cwd,
-            env=command.env,
-            stdin=command.stdin,
-            output_limit=command.output_limit,
-        )
+        done = command.run(container.name)
         if not container.running:  # the command took its container down
             raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)
         after = fork.snapshot(tag=f"{try_id}-after")
@@ -234,17 +216,5 @@ def run_try(
                 mount.remove_fork(try_id)
         raise
     later(clean_up)
-    result = ExecResult(
-        exit_code=done.exit_code,
-        stdout=done.stdout.text,
-        stderr=done.stderr.text,
-        duration=done.duration,
-        timed_out=done.timed_out,
-        changes=fork.diff(before, after),
-        before=before,
-        after=after,
-        stdout_bytes=done.stdout.total_bytes,
-        stderr_bytes=done.stderr.total_bytes,
-        cut_bytes=done.stdout.cut_bytes + done.stderr.cut_bytes,
-    )
+    result = ExecResult.of(done, fork.diff(before, after), before=before, after=after)
     return result, fork, path

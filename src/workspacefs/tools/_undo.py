@@ -43,8 +43,8 @@ def _undo_tag(tool: str, call_id: str) -> str:
     ``..`` and a ``.lock`` ending), and a long id is cut, since a snapshot that
     cannot be persisted would fail the whole persist of the workspace later.
     """
-    tag = f"undo:{_UNSAFE.sub('_', tool)}:{_UNSAFE.sub('_', call_id)}"[:_MAX_TAG]
-    return tag[: -len(".lock")] + "_lock" if tag.endswith(".lock") else tag.rstrip(".")
+    tag = f"undo:{_UNSAFE.sub('_', tool)}:{_UNSAFE.sub('_', call_id)}"[:_MAX_TAG].rstrip(".")
+    return tag[: -len(".lock")] + "_lock" if tag.endswith(".lock") else tag
 
 
 @dataclass(frozen=True, slots=True)

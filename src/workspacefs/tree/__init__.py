@@ -42,7 +42,7 @@ from ._tree import RENAME_NOREPLACE as RENAME_NOREPLACE
 from ._tree import XATTR_CREATE as XATTR_CREATE
 from ._tree import XATTR_REPLACE as XATTR_REPLACE
 from ._tree import Tree as Tree
-from ._tree import Version as Version
 from ._tree import validate_name as validate_name
+from ._version import Version as Version
 from ._view import ROOT_INO as ROOT_INO
 from ._view import TreeView as TreeView

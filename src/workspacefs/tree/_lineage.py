@@ -43,20 +43,41 @@ class Lineage:
         self.depth: int = 0 if parent is None else parent.depth + 1
 
 
-def changes_between(a: Lineage, b: Lineage) -> set[int]:
-    """Every inode that may differ between the versions at ``a`` and ``b``."""
-    changed: set[int] = set()
+def _steps_apart(a: Lineage, b: Lineage) -> tuple[list[Lineage], list[Lineage]]:
+    """The steps from ``a`` up to its common ancestor with ``b``, and those from ``b``,
+    each newest first: every step whose changes may make the two versions differ."""
+    ours: list[Lineage] = []
+    theirs: list[Lineage] = []
     x: Lineage | None = a
     y: Lineage | None = b
     while x is not y:
         assert x is not None, "lineages of different trees"
         assert y is not None, "lineages of different trees"
         if x.depth >= y.depth:
-            changed |= x.changes
+            ours.append(x)
             x = x.parent
         else:
-            changed |= y.changes
+            theirs.append(y)
             y = y.parent
+    return ours, theirs
+
+
+def changes_between(a: Lineage, b: Lineage) -> set[int]:
+    """Every inode that may differ between the versions at ``a`` and ``b``."""
+    ours, theirs = _steps_apart(a, b)
+    return _united(ours + theirs)
+
+
+def diverged(a: Lineage, b: Lineage) -> tuple[set[int], set[int]]:
+    """(inodes changed on ``a``'s side, on ``b``'s side) since their common ancestor."""
+    ours, theirs = _steps_apart(a, b)
+    return _united(ours), _united(theirs)
+
+
+def _united(steps: list[Lineage]) -> set[int]:
+    changed: set[int] = set()
+    for step in steps:
+        changed |= step.changes
     return changed
 
 
@@ -71,27 +92,12 @@ class Span:
     __slots__ = ("_steps",)
 
     def __init__(self, a: Lineage, b: Lineage) -> None:
-        steps: list[Lineage] = []
-        x: Lineage | None = a
-        y: Lineage | None = b
-        while x is not y:
-            assert x is not None, "lineages of different trees"
-            assert y is not None, "lineages of different trees"
-            if x.depth >= y.depth:
-                steps.append(x)
-                x = x.parent
-            else:
-                steps.append(y)
-                y = y.parent
-        steps.sort(key=lambda step: step.depth)
-        self._steps = steps
+        ours, theirs = _steps_apart(a, b)
+        self._steps = sorted(ours + theirs, key=lambda step: step.depth)
 
     def changed(self) -> set[int]:
         """Every inode that may differ."""
-        found: set[int] = set()
-        for step in self._steps:
-            found |= step.changes
-        return found
+        return _united(self._steps)
 
     def get(self, ino: int) -> tuple[Cause, ...] | None:
         """The causes of ``ino``'s changes in these steps, oldest first (None: none
@@ -116,21 +122,3 @@ def joined(older: tuple[Cause, ...], newer: tuple[Cause, ...]) -> tuple[Cause, .
     ``MAX_CAUSES``."""
     merged = [cause for cause in older if cause not in newer] + list(newer)
     return tuple(merged[-MAX_CAUSES:])
-
-
-def diverged(a: Lineage, b: Lineage) -> tuple[set[int], set[int]]:
-    """(inodes changed on ``a``'s side, on ``b``'s side) since their common ancestor."""
-    ours: set[int] = set()
-    theirs: set[int] = set()
-    x: Lineage | None = a
-    y: Lineage | None = b
-    while x is not y:
-        assert x is not None, "lineages of different trees"
-        assert y is not None, "lineages of different trees"
-        if x.depth >= y.depth:
-            ours |= x.changes
-            x = x.parent
-        else:
-            theirs |= y.changes
-            y = y.parent
-    return ours, theirs

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ._lineage import Lineage, changes_between
 from ._nodes import File, Node
 from ._table import PAGE_BITS
-from ._tree import Version
+from ._version import Version
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,12 @@
 
 Copy-on-write by epoch ownership: every table page and node records the
 epoch that made it. ``snapshot()`` freezes the current table by starting a
-new epoch, which costs O(1); afterwards the first write to a page, node or
-chunk copies just that object. ``restore(v)`` adopts ``v``'s table in a new
-epoch, also O(1). The set of inodes touched in each epoch is kept (see
-``_lineage``), so diffs and cache invalidation cost O(changes), and so is
-who made each change (see ``_causes``), so attribution costs O(changes) too.
+new epoch, which costs O(1), and returns it as a ``Version`` (``_version``);
+afterwards the first write to a page, node or chunk copies just that object.
+``restore(v)`` adopts ``v``'s table in a new epoch, also O(1). The set of
+inodes touched in each epoch is kept (see ``_lineage``), so diffs and cache
+invalidation cost O(changes), and so is who made each change (see
+``_causes``), so attribution costs O(changes) too.
 
 The tree does no locking of its own: ``lock`` is for callers (the Python API
 and the FUSE thread) to hold around each operation or group of operations.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import itertools
 import stat as _stat
 import time
-from collections.abc import Hashable, Iterator, Set
+from collections.abc import Set
 
 from .._errors import (
     AlreadyExistsError,
@@ -43,6 +44,7 @@ from ._lineage import MAX_CAUSES, Lineage, changes_between, diverged
 from ._nodes import Content, Directory, File, Node, Special, Symlink
 from ._registry import WeakRegistry
 from ._table import Table, nodes, put
+from ._version import Version
 from ._view import ROOT_INO, TreeView
 
 NAME_MAX = 255
@@ -59,74 +61,6 @@ FALLOC_FL_PUNCH_HOLE = 0x02
 FALLOC_FL_ZERO_RANGE = 0x10
 
 _tree_ids = itertools.count(1)
-
-
-class Version(TreeView):
-    """A frozen version of a tree: never changes after it is taken."""
-
-    __slots__ = (
-        "__weakref__",
-        "_family",
-        "file_count",
-        "lineage",
-        "number",
-        "total_bytes",
-        "tree_id",
-    )
-
-    def __init__(
-        self,
-        table: Table,
-        lineage: Lineage,
-        *,
-        tree_id: int,
-        number: int,
-        file_count: int,
-        total_bytes: int,
-        family: WeakRegistry[Version] | None = None,
-    ) -> None:
-        super().__init__(table)
-        self.lineage = lineage
-        self.tree_id = tree_id
-        self.number = number
-        self.file_count = file_count
-        self.total_bytes = total_bytes
-        self._family = family
-        if family is not None:
-            family.add(self)
-
-    def alias(self) -> Version:
-        """The same frozen state as another object, known to space accounting as
-        its own holder.
-
-        Space accounting tells holders apart by their version objects: a layer
-        that keeps a snapshot's version beyond a call (a view, the git
-        persistence state) keeps an alias, so that deleting the snapshot shows
-        as freeing nothing while the alias lives. O(1).
-        """
-        return Version(
-            self._table,
-            self.lineage,
-            tree_id=self.tree_id,
-            number=self.number,
-            file_count=self.file_count,
-            total_bytes=self.total_bytes,
-            family=self._family,
-        )
-
-    @property
-    def history_key(self) -> Hashable:
-        """Names this version's place in its tree's history (opaque, hashable):
-        for layers that remember what they did with a version, e.g. the git
-        commit it was persisted as."""
-        return self.lineage
-
-    def ancestor_keys(self) -> Iterator[Hashable]:
-        """The history keys of the versions this one descends from, nearest first."""
-        current = self.lineage.parent
-        while current is not None:
-            yield current
-            current = current.parent
 
 
 def validate_name(name: str) -> None:
