@@ -20,8 +20,8 @@ IO_SIZE = 128 << 10
 """The ``st_blksize`` stat reports: the preferred I/O size.
 
 stdio and Python's buffered files write in chunks of this size, and every
-write(2) is at least one request: with 4 KiB a 1 MB file took 377 requests,
-with 128 KiB (s3ql's choice) 29.
+write(2) is at least one request: with 4 KiB a 1 MB file took 375 requests,
+with 128 KiB (s3ql's choice) 27 (docs/fuse.md).
 """
 
 

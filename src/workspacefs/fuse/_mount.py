@@ -166,6 +166,9 @@ class Mount:
     _invalidators: list[Invalidator] = field(default_factory=list)
     _releases: dict[ServedTree, Callable[[], None]] = field(default_factory=dict)
     _kernel: threading.Lock = field(default_factory=threading.Lock)
+    # Adds and removes of forks, one at a time: the name's entry and its
+    # invalidator are registered together. Never taken in the FUSE thread.
+    _forking: threading.Lock = field(default_factory=threading.Lock)
     _kernel_open: bool = False  # True while notifications may reach the kernel
 
     # -- forks -----------------------------------------------------------------------
@@ -191,11 +194,12 @@ class Mount:
         """
         operations = self._serving()
         view = filesystem.view
-        served = operations.add_fork(name, view, read_only=filesystem.read_only, show=False)
-        if isinstance(view, Tree):
-            self._invalidate_fork(filesystem, view, served)
-        self._forks[name] = filesystem
-        operations.show_fork(served)
+        with self._forking:
+            served = operations.add_fork(name, view, read_only=filesystem.read_only, show=False)
+            if isinstance(view, Tree):
+                self._invalidate_fork(filesystem, view, served)
+            self._forks[name] = filesystem
+            operations.show_fork(served)
         return self.fork_path(name)
 
     def remove_fork(self, name: str) -> TreeFilesystem:
@@ -210,8 +214,9 @@ class Mount:
             NotFoundError: No fork of that name is mounted.
         """
         operations = self._serving()
-        served = operations.remove_fork(name)
-        filesystem = self._forks.pop(name)
+        with self._forking:
+            served = operations.remove_fork(name)
+            filesystem = self._forks.pop(name)
         # Expire every entry the kernel may hold of the fork: an expired entry
         # goes at its last use, then its inode is forgotten, and once the last
         # one is, the mount lets the fork's tree go. O(inodes the kernel holds).

@@ -236,7 +236,15 @@ class WorkspaceOperations(pyfuse3.Operations):
     # -- helpers ---------------------------------------------------------------
 
     def _attributes(self, ino: InodeT) -> pyfuse3.EntryAttributes:
-        """The ``stat`` of inode ``ino`` (the caller holds its tree's lock)."""
+        """The ``stat`` of inode ``ino`` (the caller holds its tree's lock).
+
+        ``/.snapshots`` and ``/.forks`` take their owner from the workspace's
+        root without its lock: a fork's handlers ask for ``/.forks`` under the
+        fork's lock, and taking the workspace's inside it would order the two
+        locks against ``fast_forward`` (workspace, then fork). A root changed
+        meanwhile gives these synthetic, read-only directories the old owner
+        or the new one, nothing worse.
+        """
         if ino == SnapshotsDir.INO:
             return self._snapshots.attributes(self._view.node(ROOT_INO), self._cache)
         if ino == ForksDir.INO:
