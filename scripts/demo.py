@@ -1,5 +1,6 @@
 """The main job, driven by the ``workspacefs`` command: mount a workspace, run a Podman
-container on it, snapshot, diff, restore, persist to git, and load it back.
+container on it, snapshot, diff, restore, persist to git, load it back, fork it,
+merge the fork back and ask who changed a file.
 
 Run with scripts/demo.sh. Every step prints the command and what it answered.
 Idempotent: everything lives in a fresh scratch directory that is unmounted
@@ -76,6 +77,20 @@ def main() -> None:
         workspacefs("mount", str(again), "--from", f"{repo}#with-notes")
         print(f"  {again}/notes.md: {(again / 'notes.md').read_text().strip()}")
         workspacefs("list")
+
+        print("\n== fork in O(1), change the fork through its path, merge it back")
+        fork = workspacefs("fork", "--of", str(ws), "--name", "exp").strip()
+        subprocess.run(
+            ["/bin/sh", "-c", f"echo '- tried in a fork' >> {fork}/notes.md"], check=True
+        )
+        print(f"  the workspace's notes.md unchanged: {(ws / 'notes.md').read_text().strip()!r}")
+        workspacefs("merge", "exp", "--of", str(ws), "--dry-run")
+        workspacefs("merge", "exp", "--of", str(ws))
+        workspacefs("fork", "--of", str(ws), "--drop", "exp")
+
+        print("\n== who changed notes.md, snapshot by snapshot")
+        workspacefs("snapshot", str(ws), "--tag", "merged")
+        workspacefs("blame", str(ws), "notes.md")
 
         print("\n== bad input gets one clear line and an exit code")
         workspacefs("restore", str(ws), "no-such-snapshot", check=False)
