@@ -39,6 +39,7 @@ CAPACITY = 4096
 """The most processes (threads) cached."""
 READ_LIMIT = 1 << 20
 """The most bytes read of one /proc file (an environment can be large)."""
+_READ_SIZE = 1 << 16
 
 _CONTAINER = re.compile(rb"(?:libpod-|docker-|/docker/)([0-9a-f]{64})(?![0-9a-f])")
 _VARIABLE = b"\0" + CAUSE_VARIABLE.encode() + b"="
@@ -112,12 +113,12 @@ class RequestCauses:
     def _refresh(self, pid: int, uid: int, known: _Known | None) -> Cause:
         if pid <= 0:  # the kernel's own request, or a caller outside our pid namespace
             return Cause(uid=uid)
-        started = self._started(pid)
+        started, single = self._stat(pid)
         now = time.monotonic()
         if known is not None and known.uid == uid and started == known.started:
             known.trusted_until = now + self._trust
             return known.cause
-        cause = self._describe(pid, uid)
+        cause = self._describe(pid, uid, single)
         self._known.pop(pid, None)
         while len(self._known) >= self._capacity:
             del self._known[next(iter(self._known))]
@@ -134,33 +135,37 @@ class RequestCauses:
         except OSError:
             return b""
         try:
+            # /proc answers a read with all it has up to the size asked, so a
+            # short read is the end: one read(2) for almost every file.
             chunks = []
             size = 0
             while size < READ_LIMIT:
-                chunk = os.read(fd, min(1 << 14, READ_LIMIT - size))
-                if not chunk:
-                    break
+                chunk = os.read(fd, min(_READ_SIZE, READ_LIMIT - size))
                 chunks.append(chunk)
                 size += len(chunk)
+                if len(chunk) < _READ_SIZE:
+                    break
             return b"".join(chunks)
         except OSError:  # gone meanwhile, or not ours to read
             return b""
         finally:
             os.close(fd)
 
-    def _started(self, pid: int) -> int | None:
-        """The thread's start time (clock ticks after boot), None if it is gone."""
+    def _stat(self, pid: int) -> tuple[int | None, bool]:
+        """(the thread's start time in clock ticks after boot, None if it is gone;
+        whether its process has this one thread, so ``pid`` is the process's id)."""
         stat = self._read(pid, "stat")
         fields = stat[stat.rfind(b")") + 2 :].split()  # the name may hold spaces and ")"
         try:
-            return int(fields[19])
+            return int(fields[19]), fields[17] == b"1"
         except (IndexError, ValueError):
-            return None
+            return None, False
 
-    def _describe(self, pid: int, uid: int) -> Cause:
-        """Read what /proc says of thread ``pid``."""
+    def _describe(self, pid: int, uid: int, single: bool) -> Cause:
+        """Read what /proc says of thread ``pid`` (``single``: the only thread of its
+        process, whose id it then is)."""
         process = pid
-        for line in self._read(pid, "status").splitlines():
+        for line in () if single else self._read(pid, "status").splitlines():
             if line.startswith(b"Tgid:"):
                 process = int(line.split()[1])
                 break
