@@ -86,6 +86,7 @@ def test_fork_merge_and_drop_from_the_command_line(ws: Path) -> None:
     assert isinstance(listed, list)
     assert [(f["name"], f["changed"]) for f in listed] == [("exp", 2)]
     assert "exp" in cli_ok("forks", cwd=ws)
+    assert "forks       1 (workspacefs forks)" in cli_ok("status", cwd=ws).splitlines()
     dry = cli_ok("merge", "exp", "--dry-run", cwd=ws)
     assert dry.splitlines()[:3] == [
         f"Would merge fork exp into {ws}: 2 path(s) changed",
@@ -101,6 +102,7 @@ def test_fork_merge_and_drop_from_the_command_line(ws: Path) -> None:
     assert dropped == {"dropped": "exp", "unbound": []}
     assert not path.exists()
     assert cli_ok("forks", cwd=ws).strip() == f"No forks of {ws}."
+    assert "forks       0 (workspacefs forks)" in cli_ok("status", cwd=ws).splitlines()
 
 
 def test_conflicts_are_printed_and_exit_non_zero(ws: Path) -> None:

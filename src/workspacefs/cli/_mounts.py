@@ -127,7 +127,7 @@ def requests_line(requests: dict[str, Any] | None) -> str:
 @app.command(epilog="Example: workspacefs status ./ws")
 def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
     """Show the daemon and the workspace: pid, socket, files, bytes, memory, snapshots,
-    and the kernel requests the mount has served."""
+    forks, and the kernel requests the mount has served."""
     point, _ = split_mountpoint(args or [], 0, 0)
     with workspace(point) as fs:
         facts = fs.status()
@@ -143,6 +143,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("bytes", size(facts["bytes"])),
         ("memory", size(facts["memory_bytes"])),
         ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
+        ("forks", f"{facts.get('forks', 0)} (workspacefs forks)"),
         ("requests", requests_line(facts.get("requests"))),
         ("persist to", facts["repository"]),
         ("started", facts["started_at"]),
