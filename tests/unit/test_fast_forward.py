@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import hypothesis.strategies as st
 import pytest
+from families import FamilyMachine
 from hypothesis import settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, rule
 
 from ops.consistency import check_consistent
 from workspacefs import InMemoryFilesystem, InvalidArgumentError, ReadOnlyError
 from workspacefs.git import merge
-
-PATHS = ["a", "b", "d/a", "d/b", "e/f/g"]
-DATA = st.binary(max_size=70_000)
 
 
 def files(fs: InMemoryFilesystem) -> dict[str, bytes]:
@@ -98,36 +96,10 @@ def test_only_a_family_member_and_a_writable_workspace() -> None:
         frozen.fast_forward(frozen.fork())
 
 
-class FastForwardMachine(RuleBasedStateMachine):
+class FastForwardMachine(FamilyMachine):
     """Workspaces of one family and their models."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.spaces = [InMemoryFilesystem(memory_budget=1 << 30)]
-        self.models: list[dict[str, bytes]] = [{}]
-
-    def _pick(self, index: int) -> int:
-        return index % len(self.spaces)
-
-    @rule(index=st.integers(0, 20), path=st.sampled_from(PATHS), data=DATA)
-    def write(self, index: int, path: str, data: bytes) -> None:
-        i = self._pick(index)
-        self.spaces[i].write_bytes(path, data)
-        self.models[i][path] = data
-
-    @rule(index=st.integers(0, 20), path=st.sampled_from(PATHS))
-    def delete(self, index: int, path: str) -> None:
-        i = self._pick(index)
-        if path in self.models[i]:
-            self.spaces[i].delete(path)
-            del self.models[i][path]
-
-    @precondition(lambda self: len(self.spaces) < 5)
-    @rule(index=st.integers(0, 20))
-    def fork(self, index: int) -> None:
-        i = self._pick(index)
-        self.spaces.append(self.spaces[i].fork())
-        self.models.append(dict(self.models[i]))
+    MAX_SPACES = 5
 
     @rule(index=st.integers(0, 20))
     def snapshot(self, index: int) -> None:

@@ -13,33 +13,20 @@ import tracemalloc
 
 import hypothesis.strategies as st
 import pytest
+from families import PATHS, FamilyMachine
 from hypothesis import settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 from workspacefs import FilesystemSnapshot, InMemoryFilesystem
 from workspacefs.tree import Tree
 
-PATHS = ["a", "b", "d/a", "d/b"]
-DATA = st.binary(max_size=70_000)  # past one chunk: shared chunk lists get copied
 
-
-class ForkMachine(RuleBasedStateMachine):
+class ForkMachine(FamilyMachine):
     """Workspaces and their models; ``snapshots`` remembers what each snapshot held."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.spaces: list[InMemoryFilesystem] = [InMemoryFilesystem(memory_budget=1 << 30)]
-        self.models: list[dict[str, bytes]] = [{}]
         self.snapshots: list[tuple[int, FilesystemSnapshot, dict[str, bytes]]] = []
-
-    def _pick(self, index: int) -> int:
-        return index % len(self.spaces)
-
-    @rule(index=st.integers(0, 20), path=st.sampled_from(PATHS), data=DATA)
-    def write(self, index: int, path: str, data: bytes) -> None:
-        i = self._pick(index)
-        self.spaces[i].write_bytes(path, data)
-        self.models[i][path] = data
 
     @rule(index=st.integers(0, 20), path=st.sampled_from(PATHS), data=st.binary(max_size=9))
     def append(self, index: int, path: str, data: bytes) -> None:
@@ -47,26 +34,12 @@ class ForkMachine(RuleBasedStateMachine):
         self.spaces[i].write_bytes(path, data, mode="append")
         self.models[i][path] = self.models[i].get(path, b"") + data
 
-    @rule(index=st.integers(0, 20), path=st.sampled_from(PATHS))
-    def delete(self, index: int, path: str) -> None:
-        i = self._pick(index)
-        if path in self.models[i]:
-            self.spaces[i].delete(path)
-            del self.models[i][path]
-
-    @precondition(lambda self: len(self.spaces) < 6)
-    @rule(index=st.integers(0, 20))
-    def fork(self, index: int) -> None:
-        i = self._pick(index)
-        self.spaces.append(self.spaces[i].fork())
-        self.models.append(dict(self.models[i]))
-
     @rule(index=st.integers(0, 20))
     def snapshot(self, index: int) -> None:
         i = self._pick(index)
         self.snapshots.append((i, self.spaces[i].snapshot(), dict(self.models[i])))
 
-    @precondition(lambda self: self.snapshots and len(self.spaces) < 6)
+    @precondition(lambda self: self.snapshots and len(self.spaces) < self.MAX_SPACES)
     @rule(which=st.integers(0, 20))
     def fork_snapshot(self, which: int) -> None:
         i, record, model = self.snapshots[which % len(self.snapshots)]
