@@ -6,7 +6,9 @@ Run: ``scripts/bench.sh daemon`` (or ``python -m benchmarks.bench_daemon [--quic
    process while a client process runs a busy Python thread and hammers the
    API. Daemon: the client talks to the daemon over its socket. Baseline: the
    in-process mount, whose owner process runs the same busy thread and API
-   calls. Goal: daemon p99 under 1 ms.
+   calls. Goal: daemon p99 under 1 ms. Each sample opens a file not opened
+   before, so its LOOKUP and READ reach the server (a file read before is
+   served from the page cache without a request, which measures nothing).
 2. ``RemoteFilesystem`` calls against the same calls in process (a small
    read, a small write, a grep of a big tree): the ratio is the overhead.
 """
@@ -32,6 +34,12 @@ from workspacefs.daemon import connect, start
 from ._common import Result
 
 SMALL = "x" * 4095 + "\n"
+
+
+def _sample_files(fs: Filesystem, count: int) -> None:
+    """The files the latency samples open, each once."""
+    for i in range(count):
+        fs.write(f"samples/{i}.txt", SMALL)
 
 
 def _busy_and_hammer(fs: Filesystem, stop: threading.Event) -> list[threading.Thread]:
@@ -72,10 +80,11 @@ def load_client(socket_path: str) -> None:
             thread.join()
 
 
-def in_process_owner(mountpoint: str) -> None:
+def in_process_owner(mountpoint: str, count: int) -> None:
     """(Subprocess) an in-process mount whose owner runs the same load, until stdin closes."""
     fs = InMemoryFilesystem()
     fs.write("small.txt", SMALL)
+    _sample_files(fs, count)
     stop = threading.Event()
     with mount(fs, mountpoint, allow_other=True):
         threads = _busy_and_hammer(fs, stop)
@@ -105,10 +114,11 @@ def helper(*args: str) -> Iterator[None]:
         process.stdout.close()
 
 
-def latencies(path: Path, count: int) -> tuple[float, float]:
-    """p50 and p99 of open+read+close of ``path``, in ms."""
+def latencies(samples_dir: Path, count: int, first: int = 0) -> tuple[float, float]:
+    """p50 and p99 of open+read+close of files ``first..first+count`` of ``samples_dir``, in ms."""
     samples = []
-    for _ in range(count):
+    for i in range(first, first + count):
+        path = samples_dir / f"{i}.txt"
         started = time.perf_counter()
         fd = os.open(path, os.O_RDONLY)
         os.read(fd, 65536)
@@ -127,14 +137,15 @@ def isolation(work: Path, count: int) -> list[Result]:
     try:
         with connect(record.socket) as fs:
             fs.write("small.txt", SMALL)
-        idle = latencies(daemon_mnt / "small.txt", count)
+            _sample_files(fs, 2 * count)
+        idle = latencies(daemon_mnt / "samples", count)
         with helper("--load-client", record.socket):
-            loaded = latencies(daemon_mnt / "small.txt", count)
+            loaded = latencies(daemon_mnt / "samples", count, first=count)
     finally:
         with connect(record.socket) as fs:
             fs.unmount()
-    with helper("--in-process-owner", str(local_mnt)):
-        local = latencies(local_mnt / "small.txt", count)
+    with helper("--in-process-owner", str(local_mnt), "--samples", str(count)):
+        local = latencies(local_mnt / "samples", count)
     print(f"open+read+close p50/p99 ms: daemon idle {idle[0]:.3f}/{idle[1]:.3f}, "
           f"daemon loaded {loaded[0]:.3f}/{loaded[1]:.3f}, "
           f"in-process loaded {local[0]:.3f}/{local[1]:.3f}")  # fmt: skip
@@ -197,12 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
     parser.add_argument("--load-client", metavar="SOCKET", help=argparse.SUPPRESS)
     parser.add_argument("--in-process-owner", metavar="MOUNTPOINT", help=argparse.SUPPRESS)
+    parser.add_argument("--samples", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.load_client:
         load_client(args.load_client)
         return 0
     if args.in_process_owner:
-        in_process_owner(args.in_process_owner)
+        in_process_owner(args.in_process_owner, args.samples)
         return 0
     count, files, seconds = (200, 2_000, 0.2) if args.quick else (5_000, 50_000, 2.0)
     work = Path(
