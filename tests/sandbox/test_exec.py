@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 
-from workspacefs import InvalidArgumentError
+from workspacefs import InMemoryFilesystem, InvalidArgumentError, SnapshotRetentionPolicy
 from workspacefs.sandbox import PodmanSandbox
 
 pytestmark = pytest.mark.container
@@ -145,3 +145,19 @@ def test_each_exec_leaves_a_tagged_snapshot_pair(sandbox: PodmanSandbox) -> None
     assert second.changes.added == ("two.txt",)
     sandbox.restore(second.before)  # undo the second command
     assert sandbox.exec("cat one.txt; ls").stdout == "one\none.txt\n"
+
+
+def test_changes_survive_a_retention_policy_keeping_one_snapshot() -> None:
+    # The policy prunes "before" as soon as "after" is taken: the changes are
+    # still what the command did, and try-runs (whose fork inherits the policy)
+    # report theirs too.
+    policy = SnapshotRetentionPolicy(max_count=1, keep_tagged=False)
+    fs = InMemoryFilesystem(mount_point="/workspace", retention=policy)
+    fs.write("kept.txt", "kept\n")
+    with PodmanSandbox(fs) as box:
+        result = box.exec("echo new > new.txt && rm kept.txt")
+        assert (result.changes.added, result.changes.deleted) == (("new.txt",), ("kept.txt",))
+        run = box.try_exec("echo tried > tried.txt")
+        assert run.result.changes.added == ("tried.txt",)
+        run.reject()
+    assert [s.tag for s in fs.snapshots()] == ["exec-1-after"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..fs import FilesystemDiff, FilesystemSnapshot
+from ..fs import FilesystemDiff, FilesystemSnapshot, InMemoryFilesystem
 from ._exec import Completed
 
 SnapshotStrategy = Literal["workspace", "container_commit"]
@@ -105,3 +105,17 @@ class SandboxSnapshot:
     def tag(self) -> str | None:
         """The workspace snapshot's tag."""
         return self.workspace.tag
+
+
+def changes_and_after(
+    fs: InMemoryFilesystem, before: FilesystemSnapshot, tag: str
+) -> tuple[FilesystemDiff, FilesystemSnapshot]:
+    """What changed since ``before``, and a snapshot tagged ``tag`` of exactly that state.
+
+    The diff is taken against the live tree first, under the same hold of
+    the lock as the snapshot: a retention policy may prune ``before`` the
+    moment the new snapshot is recorded.
+    """
+    with fs.tree.lock:
+        changes = fs.diff(before)
+        return changes, fs.snapshot(tag=tag)

@@ -41,7 +41,7 @@ from ._container import Container
 from ._exec import CheckedCommand
 from ._podman import SECURITY_OPTIONS, PodmanError, run_podman
 from ._preflight import preflight
-from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy
+from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy, changes_and_after
 from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
 from ._state import LABEL, cleanup_stale, make_state_dir, process_identity, remove_state_dir
 from ._try import TryRun, run_try
@@ -429,9 +429,9 @@ class PodmanSandbox:
             try:
                 done = caused.run(container.name)
             finally:
-                after = self._fs.snapshot(tag=f"exec-{number}-after")
+                changes, after = changes_and_after(self._fs, before, f"exec-{number}-after")
             self._container()  # a command that took the container down is an error, not a result
-        return ExecResult.of(done, self._fs.diff(before, after), before=before, after=after)
+        return ExecResult.of(done, changes, before=before, after=after)
 
     def _command(
         self,

@@ -35,7 +35,7 @@ from ..fuse import Mount
 from ..git import MergeResult, merge
 from ._container import Container
 from ._exec import CheckedCommand
-from ._result import ExecResult
+from ._result import ExecResult, changes_and_after
 from ._rootfs import RootFilesystem
 from ._state import remove_state_dir
 
@@ -207,7 +207,7 @@ def run_try(
         done = command.run(container.name)
         if not container.running:  # the command took its container down
             raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)
-        after = fork.snapshot(tag=f"{try_id}-after")
+        changes, after = changes_and_after(fork, before, f"{try_id}-after")
     except BaseException:
         try:
             clean_up()
@@ -216,5 +216,5 @@ def run_try(
                 mount.remove_fork(try_id)
         raise
     later(clean_up)
-    result = ExecResult.of(done, fork.diff(before, after), before=before, after=after)
+    result = ExecResult.of(done, changes, before=before, after=after)
     return result, fork, path
