@@ -88,13 +88,13 @@ class _Api:
     # -- helpers -----------------------------------------------------------------------
 
     def _newest(self) -> SnapshotSummary:
-        snapshots = self.target.snapshots()
+        snapshots = self.target.snapshots(space=False)
         if not snapshots:
             raise ApiError(404, "unknown_snapshot", "the target holds no snapshots")
         return snapshots[-1]
 
-    def _summary(self, snapshot: str) -> SnapshotSummary:
-        for summary in self.target.snapshots():
+    def _summary(self, snapshot: str, *, space: bool = False) -> SnapshotSummary:
+        for summary in self.target.snapshots(space=space):
             if summary.id == snapshot:
                 return summary
         raise ApiError(404, "unknown_snapshot", "no such snapshot", snapshot=snapshot)
@@ -155,7 +155,7 @@ class _Api:
 
     def snapshot(self, request: Request) -> Response:
         snapshot = request.path_params["snapshot"]
-        summary = self._summary(snapshot)
+        summary = self._summary(snapshot, space=True)
         return JsonResponse({"snapshot": summary.to_json(), **self.target.details(snapshot)})
 
     def tree(self, request: Request) -> Response:
@@ -212,7 +212,7 @@ class _Api:
 
     def causes(self, request: Request) -> Response:
         found: dict[str, Any] = {}
-        for summary in self.target.snapshots():
+        for summary in self.target.snapshots(space=False):
             attribution = self.target.attribution(summary.id)
             if attribution is None:
                 return JsonResponse({"attributed": False, "snapshots": {}})
@@ -234,7 +234,7 @@ class _Api:
         is not an earlier state of ``target``."""
         steps: list[Mapping[str, PathAttribution]] = []
         current: str | None = target
-        most = len(self.target.snapshots())  # each step goes back one snapshot
+        most = len(self.target.snapshots(space=False))  # each step goes back one snapshot
         while current is not None and current != base and len(steps) <= most:
             attribution = self.target.attribution(current)
             if attribution is None:
@@ -349,7 +349,7 @@ class _Api:
 
     def filesystem_meta(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
-        summary = self._summary(snapshot)
+        summary = self._summary(snapshot, space=True)
         return JsonResponse(
             {
                 "target": self.target.info().to_json(),

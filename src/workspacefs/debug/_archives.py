@@ -237,7 +237,7 @@ class ArchivesTarget:
             cached = self._summaries[member.id] = (identity, _summary_of(member))
         return cached[1]
 
-    def snapshots(self) -> Sequence[SnapshotSummary]:
+    def snapshots(self, *, space: bool = True) -> Sequence[SnapshotSummary]:
         found = [(self._summary(member), member) for member in self._members.values()]
         found.sort(
             key=lambda item: (item[0] is None, item[0] and item[0]["created_at"], item[1].id)

@@ -132,7 +132,7 @@ class GitTarget:
             raise SnapshotNotFoundError("no such snapshot", snapshot)
         return found
 
-    def snapshots(self) -> Sequence[SnapshotSummary]:
+    def snapshots(self, *, space: bool = True) -> Sequence[SnapshotSummary]:
         stored = self._list()
         by_commit = {item.commit: str(item.record.snapshot_id) for item in stored}
         summaries = []

@@ -140,10 +140,10 @@ class LiveTarget:
         found[LIVE] = SpaceFigures(live.reached, live.shared, live.exclusive)
         return found
 
-    def snapshots(self) -> Sequence[SnapshotSummary]:
+    def snapshots(self, *, space: bool = True) -> Sequence[SnapshotSummary]:
         records = self._records()
         known = {record.snapshot_id for record in records}
-        space = self._space()
+        figures = self._space() if space else {}
         found = [
             SnapshotSummary(
                 id=str(record.snapshot_id),
@@ -155,7 +155,7 @@ class LiveTarget:
                 total_bytes=record.total_bytes,
                 origin=self._origin(record),
                 source=record.ref.kind,
-                space=space.get(str(record.snapshot_id)),
+                space=figures.get(str(record.snapshot_id)),
             )
             for number, record in enumerate(records, 1)
         ]
@@ -167,7 +167,7 @@ class LiveTarget:
                 created_at=None,
                 parent=str(current) if current in known else None,
                 source="live",
-                space=space.get(LIVE),
+                space=figures.get(LIVE),
             )
         )
         return found

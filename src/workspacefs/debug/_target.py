@@ -28,8 +28,13 @@ class DebugTarget(Protocol):
         """What is being debugged."""
         ...
 
-    def snapshots(self) -> Sequence[SnapshotSummary]:
-        """The timeline, oldest first (a live workspace's current state last)."""
+    def snapshots(self, *, space: bool = True) -> Sequence[SnapshotSummary]:
+        """The timeline, oldest first (a live workspace's current state last).
+
+        With ``space`` False the summaries may leave out what each snapshot
+        holds alone and shares (a pass over a live workspace's share table),
+        for callers that only look snapshots up.
+        """
         ...
 
     def details(self, snapshot: str) -> Mapping[str, Any]:
