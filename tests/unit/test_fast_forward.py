@@ -8,6 +8,8 @@ an inode number for two files would break both).
 
 from __future__ import annotations
 
+import threading
+
 import hypothesis.strategies as st
 import pytest
 from families import FamilyMachine
@@ -83,6 +85,30 @@ def test_snapshots_and_a_restore_of_the_origin_do_not_count_as_changes() -> None
     fork.write("c", "more")
     assert origin.fast_forward(fork)
     assert files(origin) == {"a": b"2", "b": b"fork", "c": b"more"}
+
+
+def test_two_workspaces_fast_forwarding_each_other_at_once_both_finish() -> None:
+    origin = InMemoryFilesystem()
+    fork = origin.fork()
+    start = threading.Barrier(2)
+
+    def forward(target: InMemoryFilesystem, source: InMemoryFilesystem) -> None:
+        start.wait()
+        for i in range(2_000):
+            source.write("f.txt", f"{i}\n")
+            target.fast_forward(source)
+
+    threads = [
+        threading.Thread(target=forward, args=pair, daemon=True)
+        for pair in ((origin, fork), (fork, origin))
+    ]
+    for thread in threads:
+        thread.start()
+    threads[0].join(timeout=30)
+    threads[1].join(timeout=5)
+    assert not any(thread.is_alive() for thread in threads), "the two locks deadlocked"
+    check_consistent(origin.tree)
+    check_consistent(fork.tree)
 
 
 def test_only_a_family_member_and_a_writable_workspace() -> None:

@@ -23,6 +23,7 @@ from ..tree import (
     Lineage,
     MemoryBudget,
     Tree,
+    TreeLock,
     Version,
     WeakRegistry,
     diff_versions,
@@ -151,7 +152,7 @@ class InMemoryFilesystem(TreeFilesystem):
         """
         if self.read_only:
             raise ReadOnlyError("read-only filesystem", "/")
-        with self._live.lock, other._live.lock:  # this one's release publishes the change
+        with _holding(self._live.lock, other._live.lock):
             return self._live.fast_forward(other._live) is not None
 
     @property
@@ -524,3 +525,25 @@ class InMemoryFilesystem(TreeFilesystem):
             except BaseException:
                 tree.restore(before)
                 raise
+
+
+@contextlib.contextmanager
+def _holding(outer: TreeLock, inner: TreeLock) -> Iterator[None]:
+    """Hold two trees' locks, taken in one order for every pair (so two threads
+    each holding one cannot wait for the other's) and released ``inner`` first:
+    ``outer``'s release publishes what changed, which must happen holding
+    neither (see ``TreeLock``)."""
+    first, second = (outer, inner) if id(outer) < id(inner) else (inner, outer)
+    first.__enter__()
+    try:
+        second.__enter__()
+    except BaseException:
+        first.__exit__(None, None, None)
+        raise
+    try:
+        yield
+    finally:
+        try:
+            inner.__exit__(None, None, None)
+        finally:
+            outer.__exit__(None, None, None)
