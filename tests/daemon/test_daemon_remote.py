@@ -21,6 +21,7 @@ from workspacefs import (
     SnapshotIncompatibleError,
     SnapshotNotFoundError,
 )
+from workspacefs.archive import import_archive
 from workspacefs.daemon import MountRecord, RemoteFilesystem, connect
 from workspacefs.testing import FilesystemProtocolTests
 from workspacefs.testing._compliance import Files
@@ -145,6 +146,18 @@ def test_snapshots_restore_diff_and_views(remote: RemoteFilesystem) -> None:
     assert view.read("src/a.py").content == "a = 1\n"
     with pytest.raises(ReadOnlyError):
         view.write("x", "y")
+    with pytest.raises(ReadOnlyError) as restore:  # a view must not change the workspace
+        view.restore(base)
+    assert (restore.value.errno, restore.value.filename) == (errno.EROFS, "/")
+    local = InMemoryFilesystem()
+    outcomes = []
+    for fs in (local.at(local.snapshot()), view):  # the in-process view refuses alike
+        with pytest.raises(ReadOnlyError) as imported:
+            import_archive(fs, "/nonexistent.zip")
+        error = imported.value
+        outcomes.append((type(error), error.errno, error.strerror, error.filename))
+    assert outcomes[0] == outcomes[1]
+    assert remote.read("src/a.py").content == "a = 2\n"
     remote.restore(base)
     assert remote.read("src/a.py").content == "a = 1\n"
     assert not remote.exists("new.txt")

@@ -1,11 +1,22 @@
-"""Every tool test runs on three backends: the in-memory tree, a host directory, and a
+"""Every tool test runs on four backends: the in-memory tree, a host directory, a
 host directory that is a live FUSE mount of an in-memory tree (one mount per module,
-since pyfuse3 serves one mount per process; each test gets a fresh directory in it).
+since pyfuse3 serves one mount per process; each test gets a fresh directory in it),
+and a workspace daemon through its client, ``RemoteFilesystem``.
+
+The daemon is started once per module and emptied for each test (its files and its
+snapshots), so a test sees a fresh workspace as on the other backends. A read-only
+workspace on "remote" is a daemon of its own, started read-only from the files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +24,14 @@ from pathlib import Path
 import pytest
 
 from workspacefs import HostFilesystem, InMemoryFilesystem, SnapshotableFilesystem, mount
+from workspacefs.daemon import MountRecord, RemoteFilesystem, connect, known_mounts, start
 from workspacefs.fs import Filesystem
-from workspacefs.fuse import unavailable_reason
+from workspacefs.fuse import is_stale, recover, unavailable_reason
 from workspacefs.tools import ToolContext, ToolResult, filesystem_tools
 
-BACKENDS = ["memory", "host", "fuse"]
+BACKENDS = ["memory", "host", "fuse", "remote"]
+MOUNTED = {"fuse", "remote"}
+"""The backends that need FUSE (the daemon mounts its workspace too)."""
 Files = Mapping[str, str | bytes]
 
 
@@ -27,7 +41,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "tests/tools/" not in str(item.fspath):
             continue
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("backend") == "fuse":
+        if callspec is not None and callspec.params.get("backend") in MOUNTED:
             item.add_marker(pytest.mark.fuse)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
@@ -66,6 +80,10 @@ class Workspace:
 MakeWorkspace = Callable[..., Workspace]
 
 
+def _data(content: str | bytes) -> bytes:
+    return content.encode() if isinstance(content, str) else content
+
+
 @pytest.fixture(scope="module")
 def fuse_root(
     tmp_path_factory: pytest.TempPathFactory,
@@ -77,6 +95,82 @@ def fuse_root(
     root = tmp_path_factory.mktemp("tools-mnt")
     with mount(api, root):
         yield api, root
+
+
+def stop_daemon(record: MountRecord) -> None:
+    """Unmount through the API; failing that, kill the daemon and detach its mount."""
+    try:
+        with connect(record.socket, timeout=10) as fs:
+            fs.unmount(wait=10)
+        return
+    except OSError:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGKILL)
+    if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
+        recover(record.mountpoint)
+        subprocess.run(["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False)
+
+
+@dataclass
+class RemoteDaemons:
+    """The daemons of one module, in a runtime directory of their own, so that they
+    neither see nor disturb the user's workspaces; ``shared`` serves every test."""
+
+    base: Path
+    shared: MountRecord
+
+    def start(self, files: Files, *, read_only: bool) -> MountRecord:
+        """Another daemon, started from ``files`` (stop it with ``stop_daemon``; the
+        module's end stops any still running)."""
+        name = f"ws{next(_fresh)}"
+        source = self.base / f"{name}-source"
+        for path, content in files.items():
+            target = source / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(_data(content))
+        source.mkdir(exist_ok=True)
+        mountpoint = self.base / name
+        mountpoint.mkdir()
+        return start(mountpoint, source=str(source), read_only=read_only)
+
+    def fresh(self) -> RemoteFilesystem:
+        """A new client of the shared daemon, whose workspace is now empty and keeps
+        no snapshot: what a new ``InMemoryFilesystem`` holds.
+
+        A new client each time, since the snapshot tools remember what they took
+        per filesystem object (``WorkspaceSnapshots.of``)."""
+        fs = connect(self.shared.socket)
+        for entry in fs.list("."):
+            fs.delete(entry.path, recursive=True)
+        for record in fs.snapshots():
+            fs.delete_snapshot(record)
+        assert not fs.list(".")
+        assert not fs.snapshots()
+        return fs
+
+
+@pytest.fixture(scope="module")
+def remote_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteDaemons]:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    runtime = tempfile.mkdtemp(prefix="wsfs-", dir="/tmp")  # short: socket paths are limited
+    previous = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
+    try:
+        base = tmp_path_factory.mktemp("tools-remote")
+        (base / "shared").mkdir()
+        yield RemoteDaemons(base, start(base / "shared"))
+    finally:
+        for known in list(known_mounts()):
+            if known.alive:
+                stop_daemon(known.record)
+        if previous is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 _fresh = itertools.count()
@@ -91,37 +185,58 @@ def backend(request: pytest.FixtureRequest) -> str:
 def make(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeWorkspace]:
     """``make(files, read_only=False)``: a workspace holding ``files`` on this backend."""
     made: list[HostFilesystem] = []
+    clients: list[RemoteFilesystem] = []
+    daemons: list[MountRecord] = []
 
     def build(files: Files | None = None, *, read_only: bool = False) -> Workspace:
         files = files or {}
         if backend == "memory":
             fs = InMemoryFilesystem()
             for path, content in files.items():
-                fs.write_bytes(path, content.encode() if isinstance(content, str) else content)
+                fs.write_bytes(path, _data(content))
             if read_only:
                 return Workspace(fs.at(fs.snapshot()))
             return Workspace(fs)
+        if backend == "remote":
+            return Workspace(remote(files, read_only=read_only))
         if backend == "host":
             root = tmp_path / f"ws{next(_fresh)}"
             root.mkdir()
             for path, content in files.items():
                 target = root / path
                 target.parent.mkdir(parents=True, exist_ok=True)
-                data = content.encode() if isinstance(content, str) else content
-                target.write_bytes(data)
+                target.write_bytes(_data(content))
         else:
             api, mounted = request.getfixturevalue("fuse_root")
             name = f"ws{next(_fresh)}"
             api.mkdir(name)
             for path, content in files.items():
-                data = content.encode() if isinstance(content, str) else content
-                api.write_bytes(f"{name}/{path}", data)
+                api.write_bytes(f"{name}/{path}", _data(content))
             root = mounted / name
         git_dir = tmp_path / f"git{next(_fresh)}"
         host = HostFilesystem(root, read_only=read_only, snapshot_strategy="git", git_dir=git_dir)
         made.append(host)
         return Workspace(host)
 
+    def remote(files: Files, *, read_only: bool) -> RemoteFilesystem:
+        manager: RemoteDaemons = request.getfixturevalue("remote_daemons")
+        if read_only:
+            record = manager.start(files, read_only=True)
+            daemons.append(record)
+            fs = connect(record.socket)
+        else:
+            # One test, one writable workspace: a second would empty the first.
+            assert not any(not c.read_only for c in clients), "one writable remote workspace"
+            fs = manager.fresh()
+            for path, content in files.items():
+                fs.write_bytes(path, _data(content))
+        clients.append(fs)
+        return fs
+
     yield build
     for host in made:
         host.cleanup()
+    for client in clients:
+        client.close()
+    for record in daemons:
+        stop_daemon(record)

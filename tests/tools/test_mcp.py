@@ -24,6 +24,8 @@ from workspacefs.tools import (
     filesystem_tools,
 )
 
+from .conftest import RemoteDaemons
+
 SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
 
 
@@ -73,6 +75,50 @@ async def _scenario(project: Path) -> dict[str, Any]:
         seen["unknown"] = await call("cat", {})
         seen["still_serving"] = await call("read_file", {"path": "main.py"})
     return seen
+
+
+async def _on_daemon(mountpoint: str) -> tuple[list[str], list[tuple[bool, str]]]:
+    """``workspacefs mcp MOUNTPOINT``: the tools on a running daemon's workspace."""
+    path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "workspacefs.cli", "mcp", mountpoint],
+        # The daemon's record is in this runtime directory (the SDK passes on no more
+        # of the environment than a shell's basics).
+        env={"PYTHONPATH": path, "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]},
+    )
+    async with Client(server, read_timeout_seconds=60) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        results = []
+        for name, arguments in [
+            ("read_file", {"path": "notes.md"}),
+            ("read_file", {"path": f"{mountpoint}/notes.md"}),
+            ("write_file", {"path": "from-mcp.txt", "content": "mcp\n"}),
+            ("read_file", {"path": "missing.txt"}),
+        ]:
+            result = await client.call_tool(name, arguments)
+            results.append((result.is_error, _text(result)))
+    return names, results
+
+
+@pytest.mark.fuse
+def test_mcp_command_on_a_running_daemon(remote_daemons: RemoteDaemons) -> None:
+    fs = remote_daemons.fresh()
+    try:
+        fs.write("notes.md", "written through the daemon\n")
+        names, results = anyio.run(_on_daemon, fs.mountpoint)
+        assert names == filesystem_tools(fs).names
+        assert "snapshot" in names  # the daemon's workspace takes snapshots
+        assert results == [
+            (False, "     1\twritten through the daemon"),
+            (False, "     1\twritten through the daemon"),
+            (False, "Wrote `from-mcp.txt` (1 line, 4 bytes)."),
+            (True, "Cannot read `missing.txt`: no such file or directory."),
+        ]
+        assert fs.read("from-mcp.txt").content == "mcp\n"
+        assert Path(fs.mountpoint, "from-mcp.txt").read_text() == "mcp\n"
+    finally:
+        fs.close()
 
 
 def test_mcp_server_over_stdio(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workspacefs import FilesystemDiff, FilesystemSnapshot, InMemoryFilesystem
+from workspacefs.daemon import RemoteFilesystem
 from workspacefs.tools import ToolContext, WorkspaceSnapshots, filesystem_tools
 
 from .conftest import BACKENDS, MakeWorkspace
@@ -79,7 +80,7 @@ def test_diff_between_two_snapshots_not_just_since_start(make: MakeWorkspace) ->
     live = ws.ok("diff", **{"from": "s3"})
     assert "to the live workspace: 1 file: 1 modified." in live
     assert "keep.txt" in live
-    if isinstance(ws.fs, InMemoryFilesystem):
+    if isinstance(ws.fs, InMemoryFilesystem | RemoteFilesystem):  # they can read a snapshot
         patch = ["--- a/a.txt", "+++ b/a.txt", "@@ -1 +1,2 @@", " alpha", "+beta"]
         assert "\n".join(patch) in first
         assert "-same\n+live" in live

@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from .._errors import BackendUnavailableError, NotPermittedError
+from .._errors import BackendUnavailableError, NotPermittedError, ReadOnlyError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     CAUSE_VARIABLE,
@@ -237,6 +237,13 @@ class RemoteFilesystem:
             args["at"] = self._at
         return self._connection.request("POST", f"/fs/{verb}", args)
 
+    def _refuse_in_view(self, path: str) -> None:
+        """A snapshot view changes nothing, but the daemon's workspace-wide verbs
+        (restore, import, merge) take no ``at``: refuse them here, as the in-process
+        view refuses them (EROFS)."""
+        if self._at is not None:
+            raise ReadOnlyError("read-only filesystem", path)
+
     def _change(self, verb: str, **args: Any) -> Any:
         """``_call`` of a verb that changes the workspace: it carries the cause."""
         return self._call(verb, **args, cause=_cause())
@@ -363,7 +370,12 @@ class RemoteFilesystem:
         return decode_snapshot(self._connection.request("POST", "/snapshots", {"tag": tag}))
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
-        """Return the workspace to ``snapshot``; the mount shows it at once."""
+        """Return the workspace to ``snapshot``; the mount shows it at once.
+
+        Raises:
+            ReadOnlyError: This is a snapshot view (``at``).
+        """
+        self._refuse_in_view("/")
         self._connection.request("POST", "/restore", {"snapshot": snapshot.to_dict()})
 
     def diff(
@@ -462,7 +474,12 @@ class RemoteFilesystem:
     def import_archive(
         self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
     ) -> int:
-        """Replace the workspace with the archive at ``path``; the file count."""
+        """Replace the workspace with the archive at ``path``; the file count.
+
+        Raises:
+            ReadOnlyError: This is a snapshot view (``at``).
+        """
+        self._refuse_in_view(os.fspath(path))
         body = {"path": os.path.abspath(path), "limits": asdict(limits), "cause": _cause()}
         return int(self._connection.request("POST", "/import", body)["files"])
 
@@ -522,7 +539,12 @@ class RemoteFilesystem:
             name: The fork.
             dry_run: Only report.
             markers: Give text conflicts the merged text with git's markers.
+
+        Raises:
+            ReadOnlyError: This is a snapshot view (``at``) and not ``dry_run``.
         """
+        if not dry_run:
+            self._refuse_in_view("/")
         body = {"name": name, "dry_run": dry_run, "markers": markers, "cause": _cause()}
         return MergeReport.from_dict(self._connection.request("POST", "/forks/merge", body))
 
