@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ._client import PersistResult as PersistResult
 from ._client import PruneResult as PruneResult
 from ._client import RemoteFilesystem as RemoteFilesystem
+from ._client import RemoteSnapshotView as RemoteSnapshotView
 from ._client import connect as connect
 from ._fork_results import ConflictReport as ConflictReport
 from ._fork_results import ForkInfo as ForkInfo

@@ -180,69 +180,22 @@ class _Connection:
         self.client.close()
 
 
-class RemoteFilesystem:
-    """The workspace a daemon serves, through its control socket.
+class _RemoteFiles:
+    """The ``Filesystem`` verbs of a daemon's workspace over its control socket:
+    of the live tree, or (``at``) of one snapshot."""
 
-    Implements ``SnapshotableFilesystem`` (and ``at``, ``snapshots``,
-    ``export_archive``/``import_archive``), so tool handlers and the
-    compliance suite use it like an ``InMemoryFilesystem``. Safe to share
-    between threads. Use ``workspacefs.connect`` to make one.
-
-    Args:
-        socket_path: The daemon's control socket.
-        timeout: Seconds to wait for an answer (None: as long as it takes;
-            persisting a big tree takes a while).
-    """
-
-    def __init__(
-        self, socket_path: str | os.PathLike[str], *, timeout: float | None = None
-    ) -> None:
-        self._connection = _Connection(os.fspath(socket_path), timeout)
-        self._at: str | None = None
-        try:
-            self._info: Json = self._connection.request("GET", "/info")
-        except BaseException:
-            self._connection.close()
-            raise
-        if self._info.get("api_version") != API_VERSION:
-            raise BackendUnavailableError(
-                f"the daemon speaks API {self._info.get('api_version')}, not {API_VERSION}",
-                self._connection.socket,
-            )
-
-    @classmethod
-    def _view(cls, parent: RemoteFilesystem, at: str) -> RemoteFilesystem:
-        view = cls.__new__(cls)
-        view._connection = parent._connection
-        view._info = {**parent._info, "read_only": True}
-        view._at = at
-        return view
+    _connection: _Connection
+    _info: Json
+    _at: str | None
 
     def __repr__(self) -> str:
         at = f" at={self._at}" if self._at else ""
         return f"<RemoteFilesystem {self.mountpoint!r} via {self.socket!r}{at}>"
 
-    def close(self) -> None:
-        """Close the connection (views share it: close the workspace, not a view)."""
-        self._connection.close()
-
-    def __enter__(self) -> RemoteFilesystem:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _call(self, verb: str, **args: Any) -> Any:
         if self._at is not None:
             args["at"] = self._at
         return self._connection.request("POST", f"/fs/{verb}", args)
-
-    def _refuse_in_view(self, path: str) -> None:
-        """A snapshot view changes nothing, but the daemon's workspace-wide verbs
-        (restore, import, merge) take no ``at``: refuse them here, as the in-process
-        view refuses them (EROFS)."""
-        if self._at is not None:
-            raise ReadOnlyError("read-only filesystem", path)
 
     def _change(self, verb: str, **args: Any) -> Any:
         """``_call`` of a verb that changes the workspace: it carries the cause."""
@@ -363,28 +316,6 @@ class RemoteFilesystem:
         """Create a directory."""
         self._change("mkdir", path=path, parents=parents, exist_ok=exist_ok)
 
-    # -- snapshots -------------------------------------------------------------------
-
-    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
-        """Capture the workspace in O(1) on the daemon's side."""
-        return decode_snapshot(self._connection.request("POST", "/snapshots", {"tag": tag}))
-
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
-        """Return the workspace to ``snapshot``; the mount shows it at once.
-
-        Raises:
-            ReadOnlyError: This is a snapshot view (``at``).
-        """
-        self._refuse_in_view("/")
-        self._connection.request("POST", "/restore", {"snapshot": snapshot.to_dict()})
-
-    def diff(
-        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
-    ) -> FilesystemDiff:
-        """Files added, modified and deleted from ``base`` to ``target`` (None: live)."""
-        body = {"base": base.to_dict(), "target": None if target is None else target.to_dict()}
-        return decode_diff(self._connection.request("POST", "/diff", body))
-
     # -- attribution -----------------------------------------------------------------
 
     @staticmethod
@@ -414,13 +345,102 @@ class RemoteFilesystem:
         found = self._connection.request("POST", "/blame", body)
         return [BlameEntry.from_dict(entry) for entry in found]
 
-    def at(self, snapshot: FilesystemSnapshot) -> RemoteFilesystem:
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write the workspace (or this snapshot view) as a ZIP archive; the file count.
+
+        The daemon writes the file, as this user (it runs as the same user).
+        """
+        body = {"path": os.path.abspath(path), "at": self._at}
+        return int(self._connection.request("POST", "/export", body)["files"])
+
+
+class RemoteSnapshotView(_RemoteFiles):
+    """A read-only view of one of a daemon's snapshots (``RemoteFilesystem.at``):
+    the ``Filesystem`` verbs (writes raise ``ReadOnlyError``), what the snapshot
+    changed (``changes``, ``blame``) and ``export_archive``. Like the in-process
+    view, it has no snapshot verbs: those belong to the workspace. It shares its
+    workspace's connection; close the workspace, not a view."""
+
+    def __init__(self, workspace: RemoteFilesystem, snapshot_id: str) -> None:
+        self._connection = workspace._connection
+        self._info = {**workspace._info, "read_only": True}
+        self._at = snapshot_id
+
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
+        """Refused, as for any read-only filesystem.
+
+        Raises:
+            ReadOnlyError: Always.
+        """
+        raise ReadOnlyError("read-only filesystem", os.fspath(path))
+
+
+class RemoteFilesystem(_RemoteFiles):
+    """The workspace a daemon serves, through its control socket.
+
+    Implements ``SnapshotableFilesystem`` (and ``at``, ``snapshots``,
+    ``export_archive``/``import_archive``), so tool handlers and the
+    compliance suite use it like an ``InMemoryFilesystem``. Safe to share
+    between threads. Use ``workspacefs.connect`` to make one.
+
+    Args:
+        socket_path: The daemon's control socket.
+        timeout: Seconds to wait for an answer (None: as long as it takes;
+            persisting a big tree takes a while).
+    """
+
+    def __init__(
+        self, socket_path: str | os.PathLike[str], *, timeout: float | None = None
+    ) -> None:
+        self._connection = _Connection(os.fspath(socket_path), timeout)
+        self._at: str | None = None
+        try:
+            self._info: Json = self._connection.request("GET", "/info")
+        except BaseException:
+            self._connection.close()
+            raise
+        if self._info.get("api_version") != API_VERSION:
+            raise BackendUnavailableError(
+                f"the daemon speaks API {self._info.get('api_version')}, not {API_VERSION}",
+                self._connection.socket,
+            )
+
+    def close(self) -> None:
+        """Close the connection (views share it: close the workspace, not a view)."""
+        self._connection.close()
+
+    def __enter__(self) -> RemoteFilesystem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- snapshots -------------------------------------------------------------------
+
+    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
+        """Capture the workspace in O(1) on the daemon's side."""
+        return decode_snapshot(self._connection.request("POST", "/snapshots", {"tag": tag}))
+
+    def restore(self, snapshot: FilesystemSnapshot) -> None:
+        """Return the workspace to ``snapshot``; the mount shows it at once."""
+        self._connection.request("POST", "/restore", {"snapshot": snapshot.to_dict()})
+
+    def diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """Files added, modified and deleted from ``base`` to ``target`` (None: live)."""
+        body = {"base": base.to_dict(), "target": None if target is None else target.to_dict()}
+        return decode_diff(self._connection.request("POST", "/diff", body))
+
+    def at(self, snapshot: FilesystemSnapshot) -> RemoteSnapshotView:
         """A read-only view of ``snapshot``, without restoring it.
 
         Raises:
             SnapshotNotFoundError: The daemon keeps no such snapshot.
         """
-        view = RemoteFilesystem._view(self, str(snapshot.snapshot_id))
+        view = RemoteSnapshotView(self, str(snapshot.snapshot_id))
         view.exists(".")  # an unknown snapshot fails here, as the in-process ``at`` does
         return view
 
@@ -461,25 +481,10 @@ class RemoteFilesystem:
         value = self._connection.request("GET", "/snapshots/current")
         return None if value is None else uuid.UUID(value)
 
-    # -- archives and git --------------------------------------------------------------
-
-    def export_archive(self, path: str | os.PathLike[str]) -> int:
-        """Write the workspace (or this snapshot view) as a ZIP archive; the file count.
-
-        The daemon writes the file, as this user (it runs as the same user).
-        """
-        body = {"path": os.path.abspath(path), "at": self._at}
-        return int(self._connection.request("POST", "/export", body)["files"])
-
     def import_archive(
         self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
     ) -> int:
-        """Replace the workspace with the archive at ``path``; the file count.
-
-        Raises:
-            ReadOnlyError: This is a snapshot view (``at``).
-        """
-        self._refuse_in_view(os.fspath(path))
+        """Replace the workspace with the archive at ``path``; the file count."""
         body = {"path": os.path.abspath(path), "limits": asdict(limits), "cause": _cause()}
         return int(self._connection.request("POST", "/import", body)["files"])
 
@@ -539,12 +544,7 @@ class RemoteFilesystem:
             name: The fork.
             dry_run: Only report.
             markers: Give text conflicts the merged text with git's markers.
-
-        Raises:
-            ReadOnlyError: This is a snapshot view (``at``) and not ``dry_run``.
         """
-        if not dry_run:
-            self._refuse_in_view("/")
         body = {"name": name, "dry_run": dry_run, "markers": markers, "cause": _cause()}
         return MergeReport.from_dict(self._connection.request("POST", "/forks/merge", body))
 
