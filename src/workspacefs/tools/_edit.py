@@ -48,8 +48,8 @@ class Edit:
     lines: tuple[int, ...]
 
 
-def _positions(text: str, needle: str) -> Iterator[int]:
-    start = text.find(needle)
+def _positions(text: str, needle: str, start: int) -> Iterator[int]:
+    """Where ``needle`` occurs in ``text`` (without overlaps), from its first place ``start``."""
     while start != -1:
         yield start
         start = text.find(needle, start + len(needle))
@@ -143,19 +143,24 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
         )
     if "\r" in text and text.count("\r\n") == text.count("\n"):
         old, new = _crlf(old), _crlf(new)
-    positions = list(_positions(text, old))
-    if not positions:
+    at = text.find(old)
+    if at < 0:
         return ToolResult.fail(_not_found(path, text, params.old_string))
-    if len(positions) > 1 and not params.replace_all:
+    if params.replace_all:
+        positions = list(_positions(text, old, at))
+        updated = text.replace(old, new)
+    elif text.find(old, at + len(old)) >= 0:
+        positions = list(_positions(text, old, at))
         lines = ", ".join(map(str, _line_numbers(text, positions)))
         return ToolResult.fail(
             f"Cannot edit {quote(path)}: old_string occurs {len(positions)} times (at lines "
             f"{lines}). Include more surrounding lines to make it unique, or pass "
             f"replace_all=true to replace all {len(positions)}."
         )
-    if not params.replace_all:
-        positions = positions[:1]
-    updated = text.replace(old, new, len(positions))
+    else:
+        # Spliced where it was found: ``str.replace`` would search for it twice more.
+        positions = [at]
+        updated = "".join((text[:at], new, text[at + len(old) :]))
     try:
         fs.write_bytes(path, updated.encode("utf-8"), mode="overwrite")
     except (OSError, ValueError) as exc:
