@@ -110,6 +110,14 @@ def encode_plain(value: object) -> Json:
     return {name: getattr(value, name) for name in slots}
 
 
+def encode_read(result: ReadResult) -> Json:
+    """A ``ReadResult`` as JSON without its ``lines``: the page travels once, and the
+    reader splits it again (``ReadResult`` does when ``lines`` is left out)."""
+    data = encode_plain(result)
+    del data["lines"]
+    return data
+
+
 def decode_plain(cls: type[T]) -> Callable[[Json], T]:
     """A decoder for a flat result dataclass."""
     return lambda data: cls(**data)

@@ -30,6 +30,7 @@ from ._wire import (
     decode_snapshot,
     encode_diff,
     encode_plain,
+    encode_read,
     encode_read_bytes,
     encode_stat,
 )
@@ -139,7 +140,7 @@ class Workspace:
             a["path"], offset=a.get("offset", 0), limit=a.get("limit"),
             encoding=a.get("encoding", "utf-8"),
         )  # fmt: skip
-        return encode_plain(result)
+        return encode_read(result)
 
     def _read_bytes(self, a: Json) -> Json:
         fs = self.target(a.get("at"))

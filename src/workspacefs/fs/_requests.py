@@ -14,15 +14,6 @@ from ._results import ReadResult, WriteMode
 WRITE_MODES: tuple[WriteMode, ...] = ("create", "overwrite", "append")
 
 
-def split_lines(text: str) -> list[str]:
-    """Split on ``\\n`` only, keeping line ends, as editors and grep count lines."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
 def text_payload(content: object, path: str, limits: Limits) -> bytes:
     """The UTF-8 bytes of a ``write``; refuses non-str, oversize and unencodable text."""
     if not isinstance(content, str):
@@ -78,15 +69,24 @@ def read_page(
         raise InvalidContentError(
             f"not valid {encoding} at byte {exc.start}; use read_bytes", display(norm)
         ) from None
-    lines = split_lines(text)
-    return ReadResult(
-        content="".join(lines[offset : offset + limit]),
-        path=norm,
-        total_lines=len(lines),
-        offset=offset,
-        limit=limit,
-        truncated=offset + limit < len(lines),
-    )
+    # One split serves the count, the page and ``ReadResult.lines``; a page that is
+    # the whole file is the decoded text itself, so only a part is joined again.
+    lines = text.split("\n")
+    ended = not lines[-1]  # the text ends with a line end (or is empty)
+    if ended:
+        lines.pop()
+    total = len(lines)
+    if offset == 0 and limit >= total:
+        content, page = text, lines
+    else:
+        page = lines[offset : offset + limit]
+        if page and (offset + len(page) < total or ended):
+            page.append("")  # every line of the page keeps its end
+            content = "\n".join(page)
+            page.pop()
+        else:
+            content = "\n".join(page)
+    return ReadResult(content, norm, total, offset, limit, offset + limit < total, tuple(page))
 
 
 def grep_cap(pattern: str, max_matches: int | None, limits: Limits) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -54,11 +54,23 @@ class GrepMatch:
     match_end: int
 
 
+def _lines_of(content: str) -> tuple[str, ...]:
+    """The lines of ``content`` split at ``\\n``, without it (a final one ends the last line)."""
+    lines = content.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    return tuple(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class ReadResult:
     """A page of lines of a text file.
 
     ``offset`` and ``limit`` are in lines; ``truncated`` says more lines follow.
+    ``lines`` is ``content`` split into its lines, without their ``\\n`` (a
+    ``\\r`` before it stays): the read splits the file anyway, so a caller that
+    works line by line (numbering, say) need not split the page again. Left
+    out, it is split from ``content``; it takes no part in comparisons.
     """
 
     content: str
@@ -67,6 +79,11 @@ class ReadResult:
     offset: int
     limit: int
     truncated: bool
+    lines: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.content and not self.lines:
+            object.__setattr__(self, "lines", _lines_of(self.content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,13 @@ class FilesystemProtocolTests:
         assert not last.truncated
         assert fs.read("docs/guide.txt", offset=10).content == ""
 
+    def test_read_lines(self) -> None:
+        fs = self.fs({**TREE, "crlf.txt": "a\r\n\r\nb"})
+        assert fs.read("README.md").lines == ("# project", "hello world")
+        assert fs.read("docs/guide.txt", offset=1).lines == ("line two", "line three")
+        assert fs.read("crlf.txt").lines == ("a\r", "\r", "b")
+        assert fs.read("empty.txt").lines == ()
+
     def test_read_default_limit_truncates(self) -> None:
         fs = self.fs({"big.txt": "".join(f"{i}\n" for i in range(2500))})
         result = fs.read("big.txt")

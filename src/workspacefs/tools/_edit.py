@@ -3,6 +3,12 @@
 The file is read whole, changed in memory and written back in one call. A
 file whose line ends are all CRLF keeps them: the model sees lines without
 ``\\r`` (read_file strips them), so ``\\n`` in its strings means CRLF there.
+
+The edit works on the file's UTF-8 bytes, never decoding the text and
+encoding it back: a UTF-8 needle matches only at character boundaries, and
+line ends are the same bytes in both. An ASCII file (most source) is known
+to be valid UTF-8 without being decoded at all, so the edit costs one new
+copy of the file, where ``str.replace`` on its text costs three.
 """
 
 from __future__ import annotations
@@ -48,21 +54,42 @@ class Edit:
     lines: tuple[int, ...]
 
 
-def _positions(text: str, needle: str) -> Iterator[int]:
-    start = text.find(needle)
+def _positions(content: bytes, needle: bytes, start: int) -> Iterator[int]:
+    """Where ``needle`` occurs in ``content`` (without overlaps), from its first place ``start``."""
     while start != -1:
         yield start
-        start = text.find(needle, start + len(needle))
+        start = content.find(needle, start + len(needle))
 
 
-def _line_numbers(text: str, positions: list[int]) -> list[int]:
+def _line_numbers(content: bytes, positions: list[int]) -> list[int]:
     """1-based line of each (ascending) position, counting newlines once."""
     numbers, line, last = [], 1, 0
     for position in positions:
-        line += text.count("\n", last, position)
+        line += content.count(b"\n", last, position)
         last = position
         numbers.append(line)
     return numbers
+
+
+def _is_text(content: bytes) -> bool:
+    """Valid UTF-8 without NUL; ASCII (``isascii`` is a word-at-a-time scan) is not decoded."""
+    if b"\0" in content:
+        return False
+    if content.isascii():
+        return True
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _utf8(text: str) -> bytes | None:
+    """``text`` in UTF-8; None if it holds a lone surrogate (which no UTF-8 file does)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def _squeezed(line: str) -> str:
@@ -131,58 +158,78 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
                 f"Cannot edit {quote(path)}: it is {count(data.size_bytes, 'byte')}, over the "
                 f"read limit of {len(data.content):,} bytes."
             )
-        text = data.content.decode("utf-8")
-    except UnicodeDecodeError:
-        text = "\0"
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("edit", path, exc))
-    if "\0" in text:
+    content = data.content
+    if not _is_text(content):
         return ToolResult.fail(
-            f"Cannot edit {quote(path)}: it is a binary file ({count(len(data.content), 'byte')});"
+            f"Cannot edit {quote(path)}: it is a binary file ({count(len(content), 'byte')});"
             " edit_file changes text only."
         )
-    if "\r" in text and text.count("\r\n") == text.count("\n"):
+    if b"\r" in content and content.count(b"\r\n") == content.count(b"\n"):
         old, new = _crlf(old), _crlf(new)
-    positions = list(_positions(text, old))
-    if not positions:
-        return ToolResult.fail(_not_found(path, text, params.old_string))
-    if len(positions) > 1 and not params.replace_all:
-        lines = ", ".join(map(str, _line_numbers(text, positions)))
+    needle = _utf8(old)
+    at = -1 if needle is None else content.find(needle)
+    if needle is None or at < 0:
+        return ToolResult.fail(_not_found(path, content.decode("utf-8"), params.old_string))
+    if params.replace_all:
+        positions = list(_positions(content, needle, at))
+    elif content.find(needle, at + len(needle)) >= 0:
+        positions = list(_positions(content, needle, at))
+        lines = ", ".join(map(str, _line_numbers(content, positions)))
         return ToolResult.fail(
             f"Cannot edit {quote(path)}: old_string occurs {len(positions)} times (at lines "
             f"{lines}). Include more surrounding lines to make it unique, or pass "
             f"replace_all=true to replace all {len(positions)}."
         )
-    if not params.replace_all:
-        positions = positions[:1]
-    updated = text.replace(old, new, len(positions))
+    else:
+        positions = [at]
+    replacement = _utf8(new)
+    if replacement is None:
+        return ToolResult.fail(_unencodable(path, content, old, new, len(positions)))
+    if len(positions) == 1:
+        # Joined around the place found: ``bytes.replace`` would search for it twice more.
+        view = memoryview(content)
+        updated = b"".join((view[:at], replacement, view[at + len(needle) :]))
+    else:
+        updated = content.replace(needle, replacement)
     try:
-        fs.write_bytes(path, updated.encode("utf-8"), mode="overwrite")
+        fs.write_bytes(path, updated, mode="overwrite")
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("edit", path, exc))
-    shift = len(new) - len(old)
+    shift = len(replacement) - len(needle)
     starts = _line_numbers(updated, [p + i * shift for i, p in enumerate(positions)])
     edit = Edit(data.path, len(positions), tuple(starts))
-    return ToolResult.ok(_edited(data.path, updated, edit, positions[0], new), edit)
+    return ToolResult.ok(_edited(data.path, updated, edit, at, replacement), edit)
 
 
-def _edited(path: str, updated: str, edit: Edit, start: int, new: str) -> str:
+def _unencodable(path: str, content: bytes, old: str, new: str, replacements: int) -> str:
+    """The failure for a ``new_string`` holding a lone surrogate, worded as encoding the
+    edited text words it (the position is the character's in the edited file)."""
+    try:
+        content.decode("utf-8").replace(old, new, replacements).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return failure("edit", path, exc)
+    return f"Cannot edit {quote(path)}: new_string is not valid text."  # not reached
+
+
+def _edited(path: str, updated: bytes, edit: Edit, start: int, new: bytes) -> str:
     """The head line and the numbered lines around the first replacement, cut out of
     ``updated`` without splitting the whole file."""
     begin = start
     for _ in range(SNIPPET_CONTEXT + 1):
-        begin = updated.rfind("\n", 0, begin)
+        begin = updated.rfind(b"\n", 0, begin)
         if begin == -1:
             break
     end = start + len(new)
-    for _ in range(SNIPPET_CONTEXT + (0 if new.endswith("\n") else 1)):
-        found = updated.find("\n", end)
+    for _ in range(SNIPPET_CONTEXT + (0 if new.endswith(b"\n") else 1)):
+        found = updated.find(b"\n", end)
         if found == -1:
             end = len(updated)
             break
         end = found + 1
-    lines = text_lines(updated[begin + 1 : end])
-    first = edit.lines[0] - updated.count("\n", begin + 1, start)
+    lines = text_lines(updated[begin + 1 : end].decode("utf-8"))
+    first = edit.lines[0] - updated.count(b"\n", begin + 1, start)
     last = first + len(lines) - 1
     where = ", ".join(map(str, edit.lines))
     head = (

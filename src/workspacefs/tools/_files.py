@@ -54,7 +54,8 @@ def read_file(params: ReadFileParams, *, context: ToolContext) -> ToolResult[Rea
             f"Cannot read {quote(path)} from line {params.offset:,}: "
             f"it has only {count(total, 'line')}."
         )
-    lines = text_lines(page.content)
+    # The read split the page already; only CRLF line ends need another pass.
+    lines = text_lines(page.content) if "\r" in page.content else page.lines
     first, last = params.offset, params.offset + len(lines) - 1
     body = numbered(lines, first)
     if page.truncated:

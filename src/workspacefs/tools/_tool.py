@@ -8,6 +8,7 @@ naming each field, never as an exception.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -78,14 +79,19 @@ class Tool(Generic[P, T]):
 
     def validate(self, arguments: Mapping[str, Any] | P | None) -> P | str:
         """The validated parameters, or a message naming every bad field."""
-        if isinstance(arguments, self.params):
-            return arguments
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, Mapping):
-            return f"{self.name}: arguments must be a JSON object of named parameters."
+        if type(arguments) is not dict:  # a model's JSON arguments are a dict: checked first
+            if isinstance(arguments, self.params):
+                return arguments
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, Mapping):
+                return f"{self.name}: arguments must be a JSON object of named parameters."
+            arguments = dict(arguments)
         try:
-            return self.params.model_validate(dict(arguments))
+            # The model's own validator: ``model_validate`` wraps it in as much time again.
+            return self.params.__pydantic_validator__.validate_python(  # type: ignore[no-any-return]
+                arguments
+            )
         except ValidationError as exc:
             return invalid_arguments(self.name, exc)
 
@@ -105,12 +111,23 @@ class Tool(Generic[P, T]):
         params = self.validate(arguments)
         if isinstance(params, str):
             return ToolResult.fail(params)
-        call = Cause.call(self.name, context.call_id).with_call(current_cause())
+        outer = current_cause()
+        if context.call_id is None and outer is None:
+            call = _tool_cause(self.name)
+        else:
+            call = Cause.call(self.name, context.call_id).with_call(outer)
         try:
             with attributed(call):
                 return self.handler(params, context=context)
         except (OSError, ValueError) as exc:
             return ToolResult.fail(f"{self.name} failed: {cause(exc)}.")
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_cause(tool: str) -> Cause:
+    """The cause of a call of ``tool`` with no call id and no outer cause: one object
+    per tool, so the tree sees the same cause again and skips comparing it."""
+    return Cause.call(tool)
 
 
 def invalid_arguments(tool: str, exc: ValidationError) -> str:

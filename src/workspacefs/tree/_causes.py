@@ -13,10 +13,10 @@ one reference per changed inode per version, and persistence writes it out.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -201,15 +201,29 @@ def current_cause() -> Cause | None:
     return CURRENT.get()
 
 
-@contextlib.contextmanager
-def attributed(cause: Cause | None) -> Iterator[Cause | None]:
+class _Attributed:
+    """``attributed``'s block: a class, not a generator, as every tool call enters one
+    (half the cost of ``contextlib.contextmanager``'s machinery)."""
+
+    __slots__ = ("_cause", "_token")
+
+    def __init__(self, cause: Cause | None) -> None:
+        self._cause = cause
+        self._token: Token[Cause | None] | None = None
+
+    def __enter__(self) -> Cause | None:
+        self._token = CURRENT.set(self._cause)
+        return self._cause
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        CURRENT.reset(self._token)
+
+
+def attributed(cause: Cause | None) -> AbstractContextManager[Cause | None]:
     """Attribute every change made in this context (thread, task) to ``cause`` until
     the block ends; blocks nest, the innermost wins (None: no cause)."""
-    token = CURRENT.set(cause)
-    try:
-        yield cause
-    finally:
-        CURRENT.reset(token)
+    return _Attributed(cause)
 
 
 def set_cause(cause: Cause | None) -> None:
