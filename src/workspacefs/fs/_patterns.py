@@ -64,9 +64,10 @@ class LinePattern:
     and each line is searched on its own. ``required`` is text every match
     contains, if the pattern has some: a buffer without it is skipped by a
     plain substring search, several times faster than the regex -- unless
-    ``runs_ahead``: a pattern that starts with plain text makes RE2 jump from
-    one occurrence of that text to the next by itself, faster than the
-    substring search, which would then only read the buffer twice.
+    ``runs_ahead`` and the buffer is not small: a pattern that starts with
+    plain text makes RE2 jump from one occurrence of that text to the next by
+    itself, faster than the substring search, which would then only read the
+    buffer twice.
 
     ``skip``, for a pattern anchored at line starts (``^def ``), is the
     pattern without its anchor: RE2 cannot run ahead to the text after a

@@ -44,7 +44,9 @@ class Walk:
     def __init__(self, backend: Backend, resolved: Callable[[str], Entry | None]) -> None:
         self._backend = backend
         self._resolved = resolved
-        self._open: dict[str, Handle] = {}
+        self._open: dict[str, Handle] = {}  # in the order entered: a chain from the top
+        self._reading = backend.reading  # bound once: called for every file
+        self._read_blocks = backend.read_blocks
 
     def __enter__(self) -> Walk:
         return self
@@ -81,20 +83,20 @@ class Walk:
 
     def read_blocks(self, path: str) -> Iterable[bytes]:
         """The content of the regular file ``path`` in blocks; nothing if it is not one."""
-        backend = self._backend
         parent, _, name = path.rpartition("/")
-        directory = self._open.get(parent) if path else None
+        directory = self._open.get(parent)
+        if directory is not None and name:  # just listed: open it there, no link followed
+            try:
+                with self._reading():
+                    return self._read_blocks(directory, name, None)
+            except OSError:
+                pass  # a link (followed below by the frontend's rules), or gone
+        backend = self._backend
         try:
-            with backend.reading():
-                if directory is not None:  # just listed: open it there, no link followed
-                    try:
-                        return backend.read_blocks(directory, name, None)
-                    except OSError:
-                        pass  # a link (followed below by the frontend's rules), or gone
-                with locate(backend, path) as at:
-                    if at.entry is None or at.entry.kind is not Kind.FILE:
-                        return ()
-                    return backend.read_blocks(at.parent, at.name, at.entry)
+            with backend.reading(), locate(backend, path) as at:
+                if at.entry is None or at.entry.kind is not Kind.FILE:
+                    return ()
+                return backend.read_blocks(at.parent, at.name, at.entry)
         except (OSError, ValueError):  # removed or replaced since it was listed
             return ()
 
@@ -121,10 +123,21 @@ class Walk:
             raise
 
     def _hold(self, path: str, directory: Handle) -> None:
-        """Keep ``directory`` open; let go of those no longer on the walk's path."""
-        for other in [other for other in self._open if not _on_path(other, path)]:
-            self._backend.release(self._open.pop(other))
-        previous = self._open.pop(path, None)
-        if previous is not None:
-            self._backend.release(previous)
-        self._open[path] = directory
+        """Keep ``directory`` open; let go of those no longer on the walk's path.
+
+        The directories held are a chain, each inside the one before: a walk
+        goes depth first, so when it enters a child of a directory it holds,
+        every directory held after that one is done with.
+        """
+        held = self._open
+        parent = path.rpartition("/")[0] if path else None
+        if parent in held:
+            while (last := next(reversed(held))) != parent:
+                self._backend.release(held.pop(last))
+        else:
+            for other in [other for other in held if not _on_path(other, path)]:
+                self._backend.release(held.pop(other))
+            previous = held.pop(path, None)
+            if previous is not None:
+                self._backend.release(previous)
+        held[path] = directory
