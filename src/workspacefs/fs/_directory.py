@@ -3,11 +3,12 @@
 Handles are directory descriptors opened with ``O_NOFOLLOW`` relative to
 their parent (``O_PATH``, or readable ones from ``scan_child``, which a walk
 keeps to list and read from), so the frontend's walk never hands a path
-string to the kernel. The root itself is opened once, when the backend is made: renaming
-or replacing the root's path later cannot redirect it. Files are opened
-through ``_descriptors`` (``O_NOFOLLOW | O_NONBLOCK``, checked
+string to the kernel. The root itself is opened once, when the backend is
+made: renaming or replacing the root's path later cannot redirect it. Files
+are opened through ``_descriptors`` (``O_NOFOLLOW | O_NONBLOCK``, checked
 with ``fstat`` before a byte moves): a symlink swapped in fails with ELOOP,
-and a fifo or device never blocks the caller.
+and a fifo or device never blocks the caller. Listings take each entry's
+type from the kernel's ``d_type``, so listing a directory stats nothing.
 
 It lives in ``fs`` (not ``host``) because hydration walks host directories
 with the same rules as ``HostFilesystem``: one implementation of confinement.

@@ -6,8 +6,9 @@ open in that directory (``Backend.scan_child``, ``Backend.read_blocks``
 without an entry), not a resolution from the root nor even a lookup first:
 the open itself refuses a symlink or anything unexpected. Such a child, or
 anything the walk no longer holds, is then resolved from the root as usual,
-so links are followed by the same rule everywhere. A directory renamed away while the walk holds it
-is still the one the walk listed, as with ``fts``'s descriptors.
+so links are followed by the same rule everywhere. A directory renamed away
+while the walk holds it is still the one the walk listed, as with ``fts``'s
+descriptors.
 
 Each backend call holds the backend's lock for that one directory or block
 only, so a long walk never stalls writers or the mount.
