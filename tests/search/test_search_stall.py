@@ -66,8 +66,8 @@ def test_link_loops_end(trees: Trees, backend: str,
 
 def test_a_write_is_not_stalled_by_walks() -> None:
     fs = InMemoryFilesystem()
-    with fs.tree.lock:  # a tree big enough that each walk takes a while
-        for d in range(200):
+    with fs.tree.lock:  # a tree big enough that each walk takes a while (20,000 files)
+        for d in range(500):
             parent = fs.tree.make_dirs(f"tree/d{d}")
             for f in range(40):
                 fs.tree.write(fs.tree.create(parent, f"f{f}.txt"), 0, b"line\nneedle\n")

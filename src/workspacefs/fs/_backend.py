@@ -10,7 +10,7 @@ errors are the frontend's, so every backend means the same by every verb.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -74,7 +74,18 @@ class Backend(Protocol):
         ...
 
     def scan(self, directory: Handle) -> Iterable[tuple[str, Kind]]:
-        """The names in ``directory`` with what each is (not following links)."""
+        """The names in ``directory`` with what each is (not following links), in any order."""
+        ...
+
+    def scan_child(
+        self, directory: Handle, name: str
+    ) -> tuple[Handle, tuple[int, int], list[tuple[str, Kind]]]:
+        """Enter the subdirectory ``name`` and list it in one step, as walks do.
+
+        Returns a new handle on it, its key and its entries as ``scan`` gives
+        them. Raises OSError if ``name`` is not a directory now (a symlink is
+        not followed: the caller resolves links by its own rules).
+        """
         ...
 
     def readlink(self, directory: Handle, name: str) -> str:
@@ -92,8 +103,13 @@ class Backend(Protocol):
         """Up to ``size`` bytes at ``offset`` of the regular file ``name``."""
         ...
 
-    def read_blocks(self, directory: Handle, name: str, entry: Entry) -> Iterator[bytes]:
-        """The whole content of the regular file ``name``, in blocks."""
+    def read_blocks(self, directory: Handle, name: str, entry: Entry | None) -> Iterable[bytes]:
+        """The whole content of the regular file ``name``, in blocks.
+
+        ``entry`` is what ``lookup`` said of ``name``; None when the caller
+        did not look (a walk reading what it just listed): then anything but
+        a regular file, a symlink included, raises OSError before any read.
+        """
         ...
 
     def write(

@@ -27,7 +27,7 @@ import errno
 import os
 import platform
 import stat as _stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -35,6 +35,10 @@ DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """Added to every file open: no link followed, no fifo waited on."""
 BLOCK = 1 << 20
+FIRST_BLOCK = 96 << 10
+"""A large file's first block in ``regular_blocks``: what a reader looks at before it decides
+to go on (GNU grep's first buffer, where it looks for a NUL), so one that stops there (a
+binary file) reads no more."""
 
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
@@ -168,6 +172,13 @@ def open_regular(directory: int, name: str, flags: int = os.O_RDONLY, mode: int 
         OSError: ELOOP for a symlink, EISDIR for a directory, EINVAL
             ("not a regular file") for a fifo, socket or device.
     """
+    fd, _ = _open_regular(directory, name, flags, mode)
+    with contextlib.suppress(OSError):  # reads should block like any file's from now on
+        os.set_blocking(fd, True)
+    return fd
+
+
+def _open_regular(directory: int, name: str, flags: int, mode: int) -> tuple[int, os.stat_result]:
     fd = os.open(name, flags | FILE_FLAGS, mode, dir_fd=directory)
     info = os.fstat(fd)
     if not _stat.S_ISREG(info.st_mode):
@@ -175,9 +186,7 @@ def open_regular(directory: int, name: str, flags: int = os.O_RDONLY, mode: int 
         if _stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", name)
         raise OSError(errno.EINVAL, "not a regular file", name)
-    with contextlib.suppress(OSError):  # reads should block like any file's from now on
-        os.set_blocking(fd, True)
-    return fd
+    return fd, info
 
 
 def read_blocks(fd: int, size: int = BLOCK) -> Iterator[bytes]:
@@ -187,6 +196,50 @@ def read_blocks(fd: int, size: int = BLOCK) -> Iterator[bytes]:
             yield block
     finally:
         os.close(fd)
+
+
+def _read(fd: int, size: int) -> bytes:
+    """``os.read``, on a descriptor that may still be non-blocking (see ``regular_blocks``)."""
+    try:
+        return os.read(fd, size)
+    except BlockingIOError:
+        os.set_blocking(fd, True)
+        return os.read(fd, size)
+
+
+def _rest(fd: int, first: bytes) -> Iterator[bytes]:
+    try:
+        yield first
+        while block := _read(fd, BLOCK):
+            yield block
+    finally:
+        os.close(fd)
+
+
+def regular_blocks(directory: int, name: str) -> Iterable[bytes]:
+    """The content of the regular file ``name`` of ``directory`` in blocks, refusing anything
+    else as ``open_regular`` does.
+
+    Made for walks that read every file they list (grep): a file smaller
+    than ``FIRST_BLOCK`` is read with one ``read`` of its size plus one byte,
+    and an answer of exactly its size is taken as the end, so a small file
+    costs open, fstat, read and close. A larger one comes as ``FIRST_BLOCK``
+    bytes, then blocks of ``BLOCK``. A file that grew meanwhile, or one whose
+    size says nothing (procfs), is read on to the end. The descriptor stays
+    ``O_NONBLOCK`` (a regular file ignores it on Linux's filesystems) unless
+    a read says otherwise.
+    """
+    fd, info = _open_regular(directory, name, os.O_RDONLY, 0)
+    size = info.st_size
+    try:
+        first = _read(fd, size + 1 if size < FIRST_BLOCK else FIRST_BLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    if len(first) == size or not first:  # all fstat promised and no byte beyond, or nothing
+        os.close(fd)
+        return (first,) if first else ()
+    return _rest(fd, first)
 
 
 def _sorted_entries(directory: int) -> list[os.DirEntry[str]]:

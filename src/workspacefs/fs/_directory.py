@@ -1,12 +1,14 @@
 """``Backend`` primitives on a host directory, one descriptor at a time.
 
-Handles are ``O_PATH`` descriptors opened with ``O_NOFOLLOW`` relative to
-their parent, so the frontend's walk never hands a path string to the
-kernel. The root itself is opened once, when the backend is made: renaming
-or replacing the root's path later cannot redirect it. Files are opened
-through ``_descriptors.open_regular`` (``O_NOFOLLOW | O_NONBLOCK``, checked
+Handles are directory descriptors opened with ``O_NOFOLLOW`` relative to
+their parent (``O_PATH``, or readable ones from ``scan_child``, which a walk
+keeps to list and read from), so the frontend's walk never hands a path
+string to the kernel. The root itself is opened once, when the backend is
+made: renaming or replacing the root's path later cannot redirect it. Files
+are opened through ``_descriptors`` (``O_NOFOLLOW | O_NONBLOCK``, checked
 with ``fstat`` before a byte moves): a symlink swapped in fails with ELOOP,
-and a fifo or device never blocks the caller.
+and a fifo or device never blocks the caller. Listings take each entry's
+type from the kernel's ``d_type``, so listing a directory stats nothing.
 
 It lives in ``fs`` (not ``host``) because hydration walks host directories
 with the same rules as ``HostFilesystem``: one implementation of confinement.
@@ -15,25 +17,28 @@ with the same rules as ``HostFilesystem``: one implementation of confinement.
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import stat as _stat
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
 from .._errors import PathEscapeError
 from ._backend import Entry, Handle, Kind
 from ._descriptors import (
     BLOCK,
+    DIRECTORY_FLAGS,
     open_regular,
-    read_blocks,
-    scan_directory,
+    regular_blocks,
 )
 from ._paths import strip_mount_point
 from ._replace import remove_entry
 from ._results import WriteMode
 
 _PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_kind_field = operator.itemgetter(1)
+_NO_LOCK = contextlib.nullcontext()  # the kernel orders a host's calls; reusable, reentrant
 _WRITE_FLAGS: dict[WriteMode, int] = {
     "create": os.O_EXCL,
     "overwrite": os.O_TRUNC,
@@ -50,6 +55,37 @@ def kind_of(mode: int) -> Kind:
     if _stat.S_ISLNK(mode):
         return Kind.SYMLINK
     return Kind.OTHER
+
+
+def _other_kind(entry: os.DirEntry[str]) -> Kind | None:
+    """A fifo, socket or device (``OTHER``), or None for an entry gone since it was listed."""
+    try:
+        entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return Kind.OTHER
+
+
+def list_directory(fd: int) -> list[tuple[str, Kind]]:
+    """(name, kind) of each entry of a directory opened for reading, in the kernel's order.
+
+    The kinds come from the listing itself (``d_type``), so a directory of
+    files costs no ``stat``; a filesystem that gives no type is asked by
+    ``lstat``, inside ``DirEntry``.
+    """
+    file, directory, symlink = Kind.FILE, Kind.DIRECTORY, Kind.SYMLINK
+    with os.scandir(fd) as entries:
+        listed = [
+            (entry.name,
+             file if entry.is_file(follow_symlinks=False)
+             else directory if entry.is_dir(follow_symlinks=False)
+             else symlink if entry.is_symlink()
+             else _other_kind(entry))
+            for entry in entries
+        ]  # fmt: skip
+    if None in map(_kind_field, listed):  # C-level scan: rare, and cheap when absent
+        return [(name, kind) for name, kind in listed if kind is not None]
+    return listed  # type: ignore[return-value]  # None ruled out just above
 
 
 def entry_of(info: os.stat_result) -> Entry:
@@ -104,7 +140,23 @@ class DirectoryBackend:
         return fd
 
     def scan(self, directory: Handle) -> list[tuple[str, Kind]]:
-        return [(name, kind_of(kind)) for name, kind in scan_directory(directory) if kind]
+        fd = os.open(".", DIRECTORY_FLAGS, dir_fd=directory)  # handles are O_PATH: not listable
+        try:
+            return list_directory(fd)
+        finally:
+            os.close(fd)
+
+    def scan_child(
+        self, directory: Handle, name: str
+    ) -> tuple[Handle, tuple[int, int], list[tuple[str, Kind]]]:
+        # Opened to list (not O_PATH), and kept as the handle: one open per directory walked.
+        fd = os.open(name, DIRECTORY_FLAGS, dir_fd=directory)
+        try:
+            info = os.fstat(fd)
+            return fd, (info.st_dev, info.st_ino), list_directory(fd)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def readlink(self, directory: Handle, name: str) -> str:
         return os.readlink(name, dir_fd=directory)
@@ -130,8 +182,8 @@ class DirectoryBackend:
         finally:
             os.close(fd)
 
-    def read_blocks(self, directory: Handle, name: str, entry: Entry) -> Iterator[bytes]:
-        return read_blocks(open_regular(directory, name))
+    def read_blocks(self, directory: Handle, name: str, entry: Entry | None) -> Iterable[bytes]:
+        return regular_blocks(directory, name)  # refuses a link or special file itself
 
     def write(
         self, directory: Handle, name: str, entry: Entry | None, data: bytes, mode: WriteMode
@@ -155,7 +207,7 @@ class DirectoryBackend:
         remove_entry(directory, name)  # descriptor-based: links inside removed, never followed
 
     def reading(self) -> AbstractContextManager[object]:
-        return contextlib.nullcontext()
+        return _NO_LOCK
 
     def mutating(self) -> AbstractContextManager[object]:
-        return contextlib.nullcontext()
+        return _NO_LOCK

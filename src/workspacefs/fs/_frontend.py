@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import operator
 import os
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -79,6 +80,9 @@ def _errors_for(path: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise translate(exc, display(path)) from None
+
+
+_name = operator.itemgetter(0)
 
 
 def _timestamp(ns: int | None) -> datetime | None:
@@ -216,20 +220,21 @@ class BackendFilesystem:
             if not _is_dir(self._existing(at, norm)):
                 raise NotADirectoryFsError("not a directory", display(norm))
         with self._walk() as walk:
-            listed = walk.scan(norm)
-        return [
-            FileEntry(item.name, join(norm, item.name), item.is_file, item.is_dir, item.is_link)
-            for item in sorted(listed, key=lambda item: item.name)
-        ]
+            listing = walk.scan(norm)
+        entries = []
+        for name, kind in sorted(listing.entries, key=_name):
+            is_link = kind is Kind.SYMLINK
+            target = listing.links[name] if is_link else kind
+            entries.append(FileEntry(name, join(norm, name), target is Kind.FILE,
+                                     target is Kind.DIRECTORY, is_link))  # fmt: skip
+        return entries
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
         """Paths matching ``pattern`` below ``path``, sorted (see ``_patterns``)."""
         pattern = glob_pattern(pattern, self._mount_point, self._limits)
         norm = self._normalize(path)
-        base = self._resolved(norm)
         with self._walk() as walk:
-            return glob_paths(walk.scan, norm, pattern, base_key=base.key if base else None,
-                              limits=self._limits)  # fmt: skip
+            return glob_paths(walk.scan, norm, pattern, limits=self._limits)
 
     def grep(
         self,
@@ -255,7 +260,6 @@ class BackendFilesystem:
                 read_blocks=walk.read_blocks,
                 file_glob=glob,
                 max_matches=wanted,
-                base_key=entry.key,
                 limits=self._limits,
             )
 

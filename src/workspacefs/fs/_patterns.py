@@ -63,12 +63,24 @@ class LinePattern:
     that equivalence fails (see ``_WHOLE_TEXT_FEATURES``), ``line`` is set
     and each line is searched on its own. ``required`` is text every match
     contains, if the pattern has some: a buffer without it is skipped by a
-    plain substring search, several times faster than the regex.
+    plain substring search, several times faster than the regex -- unless
+    ``runs_ahead`` and the buffer is not small: a pattern that starts with
+    plain text makes RE2 jump from one occurrence of that text to the next by
+    itself, faster than the substring search, which would then only read the
+    buffer twice.
+
+    ``skip``, for a pattern anchored at line starts (``^def ``), is the
+    pattern without its anchor: RE2 cannot run ahead to the text after a
+    multi-line ``^`` and reads every byte, while it runs ahead on ``skip``.
+    Every match of ``buffer`` is one of ``skip``, so the line where ``skip``
+    first matches is the first that may match ``buffer``.
     """
 
     buffer: re2._Regexp
     line: re2._Regexp | None
     required: bytes = b""
+    skip: re2._Regexp | None = None
+    runs_ahead: bool = False
 
 
 def compile_line_pattern(pattern: str) -> LinePattern:
@@ -85,8 +97,29 @@ def compile_line_pattern(pattern: str) -> LinePattern:
         pattern = "|".join(f"(?:{part})" for part in pattern.split("\n"))
     line = compile_regex(pattern, _LINE_OPTIONS)  # first: errors name the caller's pattern
     buffer = compile_regex("(?m)" + pattern, _LINE_OPTIONS)
-    whole_text = _WHOLE_TEXT_FEATURES.search(pattern) is not None
-    return LinePattern(buffer, line if whole_text else None, required_literal(pattern))
+    required = required_literal(pattern)
+    if _WHOLE_TEXT_FEATURES.search(pattern) is not None:
+        return LinePattern(buffer, line, required)
+    anchored = pattern[:1] == "^"
+    if not _starts_with_text(pattern[1:] if anchored else pattern):
+        return LinePattern(buffer, None, required)
+    skip = compile_regex("(?m)" + pattern[1:], _LINE_OPTIONS) if anchored else None
+    return LinePattern(buffer, None, required, skip, runs_ahead=True)
+
+
+_NOT_PLAIN = frozenset("\\.^$[]()|*+?{}")
+
+
+def _starts_with_text(pattern: str) -> bool:
+    """True if every match of ``pattern`` starts with the same plain character (RE2 then
+    runs ahead to it): a plain first one, not made optional or repeated by what follows,
+    and no alternative (``|``) that could start otherwise."""
+    return (
+        pattern[:1] not in _NOT_PLAIN
+        and bool(pattern)
+        and pattern[1:2] not in ("*", "?", "{", "+")
+        and "|" not in pattern
+    )
 
 
 _QUANTIFIERS = frozenset("*?{")  # the character before may be absent ('+' keeps it)
@@ -223,6 +256,11 @@ def _stars_matcher(parts: list[str]) -> Matcher:
     """A matcher for a segment of literals and ``*`` only: greedy, linear, no regex."""
     first, middle, last = parts[0], parts[1:-1], parts[-1]
     shortest = sum(map(len, parts))
+    if not middle:  # "*", "*.py", "test_*": the shapes a walk tests most, without the loop
+        if not first:
+            return (lambda name: name.endswith(last)) if last else (lambda name: True)
+        if not last:
+            return lambda name: name.startswith(first)
 
     def matches(name: str) -> bool:
         if len(name) < shortest or not name.startswith(first) or not name.endswith(last):
@@ -275,27 +313,107 @@ States = frozenset[int]
 """Positions in a glob's segments still to match below a directory."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What a state set asks of each name: the segments to test, the ``**`` to carry."""
+def _never(name: str) -> bool:
+    return False
 
-    tests: tuple[tuple[int, bool, Matcher], ...]  # (position, matches hidden names, matcher)
-    stars: tuple[int, ...]  # positions holding ``**`` (each consumes any non-hidden name)
-    final_star: bool  # the pattern's last segment is a ``**`` in this set
+
+def _always(name: str) -> bool:
+    return True
+
+
+def _any_of(matchers: list[Matcher]) -> Matcher:
+    """One matcher for "any of these"; a single one is returned as it is (it runs per name)."""
+    if not matchers:
+        return _never
+    if len(matchers) == 1:
+        return matchers[0]
+    return lambda name: any(matches(name) for matches in matchers)
+
+
+class StatePlan:
+    """What one state set asks of the names in a directory walked with it.
+
+    ``match_leaf`` and ``match_hidden_leaf`` answer for a name that is not a
+    directory (a file, a special file, a link to nothing), the second for a
+    name starting with ".": whether it is a result. They are plain callables
+    because a walk calls one for every file. ``enter`` answers for a
+    directory.
+    """
+
+    __slots__ = ("_below", "_final_star", "_program", "_stars", "_tests", "match_hidden_leaf",
+                 "match_leaf")  # fmt: skip
+
+    def __init__(self, program: GlobProgram, states: States) -> None:
+        segments, accept = program.segments, program.accept
+        tests: list[tuple[int, bool, Matcher]] = []
+        stars: list[int] = []
+        for position in sorted(states):
+            _, hidden_ok, matcher = segments[position]
+            if matcher is None:
+                stars.append(position)
+            else:
+                tests.append((position, hidden_ok, matcher))
+        self._program = program
+        self._tests = tuple(tests)
+        self._stars = frozenset(stars)
+        self._final_star = accept - 1 in self._stars  # a final ``**`` takes any non-hidden name
+        self._below: dict[tuple[tuple[int, ...], bool], tuple[States, States]] = {}
+        last = [(hidden_ok, matcher) for position, hidden_ok, matcher in tests
+                if position == accept - 1]  # fmt: skip
+        self.match_leaf: Matcher
+        self.match_hidden_leaf: Matcher
+        if program.dirs_only:
+            self.match_leaf = self.match_hidden_leaf = _never
+        else:
+            self.match_leaf = _always if self._final_star else _any_of([m for _, m in last])
+            self.match_hidden_leaf = _any_of([m for hidden_ok, m in last if hidden_ok])
+
+    def enter(self, name: str) -> tuple[bool, States, States]:
+        """Match the directory ``name``: (whether it is a result, the states below it, and
+        the states below it if it is a loop).
+
+        A loop is a directory already being walked (an ancestor, reached again
+        through a link): ``**`` does not enter it, as bash's globstar and GNU
+        grep -R stop at such loops, while a named or wildcard segment still
+        may (its depth is bounded by the pattern). The walker knows which
+        once it has listed the directory.
+        """
+        program = self._program
+        hidden = name[:1] == "."
+        hits = tuple(
+            position + 1
+            for position, hidden_ok, matches in self._tests
+            if (hidden_ok or not hidden) and matches(name)
+        )
+        accept = program.accept
+        matched = (
+            accept in hits
+            or (self._final_star and not hidden)  # consumed by a final ``**``
+            or (accept - 1 in hits and program.segments[accept - 1][2] is None)  # x/** has x
+        )
+        below = self._below.get((hits, hidden))
+        if below is None:
+            stars = self._stars if not hidden else frozenset()
+            below = self._below[hits, hidden] = (
+                program.closure(stars.union(hits)),
+                program.closure(frozenset(hits)),
+            )
+        return matched, below[0], below[1]
 
 
 class GlobProgram:
     """A glob pattern as an automaton over path segments.
 
     A state is a position in the pattern's segments; a directory is walked
-    with the set of positions its children may match. A ``**`` position loops
-    on any non-hidden directory name and may also be skipped; runs of ``**``
-    are collapsed first (``**/**`` means ``**``). Each directory of a walk is
-    visited once with one state set, so the work is linear in the tree times
-    the pattern, however many ``**`` it has.
+    with the set of positions its children may match (``plan`` says what that
+    set asks of each name). A ``**`` position loops on any non-hidden
+    directory name and may also be skipped; runs of ``**`` are collapsed
+    first (``**/**`` means ``**``). Each directory of a walk is visited once
+    with one state set, so the work is linear in the tree times the pattern,
+    however many ``**`` it has.
     """
 
-    __slots__ = ("_accept", "_children", "_plans", "_segments", "dirs_only", "start")
+    __slots__ = ("_plans", "accept", "dirs_only", "segments", "start")
 
     def __init__(self, pattern: str) -> None:
         self.dirs_only = pattern.endswith("/")
@@ -308,70 +426,30 @@ class GlobProgram:
             if segment == "**" and segments and segments[-1] == "**":
                 continue
             segments.append(segment)
-        self._segments: list[tuple[str, bool, Matcher | None]] = [
+        self.segments: list[tuple[str, bool, Matcher | None]] = [
             (s, s.startswith("."), None if s == "**" else segment_matcher(s)) for s in segments
         ]
-        self._accept = len(segments)
-        self._plans: dict[States, _Plan] = {}
-        self._children: dict[tuple[States, tuple[int, ...], bool], States] = {}
-        self.start: States = self._closure(frozenset({0}) if segments else frozenset())
+        """(segment, matches hidden names, matcher or None for ``**``) of each position."""
+        self.accept = len(segments)
+        """The position past the last segment: reaching it is a match."""
+        self._plans: dict[States, StatePlan] = {}
+        self.start: States = self.closure(frozenset({0}) if segments else frozenset())
 
-    def _closure(self, positions: frozenset[int] | set[int]) -> States:
+    def closure(self, positions: frozenset[int]) -> States:
         """Add the position after each ``**`` (it may match no directory); drop acceptance."""
         closed = set(positions)
         for position in positions:
-            if position < self._accept and self._segments[position][2] is None:
+            if position < self.accept and self.segments[position][2] is None:
                 closed.add(position + 1)
-        closed.discard(self._accept)
+        closed.discard(self.accept)
         return frozenset(closed)
 
-    def _plan(self, states: States) -> _Plan:
+    def plan(self, states: States) -> StatePlan:
+        """What ``states`` ask of the names of a directory (made once per state set)."""
         plan = self._plans.get(states)
         if plan is None:
-            tests, stars = [], []
-            for position in sorted(states):
-                _, hidden_ok, matcher = self._segments[position]
-                if matcher is None:
-                    stars.append(position)
-                else:
-                    tests.append((position, hidden_ok, matcher))
-            final = self._accept - 1 in stars
-            plan = self._plans[states] = _Plan(tuple(tests), tuple(stars), final)
+            plan = self._plans[states] = StatePlan(self, states)
         return plan
-
-    def step(
-        self, states: States, name: str, *, is_dir: bool, is_loop: bool
-    ) -> tuple[bool, States]:
-        """Match one directory entry: (whether it is a result, the states below it).
-
-        ``is_loop`` says the entry is a directory already being walked (an
-        ancestor, reached again through a link): ``**`` does not enter it,
-        as bash's globstar and GNU grep -R stop at such loops, while a named
-        or wildcard segment still may (its depth is bounded by the pattern).
-        """
-        plan = self._plan(states)
-        hidden = name[:1] == "."
-        hits = tuple(
-            position + 1
-            for position, hidden_ok, matches in plan.tests
-            if (hidden_ok or not hidden) and matches(name)
-        )
-        accept = self._accept
-        matched = (
-            accept in hits
-            or (plan.final_star and not hidden)  # consumed by a final ``**``
-            or (is_dir and accept - 1 in hits and self._segments[accept - 1][2] is None)
-        ) and (is_dir or not self.dirs_only)
-        if not is_dir:
-            return matched, frozenset()
-        looping = bool(plan.stars) and not hidden and not is_loop
-        key = (states, hits, looping)
-        below = self._children.get(key)
-        if below is None:
-            below = self._children[key] = self._closure(
-                set(hits) | (set(plan.stars) if looping else set())
-            )
-        return matched, below
 
 
 def compile_glob(pattern: str) -> GlobProgram:

@@ -4,7 +4,8 @@ Backends provide two callbacks and take their lock inside each call, so no
 walk holds a lock across directories:
 
 - ``scan(path)`` lists one directory (a normalised path, ``""`` for the
-  root; ``[]`` if it is not a directory) as ``Listing`` entries;
+  root) as a ``Listing``: its identity and its entries, ``NOT_LISTED`` if
+  it is not a directory;
 - ``read_blocks(path)`` yields a file's whole content in blocks (nothing if
   it vanished or is not a regular file).
 
@@ -13,20 +14,23 @@ The walking, loop detection, matching and ordering live here once.
 Links are followed as GNU ``grep -R`` and ``glob.glob`` follow them; a
 directory reached again through a link while it is being walked (an ancestor,
 by device and inode, as fts and bash's globstar check) is a loop and not
-entered again. A path the protocol could not address -- deeper than the path
-depth limit, a name over the segment limit, or more links on the way than a
-path resolution follows -- is never returned, since ``read`` would refuse it.
+walked again (a walk learns a directory's identity from its own listing). A
+path the protocol could not address -- deeper than the path depth limit, a
+name over the segment limit, or more links on the way than a path resolution
+follows -- is never returned, since ``read`` would refuse it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import itertools
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import re2
 
+from ._backend import Kind
 from ._limits import DEFAULT_LIMITS, Limits
-from ._paths import join
 from ._patterns import LinePattern, compile_glob, compile_line_pattern, path_matcher
 from ._resolve import MAX_SYMLINK_HOPS
 from ._results import GlobMatch, GrepMatch
@@ -37,22 +41,30 @@ Key = tuple[int, int]
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """One directory entry as the walkers see it.
+    """One directory as the walkers see it.
 
-    ``is_dir`` and ``is_file`` describe what the entry is after following a
-    symlink that stays inside the workspace; both are False for a dangling,
-    looping or escaping link (and for special files). ``key`` identifies what
-    the entry resolves to, None when it resolves to nothing.
+    ``entries`` are its (name, kind) pairs in no particular order, each kind
+    as ``lstat`` says (a symlink is ``Kind.SYMLINK``). ``links`` says what
+    each symlink among them leads to when followed inside the workspace:
+    ``Kind.FILE``, ``Kind.DIRECTORY`` or ``Kind.OTHER``, or None for one that
+    dangles, loops or leaves. ``key`` is the directory's own identity, which
+    walkers compare with the directories they are inside to see a loop; None
+    when it could not be listed (``entries`` is then empty).
     """
 
-    name: str
-    is_dir: bool
-    is_file: bool
-    is_link: bool
     key: Key | None
+    entries: Sequence[tuple[str, Kind]]
+    links: Mapping[str, Kind | None]
 
 
-Scan = Callable[[str], Iterable[Listing]]
+NOT_LISTED = Listing(None, (), {})
+"""What a scan of something that is not a directory (or is gone) gives."""
+
+RUN_AHEAD_FROM = 4 << 10
+"""Bytes from which RE2's own run-ahead to a pattern's first text beats a substring search:
+each call into RE2 costs about a microsecond, a substring search a quarter of one per KiB."""
+
+Scan = Callable[[str], Listing]
 ReadBlocks = Callable[[str], Iterable[bytes]]
 
 BINARY_SNIFF_BYTES = 96 << 10
@@ -65,97 +77,140 @@ lines of the buffers before the one holding it).
 """
 
 
-def _addressable(entry: Listing, depth: int, links: int, limits: Limits) -> bool:
-    """True if the protocol can address ``entry`` at ``depth`` after ``links`` links."""
-    return (
-        depth <= limits.max_path_depth
-        and len(entry.name) <= limits.max_segment_length
-        and (not entry.is_link or links < MAX_SYMLINK_HOPS)
-    )
-
-
 def _depth(path: str) -> int:
     return path.count("/") + 1 if path else 0
+
+
+_by_path = operator.attrgetter("path")
 
 
 # -- glob ------------------------------------------------------------------------
 
 
 def glob_paths(
-    scan: Scan,
-    base: str,
-    pattern: str,
-    *,
-    base_key: Key | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    scan: Scan, base: str, pattern: str, *, limits: Limits = DEFAULT_LIMITS
 ) -> list[GlobMatch]:
     """Match ``pattern`` below the directory ``base``; results sorted by path.
 
-    ``base_key`` is the identity of ``base`` itself, so a link back to it is
-    seen as a loop at once (without it, one level later).
+    A directory's children are matched when it is listed, and a child
+    directory is queued with two state sets: the one to use if it is a loop
+    (an ancestor reached again, which its listing's key tells) and the one
+    otherwise. So no directory is looked at twice to know its identity.
     """
     program = compile_glob(pattern)
     found: list[GlobMatch] = []
     if not program.start:
         return found
-    start_keys = frozenset({base_key}) if base_key is not None else frozenset()
-    pending = [(base, program.start, _depth(base) + 1, 0, start_keys)]
+    file, directory, symlink = Kind.FILE, Kind.DIRECTORY, Kind.SYMLINK
+    max_depth, max_name = limits.max_path_depth, limits.max_segment_length
+    no_keys: frozenset[Key] = frozenset()
+    # (path, states, states if it is a loop, depth of its entries, links on the way, ancestors)
+    pending = [(base, program.start, program.start, _depth(base) + 1, 0, no_keys)]
     while pending:
-        directory, states, depth, links, ancestors = pending.pop()
-        for entry in scan(directory):
-            if not _addressable(entry, depth, links, limits):
+        path, states, loop_states, depth, links, ancestors = pending.pop()
+        if depth > max_depth:  # none of its entries could be addressed
+            continue
+        listing = scan(path)
+        key = listing.key
+        if key in ancestors:
+            if not loop_states:
                 continue
-            is_loop = entry.is_dir and entry.key in ancestors
-            matched, below = program.step(states, entry.name, is_dir=entry.is_dir, is_loop=is_loop)
-            path = join(directory, entry.name)
+            states = loop_states
+        elif key is not None:
+            ancestors = ancestors | {key}
+        plan = program.plan(states)
+        match_leaf, match_hidden_leaf, enter = plan.match_leaf, plan.match_hidden_leaf, plan.enter
+        targets = listing.links
+        prefix = path + "/" if path else ""
+        for name, kind in listing.entries:
+            if len(name) > max_name:
+                continue
+            is_link = kind is symlink
+            if is_link:
+                if links >= MAX_SYMLINK_HOPS:
+                    continue
+                kind = targets[name]  # type: ignore[assignment]  # None: a link to nothing
+            if kind is not directory:
+                if (match_hidden_leaf if name[:1] == "." else match_leaf)(name):
+                    found.append(GlobMatch(prefix + name, kind is file))
+                continue
+            matched, below, loop_below = enter(name)
             if matched:
-                found.append(GlobMatch(path, entry.is_file))
+                found.append(GlobMatch(prefix + name, False))
             if below:
-                keys = ancestors if entry.key is None else ancestors | {entry.key}
-                pending.append((path, below, depth + 1, links + entry.is_link, keys))
-    found.sort(key=lambda match: match.path)
+                child = (prefix + name, below, loop_below, depth + 1, links + is_link, ancestors)
+                pending.append(child)
+    found.sort(key=_by_path)
     return found
 
 
 # -- walking for grep --------------------------------------------------------------
 
 
-def _path_order(entry: Listing) -> str:
-    # Children of "a" sort as "a/...": so "a.b/x" < "a/x", as full paths compare.
-    return entry.name + "/" if entry.is_dir else entry.name
+def _in_path_order(listing: Listing) -> list[tuple[str, Kind]]:
+    """The entries sorted as their full paths compare: children of "a" sort as "a/...",
+    so "a.b/x" < "a/x"."""
+    directory, symlink, targets = Kind.DIRECTORY, Kind.SYMLINK, listing.links
+
+    def order(entry: tuple[str, Kind]) -> str:
+        name, kind = entry
+        if kind is symlink:
+            kind = targets[name]  # type: ignore[assignment]  # None: a link to nothing
+        return name + "/" if kind is directory else name
+
+    if not targets:
+        return sorted(listing.entries, key=lambda entry: entry[0] + "/"
+                      if entry[1] is directory else entry[0])  # fmt: skip
+    return sorted(listing.entries, key=order)
 
 
-def walk_files(
-    scan: Scan,
-    base: str,
-    *,
-    base_key: Key | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> Iterator[str]:
+def walk_files(scan: Scan, base: str, *, limits: Limits = DEFAULT_LIMITS) -> Iterator[str]:
     """Every file below ``base`` (hidden ones included), lazily, in path order.
 
     Each directory is listed when the walk reaches it, so a caller that stops
-    early lists no more than it needed.
+    early lists no more than it needed. A directory whose listing shows it is
+    one the walk is inside (a loop through a link) is not walked again.
     """
-    ancestors: set[Key] = set() if base_key is None else {base_key}
-    frames = [(iter(sorted(scan(base), key=_path_order)), base, base_key, _depth(base) + 1, 0)]
-    while frames:
-        entries, directory, key, depth, links = frames[-1]
-        entry = next(entries, None)
-        if entry is None:
-            frames.pop()
-            ancestors.discard(key)
-            continue
-        if not _addressable(entry, depth, links, limits):
-            continue
-        path = join(directory, entry.name)
-        if entry.is_file:
-            yield path
-        elif entry.is_dir and entry.key not in ancestors:
-            listing = iter(sorted(scan(path), key=_path_order))
-            frames.append((listing, path, entry.key, depth + 1, links + entry.is_link))
-            if entry.key is not None:
-                ancestors.add(entry.key)
+    file, directory, symlink = Kind.FILE, Kind.DIRECTORY, Kind.SYMLINK
+    max_depth, max_name = limits.max_path_depth, limits.max_segment_length
+    depth = _depth(base) + 1
+    if depth > max_depth:
+        return
+    top = scan(base)
+    ancestors: set[Key] = set() if top.key is None else {top.key}
+    # (entries left, their directory's prefix and listing, its key, depth of the entries, links)
+    stack = [(iter(_in_path_order(top)), base + "/" if base else "", top, top.key, depth, 0)]
+    while stack:
+        entries, prefix, listing, key, depth, links = stack.pop()
+        for name, kind in entries:
+            if len(name) > max_name:
+                continue
+            if kind is file:
+                yield prefix + name
+                continue
+            is_link = kind is symlink
+            if is_link:
+                if links >= MAX_SYMLINK_HOPS:
+                    continue
+                kind = listing.links[name]  # type: ignore[assignment]  # None: a link to nothing
+                if kind is file:
+                    yield prefix + name
+                    continue
+            if kind is not directory or depth >= max_depth:  # its entries would be too deep
+                continue
+            path = prefix + name
+            below = scan(path)
+            if not below.entries or below.key in ancestors:
+                continue  # empty, gone, or a loop: nothing new below
+            stack.append((entries, prefix, listing, key, depth, links))
+            stack.append((iter(_in_path_order(below)), path + "/", below, below.key,
+                          depth + 1, links + is_link))  # fmt: skip
+            if below.key is not None:
+                ancestors.add(below.key)
+            break
+        else:
+            if key is not None:
+                ancestors.discard(key)
 
 
 # -- grep ------------------------------------------------------------------------
@@ -170,7 +225,6 @@ def grep_below(
     read_blocks: ReadBlocks,
     file_glob: str | None,
     max_matches: int,
-    base_key: Key | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[GrepMatch]:
     """grep a file, or every file below a directory (``file_glob`` matches relative to it).
@@ -194,7 +248,7 @@ def grep_below(
     """
     compiled = compile_line_pattern(pattern)  # a bad pattern fails before any walking
     if is_directory:
-        files: Iterable[str] = walk_files(scan, path, base_key=base_key, limits=limits)
+        files: Iterable[str] = walk_files(scan, path, limits=limits)
         base = path
     else:
         files, base = [path], path.rpartition("/")[0]
@@ -246,11 +300,29 @@ def grep_blocks(
     boundaries is searched once it is whole.
     """
     found: list[GrepMatch] = []
+    more = iter(blocks)
+    first = next(more, None)
+    if first is None:
+        return found
+    second = next(more, None)
+    if second is None:  # the whole file in one block (most files): one search, no copying
+        end = first.find(b"\0")
+        if end >= 0:
+            if end < BINARY_SNIFF_BYTES:
+                return found
+            end = first.rfind(b"\n", 0, end)  # the lines before the NUL's line
+        elif first.endswith(b"\n"):
+            end = len(first) - 1  # where the last line ends; no line after it
+        else:
+            end = len(first)
+        if end >= 0:
+            _search(pattern, path, first, end, 1, found, limit)
+        return found
     pending: list[bytes] = []  # the beginning of a line that has not ended yet
     line_number = 1  # the number of the next region's first line
     uncounted: tuple[bytes, int] | None = None  # the last region: counted only if more follow
     offset = 0
-    for block in blocks:
+    for block in itertools.chain((first, second), more):
         if uncounted is not None:
             line_number += uncounted[0].count(b"\n", 0, uncounted[1]) + 1
             uncounted = None
@@ -303,14 +375,24 @@ def _search(
 ) -> None:
     """Search the lines of ``buffer[:end]`` (the last one ends at ``end``), numbered from
     ``line_number``; append the first match of each matching line to ``found``."""
-    if pattern.required and buffer.find(pattern.required, 0, end) < 0:
+    required = pattern.required
+    if (
+        required
+        and (end < RUN_AHEAD_FROM or not pattern.runs_ahead)
+        and buffer.find(required, 0, end) < 0
+    ):
         return  # no line here holds text every match holds
     if pattern.line is not None:
         _search_each_line(pattern.line, path, buffer, end, line_number, found, limit)
         return
-    regex = pattern.buffer
+    regex, skip = pattern.buffer, pattern.skip
     position = counted = 0
     while True:
+        if skip is not None:  # to the first line that may match, at RE2's fastest
+            ahead = skip.search(buffer, position, end)
+            if ahead is None:
+                return
+            position = buffer.rfind(b"\n", position, ahead.start()) + 1 or position
         hit = regex.search(buffer, position, end)
         if hit is None:
             return

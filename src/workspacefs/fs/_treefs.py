@@ -9,6 +9,7 @@ one directory at a time.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -70,6 +71,14 @@ class TreeBackend:
         view = self._view
         return [(name, _kind(view.node(ino))) for name, ino in view.readdir(directory)]
 
+    def scan_child(
+        self, directory: Handle, name: str
+    ) -> tuple[Handle, tuple[int, int], list[tuple[str, Kind]]]:
+        ino = self._view.find(directory, name)
+        if ino is None or not isinstance(self._view.node(ino), Directory):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", name)
+        return ino, (0, ino), self.scan(ino)
+
     def readlink(self, directory: Handle, name: str) -> str:
         return self._view.readlink(self._view.lookup(directory, name))
 
@@ -79,8 +88,13 @@ class TreeBackend:
     def read(self, directory: Handle, name: str, entry: Entry, offset: int, size: int) -> bytes:
         return self._view.read(entry.key[1], offset, size)
 
-    def read_blocks(self, directory: Handle, name: str, entry: Entry) -> Iterator[bytes]:
-        return self._blocks(entry.key[1])
+    def read_blocks(self, directory: Handle, name: str, entry: Entry | None) -> Iterator[bytes]:
+        if entry is not None:
+            return self._blocks(entry.key[1])
+        ino = self._view.find(directory, name)
+        if ino is None or not isinstance(self._view.node(ino), File):
+            raise OSError(errno.EINVAL, "not a regular file", name)
+        return self._blocks(ino)
 
     def _blocks(self, ino: int) -> Iterator[bytes]:
         offset = 0
