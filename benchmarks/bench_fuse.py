@@ -312,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
         help="open files and directories with requests, as with a stock pyfuse3",
     )
     parser.add_argument(
+        "--no-latency-hint",
+        action="store_true",
+        help="let idle CPUs sleep while the mount serves (see fuse/_latency.py)",
+    )
+    parser.add_argument(
         "--cold",
         action="store_true",
         help="drop the kernel's caches before each '(first)' workload (root)",
@@ -329,7 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     with directories() as (work, mnt, shm):
         fs = InMemoryFilesystem()
         open_free = False if args.no_open_free else None
-        with mount(fs, mnt, allow_other=True, open_free=open_free) as handle:
+        with mount(
+            fs, mnt, allow_other=True, open_free=open_free, latency_hint=not args.no_latency_hint
+        ) as handle:
             # The kernel turns open-free at the first open of an existing file
             # (before it, each file created costs a RELEASE request); a real
             # session reads a file within its first second.
@@ -345,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(restore_benchmark(mnt, fs, files))
             total = handle.stats()
             mode = "open-free" if handle.open_free else "opens with requests"
+            mode += ", CPU latency hint" if handle.latency_hint else ", no CPU latency hint"
     python = sys.version.split()[0]
     # Idle vCPUs halt, and a request wakes one on each side: the mount's
     # figures depend on how busy the machine was, tmpfs's do not.

@@ -61,6 +61,7 @@ from ._features import OPEN_FREE, SESSION_POLL
 from ._forks_dir import NAME as FORKS_NAME
 from ._forks_dir import ForksDir
 from ._invalidate import Invalidator
+from ._latency import LatencyHint, hold_while_busy
 from ._operations import WorkspaceOperations, encode
 from ._served import ServedTree
 from ._snapshots_dir import snapshot_lister
@@ -170,6 +171,7 @@ class Mount:
     # invalidator are registered together. Never taken in the FUSE thread.
     _forking: threading.Lock = field(default_factory=threading.Lock)
     _kernel_open: bool = False  # True while notifications may reach the kernel
+    _latency: LatencyHint | None = None  # held by the FUSE loop while requests flow
 
     # -- forks -----------------------------------------------------------------------
 
@@ -269,6 +271,12 @@ class Mount:
         return self._operations.stats() if self._operations is not None else RequestStats()
 
     @property
+    def latency_hint(self) -> bool:
+        """True if the mount keeps idle CPUs quick to wake while it serves requests
+        (``mount(latency_hint=...)``, and the process may: root)."""
+        return self._latency is not None and self._latency.available
+
+    @property
     def open_free(self) -> bool:
         """True if the kernel opens files and directories without requests (the
         patched pyfuse3 of scripts/setup.sh; see ``mount(open_free=...)``)."""
@@ -325,7 +333,7 @@ class Mount:
         install_fallocate(operations.fallocate)
         failure: BaseException | None = None
         try:
-            trio.run(self._main)
+            trio.run(self._main, operations)
         except BaseException as exc:
             failure = exc
             while isinstance(failure, BaseExceptionGroup) and len(failure.exceptions) == 1:
@@ -413,13 +421,17 @@ class Mount:
             raise BackendUnavailableError(f"mount failed: {reason!r}", self.mountpoint)
         self._device = os.minor(answer[0].st_dev)
 
-    async def _main(self) -> None:
+    async def _main(self, operations: WorkspaceOperations) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._ready.set()
-        # No handler awaits anything, so one task serves every request: more
-        # would only add task switches (and the patched pyfuse3 then runs a
-        # loop without the read lock that sharing the fd between tasks needs).
-        await pyfuse3.main(min_tasks=1, max_tasks=1, **_POLL)
+        async with trio.open_nursery() as nursery:
+            if self._latency is not None:
+                nursery.start_soon(hold_while_busy, self._latency, operations.served)
+            # No handler awaits anything, so one task serves every request: more
+            # would only add task switches (and the patched pyfuse3 then runs a
+            # loop without the read lock that sharing the fd between tasks needs).
+            await pyfuse3.main(min_tasks=1, max_tasks=1, **_POLL)
+            nursery.cancel_scope.cancel()
 
 
 def _fuse_descriptors() -> set[int]:
@@ -459,6 +471,7 @@ def mount(
     show_snapshots: bool = True,
     on_lost: LostCallback | None = None,
     open_free: bool | None = None,
+    latency_hint: bool = True,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -482,6 +495,9 @@ def mount(
             (no OPEN/RELEASE requests; listings cached). None: whenever the
             installed pyfuse3 allows it (the patched build of scripts/setup.sh)
             and ``cache.keep_cache`` is on.
+        latency_hint: While requests flow, ask idle CPUs to poll rather than
+            sleep, so that each reply wakes its caller in microseconds (PM QoS,
+            root only; dropped after 5 ms without a request: see ``_latency``).
 
     statfs shows the workspace's memory budget as the size and what is left
     of it as free (see ``InMemoryFilesystem``).
@@ -509,15 +525,19 @@ def mount(
     # Each step undoes itself on the way out, in reverse order: the API stops
     # invalidating, the loop stops and the kernel mount goes (with SIGTERM
     # still turned into SystemExit), then the old SIGTERM handler returns,
-    # the trimmer stops, and the session is released last.
+    # the trimmer stops, the CPU latency hint is withdrawn, and the session is
+    # released last.
     with contextlib.ExitStack() as stack:
         stack.enter_context(_one_session(path))
+        hint = stack.enter_context(contextlib.closing(LatencyHint())) if latency_hint else None
         tune()
         if isinstance(filesystem.view, Tree):
             stack.enter_context(_trimming(filesystem.view))
         stack.enter_context(_terminate_on_sigterm())
         handle = stack.enter_context(
-            _serving(Mount(filesystem, path, read_only, on_lost), operations, options)
+            _serving(
+                Mount(filesystem, path, read_only, on_lost, _latency=hint), operations, options
+            )
         )
         yield handle
     if handle._error is not None:

@@ -172,6 +172,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         """The requests served so far, by type (callable from any thread)."""
         return self._requests.stats()
 
+    def served(self) -> int:
+        """How many requests were served so far (call in the FUSE thread)."""
+        return self._requests.served()
+
     @property
     def open_free(self) -> bool:
         """True if open and opendir leave opening to the kernel (see the constructor)."""

@@ -75,6 +75,10 @@ class RequestCounter:
         self._counts[name] = self._counts.get(name, 0) + 1
         self._nanoseconds[name] = self._nanoseconds.get(name, 0) + elapsed
 
+    def served(self) -> int:
+        """All requests counted so far (call in the FUSE thread)."""
+        return sum(self._counts.values())
+
     def stats(self) -> RequestStats:
         """The counts so far (a copy: dict copies are atomic under the GIL)."""
         counts = dict(self._counts)
