@@ -50,6 +50,9 @@ def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
     shown = int(line.split()[1].replace(",", ""))
     assert shown >= after["total"]  # the status calls themselves may add some
     assert "s in handlers" in line
+    # The daemon (root here) keeps idle CPUs quick to wake while its mount serves.
+    assert after["latency_hint"] == os.access("/dev/cpu_dma_latency", os.W_OK)
+    assert ("CPU latency hint" in line) == after["latency_hint"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

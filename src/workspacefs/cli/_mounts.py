@@ -121,6 +121,8 @@ def requests_line(requests: dict[str, Any] | None) -> str:
         return "-"
     counts = RequestStats(counts=requests["counts"]).summary()
     mode = "open-free" if requests["open_free"] else "opens with requests"
+    if requests.get("latency_hint"):
+        mode += ", CPU latency hint"
     return f"{counts}; {requests['handler_seconds']:.2f} s in handlers; {mode}"
 
 

@@ -556,7 +556,7 @@ class RemoteFilesystem(_RemoteFiles):
 
     def status(self) -> Json:
         """``info`` plus files, bytes, resident memory, snapshots, uptime and the
-        mount's kernel requests (``requests``: total, handler_seconds, open_free,
+        mount's kernel requests (``requests``: total, handler_seconds, open_free, latency_hint,
         counts and seconds by request type)."""
         result: Json = self._connection.request("GET", "/status")
         return result

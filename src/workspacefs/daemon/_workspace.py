@@ -394,6 +394,7 @@ class Workspace:
             "total": stats.total,
             "handler_seconds": round(stats.total_seconds, 6),
             "open_free": self._mount.open_free,
+            "latency_hint": self._mount.latency_hint,
             "counts": dict(stats.counts),
             "seconds": {name: round(value, 6) for name, value in stats.seconds.items()},
         }
