@@ -7,18 +7,15 @@ session any daemon still alive there is killed and its mount detached.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from workspacefs.daemon import MountRecord, known_mounts
+from workspacefs.daemon import MountRecord
 from workspacefs.fuse import unavailable_reason
 
-from .support import Daemons, stop
+from .support import Daemons, private_runtime
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -32,21 +29,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def runtime_dir() -> Iterator[Path]:
-    """A private runtime directory for the whole session (short: socket paths are limited)."""
-    base = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))
-    previous = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = str(base)
-    try:
+    """A private runtime directory for the whole session."""
+    with private_runtime() as base:
         yield base / "workspacefs"
-    finally:
-        for known in list(known_mounts()):
-            if known.alive:
-                stop(known.record)
-        if previous is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = previous
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -5,17 +5,40 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import workspacefs
-from workspacefs.daemon import MountRecord, connect, start
+from workspacefs.daemon import MountRecord, connect, known_mounts, start
 from workspacefs.fuse import is_stale, recover
 
 SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
+
+
+@contextlib.contextmanager
+def private_runtime() -> Iterator[Path]:
+    """A runtime directory (``XDG_RUNTIME_DIR``) of its own until the block ends, then
+    every daemon still alive there stopped and the old one back; yields the directory
+    (short: socket paths are limited)."""
+    base = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))
+    previous = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(base)
+    try:
+        yield base
+    finally:
+        for known in list(known_mounts()):
+            if known.alive:
+                stop(known.record)
+        if previous is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def stop(record: MountRecord) -> None:

@@ -10,23 +10,18 @@ workspace on "remote" is a daemon of its own, started read-only from the files.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from daemon.support import private_runtime, stop
 from workspacefs import HostFilesystem, InMemoryFilesystem, SnapshotableFilesystem, mount
-from workspacefs.daemon import MountRecord, RemoteFilesystem, connect, known_mounts, start
+from workspacefs.daemon import MountRecord, RemoteFilesystem, connect, start
 from workspacefs.fs import Filesystem
-from workspacefs.fuse import is_stale, recover, unavailable_reason
+from workspacefs.fuse import unavailable_reason
 from workspacefs.tools import ToolContext, ToolResult, filesystem_tools
 
 BACKENDS = ["memory", "host", "fuse", "remote"]
@@ -97,21 +92,6 @@ def fuse_root(
         yield api, root
 
 
-def stop_daemon(record: MountRecord) -> None:
-    """Unmount through the API; failing that, kill the daemon and detach its mount."""
-    try:
-        with connect(record.socket, timeout=10) as fs:
-            fs.unmount(wait=10)
-        return
-    except OSError:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(record.pid, signal.SIGKILL)
-    if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
-        recover(record.mountpoint)
-        subprocess.run(["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False)
-
-
 @dataclass
 class RemoteDaemons:
     """The daemons of one module, in a runtime directory of their own, so that they
@@ -155,22 +135,10 @@ def remote_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteD
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    runtime = tempfile.mkdtemp(prefix="wsfs-", dir="/tmp")  # short: socket paths are limited
-    previous = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = runtime
-    try:
+    with private_runtime():
         base = tmp_path_factory.mktemp("tools-remote")
         (base / "shared").mkdir()
         yield RemoteDaemons(base, start(base / "shared"))
-    finally:
-        for known in list(known_mounts()):
-            if known.alive:
-                stop_daemon(known.record)
-        if previous is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = previous
-        shutil.rmtree(runtime, ignore_errors=True)
 
 
 _fresh = itertools.count()
@@ -239,4 +207,4 @@ def make(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     for client in clients:
         client.close()
     for record in daemons:
-        stop_daemon(record)
+        stop(record)
