@@ -55,6 +55,16 @@ def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
     assert ("CPU latency hint" in line) == after["latency_hint"]
 
 
+def test_mount_without_the_latency_hint(tmp_path: Path) -> None:
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    with cli_mounted(mountpoint, demo_source(tmp_path), "--no-latency-hint"):
+        assert (mountpoint / "README.md").read_text() == "# demo\n"
+        status = cli_json("status", str(mountpoint))
+        assert isinstance(status, dict)
+        assert status["requests"]["latency_hint"] is False
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_has_an_example(command: str) -> None:
     out = cli_ok(command, "--help")

@@ -35,6 +35,13 @@ def mount(
     private: Annotated[
         bool, typer.Option("--private", help="No allow_other: only you (no containers) get in.")
     ] = False,
+    no_latency_hint: Annotated[
+        bool,
+        typer.Option(
+            "--no-latency-hint",
+            help="Let idle CPUs sleep while the mount serves (slower requests, no polling).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted."""
@@ -51,12 +58,15 @@ def mount(
             else:
                 stdout.print(f"Mounted {message['record']['mountpoint']}; Ctrl-C unmounts")
 
-        options = DaemonOptions(mountpoint, source, persist, read_only, allow_other=not private)
+        options = DaemonOptions(
+            mountpoint, source, persist, read_only,
+            allow_other=not private, latency_hint=not no_latency_hint,
+        )  # fmt: skip
         raise typer.Exit(run_daemon(options, ready))
     with working(f"mounting {mountpoint}", quiet=as_json):
         record = start(
             mountpoint, source=source, repository=persist, read_only=read_only,
-            allow_other=not private,
+            allow_other=not private, latency_hint=not no_latency_hint,
         )  # fmt: skip
     if as_json:
         emit_json(record.to_dict())

@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--persist", dest="repository")
     parser.add_argument("--read-only", action="store_true")
     parser.add_argument("--no-allow-other", dest="allow_other", action="store_false")
+    parser.add_argument("--no-latency-hint", dest="latency_hint", action="store_false")
     parser.add_argument("--ready-fd", type=int, help="write one JSON line here once serving")
     parser.add_argument("--detach", action="store_true", help="fork; the parent exits at once")
     args = parser.parse_args(argv)
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         repository=args.repository,
         read_only=args.read_only,
         allow_other=args.allow_other,
+        latency_hint=args.latency_hint,
     )
 
     def to_stdout(message: dict[str, object]) -> None:

@@ -17,6 +17,8 @@ class DaemonOptions:
             workspace came from, else the user's default for its id).
         read_only: Serve the workspace read-only (mount and API).
         allow_other: Let other users and containers into the mount.
+        latency_hint: Keep idle CPUs quick to wake while the mount serves
+            (``mount(latency_hint=...)``; root only).
     """
 
     mountpoint: str
@@ -24,6 +26,7 @@ class DaemonOptions:
     repository: str | None = None
     read_only: bool = False
     allow_other: bool = True
+    latency_hint: bool = True
 
 
 def canonical_mountpoint(path: str | os.PathLike[str]) -> str:

@@ -99,7 +99,7 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     workspace = Workspace(fs, info)
     handle = stack.enter_context(
         mount(workspace.view, mountpoint, allow_other=options.allow_other,
-              read_only=options.read_only)
+              read_only=options.read_only, latency_hint=options.latency_hint)
     )  # fmt: skip
     workspace.attach(handle)
     listener = _bind(paths.socket)

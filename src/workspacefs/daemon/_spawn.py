@@ -37,6 +37,8 @@ def daemon_command(options: DaemonOptions, *, ready_fd: int | None, detach: bool
         command.append("--read-only")
     if not options.allow_other:
         command.append("--no-allow-other")
+    if not options.latency_hint:
+        command.append("--no-latency-hint")
     if ready_fd is not None:
         command += ["--ready-fd", str(ready_fd)]
     if detach:
@@ -84,6 +86,7 @@ def start(
     repository: str | None = None,
     read_only: bool = False,
     allow_other: bool = True,
+    latency_hint: bool = True,
     timeout: float = START_TIMEOUT,
 ) -> MountRecord:
     """Start a daemon for a new workspace at ``mountpoint``; return once it serves.
@@ -94,6 +97,8 @@ def start(
         repository: Where ``persist`` writes.
         read_only: Serve it read-only.
         allow_other: Let other users and containers into the mount.
+        latency_hint: Keep idle CPUs quick to wake while the mount serves
+            (root only; see ``workspacefs.fuse.mount``).
         timeout: Seconds to wait for the mount.
 
     Raises:
@@ -114,6 +119,7 @@ def start(
         repository=None if repository is None else os.path.abspath(repository),
         read_only=read_only,
         allow_other=allow_other,
+        latency_hint=latency_hint,
     )
     read_end, write_end = os.pipe()
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
