@@ -101,3 +101,11 @@ def test_a_device_that_cannot_be_opened_is_no_hint(tmp_path: Path) -> None:
     hint.hold(True)
     assert not hint.held
     hint.close()
+
+
+def test_a_refused_request_withdraws_the_hint() -> None:
+    hint = LatencyHint("/dev/full")  # every write fails (ENOSPC)
+    assert hint.available
+    hint.hold(True)
+    assert not hint.available
+    assert not hint.held

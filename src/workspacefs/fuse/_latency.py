@@ -46,13 +46,11 @@ class LatencyHint:
 
     def __init__(self, device: str = DEVICE) -> None:
         self._held = False
-        try:
+        try:  # opened, the request stands at the default: no constraint
             self._fd: int | None = os.open(device, os.O_WRONLY | os.O_CLOEXEC)
         except OSError as exc:
             log.debug("no CPU latency hint (%s): %s", device, exc)
             self._fd = None
-            return
-        os.write(self._fd, _ANY)
 
     @property
     def available(self) -> bool:
@@ -65,10 +63,19 @@ class LatencyHint:
         return self._held
 
     def hold(self, held: bool) -> None:
-        """Ask idle CPUs to poll (True) or let them sleep again (False)."""
+        """Ask idle CPUs to poll (True) or let them sleep again (False).
+
+        A hint is never worth a failure of the mount: if the kernel refuses
+        the request, the hint is withdrawn for good.
+        """
         if self._fd is None or held == self._held:
             return
-        os.write(self._fd, _POLL if held else _ANY)
+        try:
+            os.write(self._fd, _POLL if held else _ANY)
+        except OSError as exc:
+            log.warning("CPU latency hint withdrawn: %s", exc)
+            self.close()
+            return
         self._held = held
 
     def close(self) -> None:
@@ -82,11 +89,9 @@ class LatencyHint:
 async def hold_while_busy(hint: LatencyHint, served: Callable[[], int]) -> None:
     """Hold ``hint`` while ``served()`` (a count of requests) keeps growing; run in the
     FUSE loop until cancelled."""
-    if not hint.available:
-        return
     try:
         last = served()
-        while True:
+        while hint.available:
             await trio.sleep(INTERVAL)
             now = served()
             hint.hold(now != last)
