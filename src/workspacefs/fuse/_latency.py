@@ -11,8 +11,8 @@ request, so an idle mount costs nothing, and a workload pays the polling
 only while it waits on the mount.
 
 Measured on a 2-vCPU VM without guest halt polling (docs/fuse.md): tar -x of
-59k files 24.6 -> 8.6 s, grep -r 5.1 -> 2.4 s, create+stat+unlink 3.9k ->
-10.1k files/s, with the same requests. The device is root's (mode 0600);
+59k files 24.6 -> 8.3 s, grep -r 5.1 -> 2.5 s, create+stat+unlink 3.9k ->
+9.9k files/s, with the same requests. The device is root's (mode 0600);
 elsewhere the mount runs without the hint.
 """
 
