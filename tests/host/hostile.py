@@ -1,4 +1,5 @@
-"""Tools of the hostile-host tests: a sentinel tree outside the root, and a racing swapper.
+"""Tools of the host tests: a sentinel tree outside the root, a racing swapper, the state of
+a directory tree, and an environment for the git command line.
 
 The sentinel is checksummed before and after an attack: any write, create,
 chmod or delete outside the root changes the checksum. The swapper is a
@@ -23,6 +24,17 @@ from pathlib import Path
 
 SECRET = b"SECRET-OUTSIDE-THE-ROOT"
 """Content of every sentinel file: finding it inside a workspace means it was read from outside."""
+
+GIT_ENV = {
+    **os.environ,
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "User",
+    "GIT_AUTHOR_EMAIL": "user@example.invalid",
+    "GIT_COMMITTER_NAME": "User",
+    "GIT_COMMITTER_EMAIL": "user@example.invalid",
+}
+"""For ``git`` commands in tests: no user or system configuration, a fixed identity."""
 
 RACE_SECONDS = float(os.environ.get("WSFS_RACE_SECONDS", "1.5"))
 SLOW_RACE_SECONDS = float(os.environ.get("WSFS_SLOW_RACE_SECONDS", "8"))
@@ -118,8 +130,9 @@ def swapping(pattern: str | Path, other: str | Path, seconds: float) -> Iterator
         result.swaps = int(out.strip() or 0)
 
 
-def state(root: Path) -> dict[str, tuple[object, ...]]:
-    """What a restore must bring back exactly: kinds, bytes, exec bits, link targets."""
+def state(root: Path, exec_bits: int = 0o111) -> dict[str, tuple[object, ...]]:
+    """What a restore must bring back exactly: kinds, bytes, exec bits (whether any of
+    ``exec_bits`` is set), link targets, empty directories."""
     found: dict[str, tuple[object, ...]] = {}
     for current, dirs, files in os.walk(root):
         for name in dirs + files:
@@ -130,5 +143,5 @@ def state(root: Path) -> dict[str, tuple[object, ...]]:
             elif path.is_dir():
                 found[rel] = ("dir",)
             else:
-                found[rel] = ("file", path.read_bytes(), os.stat(path).st_mode & 0o111 != 0)
+                found[rel] = ("file", path.read_bytes(), os.stat(path).st_mode & exec_bits != 0)
     return found

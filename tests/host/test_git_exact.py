@@ -18,15 +18,7 @@ import pytest
 
 from workspacefs import HostFilesystem
 
-GIT_ENV = {
-    **os.environ,
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "User",
-    "GIT_AUTHOR_EMAIL": "user@example.invalid",
-    "GIT_COMMITTER_NAME": "User",
-    "GIT_COMMITTER_EMAIL": "user@example.invalid",
-}
+from .hostile import GIT_ENV, state
 
 CRLF = b"line one\r\nline two\r\n"
 LF = b"line one\nline two\n"
@@ -92,19 +84,8 @@ CASES: dict[str, Callable[[Path], None]] = {
 
 
 def picture(root: Path) -> dict[str, tuple[object, ...]]:
-    """Every entry below ``root``: kinds, exact bytes, exec bits, link targets, empty dirs."""
-    found: dict[str, tuple[object, ...]] = {}
-    for current, dirs, names in os.walk(root):
-        for name in dirs + names:
-            path = Path(current) / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                found[rel] = ("link", os.readlink(path))
-            elif path.is_dir():
-                found[rel] = ("dir",)
-            else:
-                found[rel] = ("file", path.read_bytes(), os.stat(path).st_mode & 0o100 != 0)
-    return found
+    """Every entry below ``root``, exec bits as git keeps them (the owner's)."""
+    return state(root, exec_bits=0o100)
 
 
 def spoil(root: Path) -> None:

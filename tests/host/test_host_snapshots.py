@@ -17,18 +17,7 @@ from workspacefs import (
     SnapshotNotFoundError,
 )
 
-
-def state(root: Path) -> dict[str, tuple[object, ...]]:
-    found: dict[str, tuple[object, ...]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_symlink():
-            found[rel] = ("link", os.readlink(path))
-        elif path.is_dir():
-            found[rel] = ("dir",)
-        else:
-            found[rel] = ("file", path.read_bytes(), os.stat(path).st_mode & 0o111 != 0)
-    return found
+from .hostile import state
 
 
 @pytest.fixture

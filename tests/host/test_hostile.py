@@ -24,6 +24,7 @@ from workspacefs.fs import openat2_available
 from workspacefs.host import GitShadowProvider
 
 from .hostile import (
+    GIT_ENV,
     RACE_SECONDS,
     SECRET,
     SLOW_RACE_SECONDS,
@@ -297,16 +298,6 @@ def test_hydrate_sanitises_special_modes(tmp_path: Path) -> None:
 
 
 # -- the shadow provider ------------------------------------------------------------
-
-GIT_ENV = {
-    **os.environ,
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "User",
-    "GIT_AUTHOR_EMAIL": "user@example.invalid",
-    "GIT_COMMITTER_NAME": "User",
-    "GIT_COMMITTER_EMAIL": "user@example.invalid",
-}
 
 
 @pytest.fixture

@@ -11,15 +11,7 @@ import pytest
 
 from workspacefs.host import GitShadowProvider
 
-GIT_ENV = {
-    **os.environ,
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "User",
-    "GIT_AUTHOR_EMAIL": "user@example.invalid",
-    "GIT_COMMITTER_NAME": "User",
-    "GIT_COMMITTER_EMAIL": "user@example.invalid",
-}
+from .hostile import GIT_ENV
 
 
 def git(repo: Path, *args: str) -> str:

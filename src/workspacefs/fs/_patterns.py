@@ -149,18 +149,7 @@ def required_literal(pattern: str) -> bytes:
                 literal = escaped
             i += 2
         elif char == "[":  # skip the class: it ends the run
-            i += 1
-            if pattern[i : i + 1] == "^":
-                i += 1
-            if pattern[i : i + 1] == "]":
-                i += 1
-            while i < n and pattern[i] != "]":
-                if pattern[i] == "\\":
-                    i += 1
-                elif pattern.startswith("[:", i):
-                    i = pattern.find(":]", i + 2) + 1 or n
-                i += 1
-            i += 1
+            i = _past_class(pattern, i)
         elif char == "{":  # a repetition count ends the run (a literal { only shortens it)
             close = pattern.find("}", i)
             i = close + 1 if close >= 0 else i + 1
@@ -195,21 +184,27 @@ def _has_word_anchor(pattern: str) -> bool:
                 return True
             i += 2
         elif char == "[":
-            i += 1
-            if pattern[i : i + 1] == "^":
-                i += 1
-            if pattern[i : i + 1] == "]":  # a leading ] is a member
-                i += 1
-            while i < n and pattern[i] != "]":
-                if pattern[i] == "\\":
-                    i += 1
-                elif pattern.startswith("[:", i):
-                    i = pattern.find(":]", i + 2) + 1 or n
-                i += 1
-            i += 1
+            i = _past_class(pattern, i)
         else:
             i += 1
     return False
+
+
+def _past_class(pattern: str, i: int) -> int:
+    """The index just past the bracket expression that opens at ``pattern[i]``."""
+    n = len(pattern)
+    i += 1
+    if pattern[i : i + 1] == "^":
+        i += 1
+    if pattern[i : i + 1] == "]":  # a leading ] is a member
+        i += 1
+    while i < n and pattern[i] != "]":
+        if pattern[i] == "\\":
+            i += 1
+        elif pattern.startswith("[:", i):
+            i = pattern.find(":]", i + 2) + 1 or n
+        i += 1
+    return i + 1
 
 
 # -- glob segments ---------------------------------------------------------------
