@@ -68,16 +68,21 @@ def _busy_and_hammer(fs: Filesystem, stop: threading.Event) -> list[threading.Th
     return threads
 
 
+def _load_until_stdin_closes(fs: Filesystem) -> None:
+    """Run the load on ``fs``, say "ready", and stop it when stdin closes."""
+    stop = threading.Event()
+    threads = _busy_and_hammer(fs, stop)
+    print("ready", flush=True)
+    sys.stdin.read()
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+
 def load_client(socket_path: str) -> None:
     """(Subprocess) busy thread + API hammering on a daemon, until stdin closes."""
-    stop = threading.Event()
     with connect(socket_path) as fs:
-        threads = _busy_and_hammer(fs, stop)
-        print("ready", flush=True)
-        sys.stdin.read()
-        stop.set()
-        for thread in threads:
-            thread.join()
+        _load_until_stdin_closes(fs)
 
 
 def in_process_owner(mountpoint: str, count: int) -> None:
@@ -85,14 +90,8 @@ def in_process_owner(mountpoint: str, count: int) -> None:
     fs = InMemoryFilesystem()
     fs.write("small.txt", SMALL)
     _sample_files(fs, count)
-    stop = threading.Event()
     with mount(fs, mountpoint, allow_other=True):
-        threads = _busy_and_hammer(fs, stop)
-        print("ready", flush=True)
-        sys.stdin.read()
-        stop.set()
-        for thread in threads:
-            thread.join()
+        _load_until_stdin_closes(fs)
 
 
 @contextlib.contextmanager

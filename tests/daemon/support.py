@@ -13,11 +13,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import workspacefs
+from interpreter import SOURCE_ROOT as SOURCE_ROOT
 from workspacefs.daemon import MountRecord, connect, known_mounts, start
 from workspacefs.fuse import is_stale, recover
-
-SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
 
 
 @contextlib.contextmanager

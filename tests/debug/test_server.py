@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import signal
 import socket
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-import workspacefs
+from interpreter import child_env
 from workspacefs import InMemoryFilesystem
 from workspacefs.archive import export_archive
 from workspacefs.debug import LiveTarget, start
@@ -41,9 +40,7 @@ def test_allowed_hosts() -> None:
 
 
 def module_command(*args: str) -> tuple[list[str], dict[str, str]]:
-    source = str(Path(workspacefs.__file__).resolve().parents[1])
-    path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)
-    return [sys.executable, "-m", "workspacefs.debug", *args], {**os.environ, "PYTHONPATH": path}
+    return [sys.executable, "-m", "workspacefs.debug", *args], child_env()
 
 
 def test_command_serves_an_archive_until_interrupted(tmp_path: Path) -> None:

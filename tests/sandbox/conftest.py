@@ -7,6 +7,7 @@ installs and configures what they need.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
@@ -59,16 +60,22 @@ def state_dir(box: PodmanSandbox) -> str:
     return os.path.dirname(box.mountpoint)
 
 
-@pytest.fixture
-def sandbox() -> Iterator[PodmanSandbox]:
-    """A sandbox on the default root filesystem, checked to leave nothing behind."""
-    box = PodmanSandbox(InMemoryFilesystem(mount_point="/workspace"))
+@contextlib.contextmanager
+def closed_cleanly(box: PodmanSandbox) -> Iterator[PodmanSandbox]:
+    """``box`` until the block ends, then closed and checked to leave nothing behind."""
     name, state = box.name, state_dir(box)
     try:
         yield box
     finally:
         box.close()
     assert_left_nothing(name, state)
+
+
+@pytest.fixture
+def sandbox() -> Iterator[PodmanSandbox]:
+    """A sandbox on the default root filesystem, checked to leave nothing behind."""
+    with closed_cleanly(PodmanSandbox(InMemoryFilesystem(mount_point="/workspace"))) as box:
+        yield box
 
 
 TINY_IMAGE = "localhost/workspacefs-test-tiny:latest"

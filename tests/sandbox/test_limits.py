@@ -9,7 +9,7 @@ import pytest
 from workspacefs import InMemoryFilesystem
 from workspacefs.sandbox import PodmanSandbox
 
-from .conftest import assert_left_nothing, state_dir
+from .conftest import closed_cleanly
 
 pytestmark = pytest.mark.container
 
@@ -23,12 +23,8 @@ def tight() -> Iterator[PodmanSandbox]:
     box = PodmanSandbox(
         fs, memory="256m", disk="64m", workspace_size="64m", pids_limit=64, cpus=1.0
     )
-    name, state = box.name, state_dir(box)
-    try:
+    with closed_cleanly(box):
         yield box
-    finally:
-        box.close()
-    assert_left_nothing(name, state)
 
 
 def survives(box: PodmanSandbox) -> None:

@@ -11,7 +11,7 @@ import pytest
 from workspacefs import InMemoryFilesystem, InvalidArgumentError, ReadOnlyError
 from workspacefs.sandbox import PodmanSandbox, PodmanWorkspace, TryRun
 
-from .conftest import assert_left_nothing, container_names, state_dir
+from .conftest import closed_cleanly, container_names
 
 pytestmark = pytest.mark.container
 
@@ -44,13 +44,9 @@ def box() -> Iterator[PodmanSandbox]:
     fs = InMemoryFilesystem(mount_point="/workspace")
     for path, data in SEED.items():
         fs.write_bytes(path, data)
-    sandbox = PodmanSandbox(fs)
-    name, state = sandbox.name, state_dir(sandbox)
-    try:
+    with closed_cleanly(PodmanSandbox(fs)) as sandbox:
         yield sandbox
-    finally:
-        sandbox.close()
-    assert_left_nothing(name, state)
+    name = sandbox.name
     assert not [c for c in container_names() if c.startswith(name)], "a try's container stayed"
 
 

@@ -2,28 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import workspacefs
+from interpreter import python
 
 HEAVY = ("mcp", "anyio", "starlette", "pyfuse3", "pygit2", "trio")
-
-
-def python(code: str) -> str:
-    source_root = str(Path(workspacefs.__file__).resolve().parents[1])
-    path = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH")) if p)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
 
 
 def test_tools_import_is_light_and_the_server_loads_on_use() -> None:

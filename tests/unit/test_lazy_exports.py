@@ -5,12 +5,8 @@ Each check runs in a fresh interpreter, since this process has imported every la
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import workspacefs
+from interpreter import python
 
 HEAVY = ("pyfuse3", "trio", "pygit2")
 # What the top level exports without importing it: the layers that load HEAVY.
@@ -18,21 +14,6 @@ LAZY = [
     "CachePolicy", "HostFilesystem", "Mount", "RemoteFilesystem", "connect", "daemon", "fuse",
     "git", "host", "mount",
 ]  # fmt: skip
-
-
-def python(code: str) -> str:
-    """Run ``code`` in a new interpreter that imports the workspacefs this test imported."""
-    source_root = str(Path(workspacefs.__file__).resolve().parents[1])
-    path = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH")) if p)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
 
 
 def test_import_loads_no_heavy_dependency() -> None:
