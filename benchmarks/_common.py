@@ -1,10 +1,12 @@
-"""What every benchmark shares: the result line, a quiet, deterministic git, and a
-workspace of many small files."""
+"""What every benchmark shares: the result line, a quiet, deterministic git, a scratch
+directory in memory, and a workspace of many small files."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from workspacefs import InMemoryFilesystem
 
@@ -20,6 +22,13 @@ GIT_ENV = {
     "GIT_CONFIG_KEY_0": "gc.auto",
     "GIT_CONFIG_VALUE_0": "0",
 }
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new directory for a benchmark's files, in /dev/shm where it can be (a disk would
+    time the disk); the caller removes it."""
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
 
 
 @dataclass(frozen=True)

@@ -6,19 +6,17 @@ Run: ``scripts/bench.sh archive`` (or ``python -m benchmarks.bench_archive [--qu
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from pathlib import Path
 
 from workspacefs import HostMount, InMemoryFilesystem
 from workspacefs.archive import export_archive, import_archive
 
-from ._common import Result
+from ._common import Result, scratch_dir
 
 
 def timed(command: list[str], cwd: Path) -> float:
@@ -32,8 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
     args = parser.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    scratch = Path(tempfile.mkdtemp(prefix="wsfs-archive-bench-", dir=base))
+    scratch = scratch_dir("wsfs-archive-bench-")
     try:
         work = scratch / "tree"
         shutil.copytree(stdlib / "json" if args.quick else stdlib, work, symlinks=True)

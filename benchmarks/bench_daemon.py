@@ -22,7 +22,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from pathlib import Path
 from workspacefs import Filesystem, HostMount, InMemoryFilesystem, mount
 from workspacefs.daemon import connect, start
 
-from ._common import Result
+from ._common import Result, scratch_dir
 
 SMALL = "x" * 4095 + "\n"
 
@@ -216,11 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         in_process_owner(args.in_process_owner, args.samples)
         return 0
     count, files, seconds = (200, 2_000, 0.2) if args.quick else (5_000, 50_000, 2.0)
-    work = Path(
-        tempfile.mkdtemp(
-            prefix="bench-daemon-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
-        )
-    )
+    work = scratch_dir("bench-daemon-")
     try:
         results = isolation(work, count) + overhead(work, files, seconds)
     finally:

@@ -17,7 +17,6 @@ import statistics
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from pathlib import Path
 from workspacefs import InMemoryFilesystem, Mount, mount
 from workspacefs.fuse import RequestStats
 
-from ._common import GIT_ENV, Result
+from ._common import GIT_ENV, Result, scratch_dir
 
 MIB = 1 << 20
 
@@ -283,8 +282,7 @@ def restore_benchmark(mnt: Path, fs: InMemoryFilesystem, files: int) -> Result:
 
 @contextmanager
 def directories() -> Iterator[tuple[Path, Path, Path]]:
-    shm_base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    work = Path(tempfile.mkdtemp(prefix="wsfs-bench-", dir=shm_base))
+    work = scratch_dir("wsfs-bench-")
     mnt, shm = work / "mnt", work / "tmpfs"
     mnt.mkdir()
     shm.mkdir()

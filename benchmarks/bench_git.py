@@ -16,14 +16,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from pathlib import Path
 
 from workspacefs import HostMount, InMemoryFilesystem
 from workspacefs import git as wgit
 
-from ._common import GIT_ENV, Result
+from ._common import GIT_ENV, Result, scratch_dir
 
 
 def plain_git(work: Path, git_dir: Path, *args: str) -> float:
@@ -138,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     files = 2_000 if args.quick else 100_000
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     source = stdlib / "json" if args.quick else stdlib
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    scratch = Path(tempfile.mkdtemp(prefix="wsfs-git-bench-", dir=base))
+    scratch = scratch_dir("wsfs-git-bench-")
     try:
         results = [bench_one_change(scratch, files)]
         results += bench_initial(scratch, source)

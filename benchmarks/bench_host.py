@@ -13,19 +13,17 @@ Run: ``scripts/bench.sh host`` (or ``python -m benchmarks.bench_host [--quick]``
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from workspacefs import HostFilesystem
 from workspacefs.host import GitShadowProvider
 
-from ._common import GIT_ENV, Result
+from ._common import GIT_ENV, Result, scratch_dir
 
 
 def git(repo: Path, *args: str) -> None:
@@ -51,9 +49,9 @@ def git_restore(repo: Path) -> None:
     git(repo, "clean", "-fdxq")
 
 
-def restore_rounds(scratch_base: Path, files: int) -> tuple[float, float]:
+def restore_rounds(files: int) -> tuple[float, float]:
     """Median ms of a HostFilesystem restore and of git's checkout + clean, same changes."""
-    scratch = Path(tempfile.mkdtemp(prefix="wsfs-restore-bench-", dir=scratch_base))
+    scratch = scratch_dir("wsfs-restore-bench-")
     try:
         root, copy = scratch / "root", scratch / "copy"
         for i in range(files):
@@ -84,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
     args = parser.parse_args(argv)
     files = 500 if args.quick else 20_000
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    scratch = Path(tempfile.mkdtemp(prefix="wsfs-host-bench-", dir=base))
+    scratch = scratch_dir("wsfs-host-bench-")
     try:
         repo = scratch / "repo"
         for i in range(files):
@@ -108,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             commit.append(timed_ms(lambda: commit_all(copy)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    restore, checkout = restore_rounds(scratch_base=base, files=files)
+    restore, checkout = restore_rounds(files=files)
     mine = statistics.median(ours)
     results = [
         Result(f"snapshot after 1 change, {files:,} files (baseline: {name})", mine,

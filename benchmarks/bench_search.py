@@ -26,14 +26,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from workspacefs import HostFilesystem, HostMount, InMemoryFilesystem, Limits
 
-from ._common import Result
+from ._common import Result, scratch_dir
 
 TARGET = 1.5
 """Our time may be at most this many times the reference's."""
@@ -94,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
     args = parser.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    scratch = Path(tempfile.mkdtemp(prefix="wsfs-search-bench-", dir=base))
+    scratch = scratch_dir("wsfs-search-bench-")
     runs = 1 if args.quick else 5
     results: list[tuple[Result, str]] = []
     try:
