@@ -44,24 +44,28 @@ DEFAULT_CACHE = CachePolicy()
 def entry_attributes(
     ino: pyfuse3.InodeT, node: Node, cache: CachePolicy
 ) -> pyfuse3.EntryAttributes:
-    """The ``stat`` record of ``node``, known to the kernel as ``ino``."""
+    """The ``stat`` record of ``node``, known to the kernel as ``ino``.
+
+    Built on every reply that carries attributes, so it sets only what
+    ``EntryAttributes()`` does not start with: generation and rdev are 0 there,
+    and the birth time exists only on BSD and macOS.
+    """
     entry = pyfuse3.EntryAttributes()
     entry.st_ino = ino
-    entry.generation = 0
     entry.entry_timeout = cache.entry_timeout
     entry.attr_timeout = cache.attr_timeout
     entry.st_mode = node.mode
     entry.st_nlink = node.nlink
     entry.st_uid = node.uid
     entry.st_gid = node.gid
-    entry.st_rdev = node.rdev if isinstance(node, Special) else 0
+    if isinstance(node, Special):
+        entry.st_rdev = node.rdev
     entry.st_size = node.size
     entry.st_blksize = IO_SIZE
     entry.st_blocks = (node.allocated + 511) // 512
     entry.st_atime_ns = node.atime_ns
     entry.st_mtime_ns = node.mtime_ns
     entry.st_ctime_ns = node.ctime_ns
-    entry.st_birthtime_ns = node.crtime_ns
     return entry
 
 

@@ -36,7 +36,7 @@ import stat as _stat
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
@@ -55,7 +55,7 @@ from ._causes import RequestCauses
 from ._features import OPEN_FREE, capability
 from ._forks_dir import ForksDir
 from ._listings import Listings
-from ._privileges import Caller, without_privileges
+from ._privileges import without_privileges
 from ._served import ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
@@ -66,34 +66,38 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_now = time.perf_counter_ns
+
 
 def fuse_errors(
-    handler: Callable[P, Coroutine[Any, Any, R]],
-) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Let only ``FUSEError`` out of a handler: the one adapter at the FUSE edge.
+    handler: Callable[Concatenate[WorkspaceOperations, P], R],
+) -> Callable[Concatenate[WorkspaceOperations, P], Coroutine[Any, Any, R]]:
+    """Make ``handler`` a pyfuse3 handler that lets only ``FUSEError`` out: the one
+    adapter at the FUSE edge.
 
     It also counts the request (``WorkspaceOperations.stats``), so every
-    handler must wear it.
+    handler must wear it. Handlers are plain functions (none awaits anything),
+    so a request costs one coroutine, this one.
     """
     name = handler.__name__
 
     @functools.wraps(handler)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        started = time.perf_counter_ns()
+    async def wrapper(self: WorkspaceOperations, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        started = _now()
         try:
-            return await handler(*args, **kwargs)
+            return handler(self, *args, **kwargs)
         except FUSEError:
             raise
         except OSError as exc:
             raise FUSEError(exc.errno or errno.EIO) from None
         except MemoryError:  # the process ran out below the budget: refuse, stay alive
-            log.warning("out of memory in %s: is the budget too high?", handler.__name__)
+            log.warning("out of memory in %s: is the budget too high?", name)
             raise FUSEError(errno.ENOSPC) from None
         except Exception:
             log.exception("bug in FUSE handler %s", name)
             raise FUSEError(errno.EIO) from None
         finally:
-            cast(WorkspaceOperations, args[0])._requests.record(name, started)
+            self._requests.record(name, started)
 
     return wrapper
 
@@ -113,7 +117,7 @@ class _OpenFile:
     ino: InodeT
     append: bool
     direct: bool  # direct_io: the kernel leaves clearing set-ID bits on writes to us
-    caller: Caller
+    uid: int  # the opener's: whether its writes clear set-ID bits
     cause: Cause | None = field(default_factory=current_cause)  # its writes' (stock pyfuse3)
 
 
@@ -297,7 +301,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     # -- lookups and attributes ------------------------------------------------
 
     @fuse_errors
-    async def lookup(
+    def lookup(
         self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         if len(name) > NAME_MAX:
@@ -332,7 +336,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._reply(served, InodeT(ROOT_INO))
 
     @fuse_errors
-    async def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
+    def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
         try:
             self._trees.forget(inode_list)
         except Exception:  # forget must never raise
@@ -343,7 +347,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._trees.forget_all()
 
     @fuse_errors
-    async def getattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+    def getattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         if inode < OTHER_TREES:  # the live tree: the most frequent request of all
             with self._origin.lock:
                 return entry_attributes(inode, self._view.node(inode), self._cache)
@@ -355,7 +359,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._entry(served, local)
 
     @fuse_errors
-    async def setattr(
+    def setattr(
         self,
         inode: InodeT,
         attr: pyfuse3.EntryAttributes,
@@ -379,13 +383,13 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._attributes(inode)
 
     @fuse_errors
-    async def readlink(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> bytes:
+    def readlink(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> bytes:
         served, local = self._route(inode)
         with served.lock:
             return encode(served.view.readlink(local))
 
     @fuse_errors
-    async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
+    def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         # The workspace's figures; its forks draw on the same memory budget.
         with self._origin.lock:
             size, free = capacity(self._view)
@@ -402,7 +406,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         return data
 
     @fuse_errors
-    async def access(self, inode: InodeT, mode: int, ctx: pyfuse3.RequestContext) -> bool:
+    def access(self, inode: InodeT, mode: int, ctx: pyfuse3.RequestContext) -> bool:
         # Only called without default_permissions: then every access is allowed.
         served, _ = self._special_or_route(inode)
         with served.lock:
@@ -412,7 +416,7 @@ class WorkspaceOperations(pyfuse3.Operations):
     # -- creating and removing -------------------------------------------------
 
     @fuse_errors
-    async def mknod(
+    def mknod(
         self,
         parent_inode: InodeT,
         name: bytes,
@@ -427,7 +431,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._reply(served, tree.mknod(parent, decode(name), mode, rdev, uid, gid))
 
     @fuse_errors
-    async def mkdir(
+    def mkdir(
         self, parent_inode: InodeT, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
@@ -437,7 +441,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._reply(served, tree.mkdir(parent, decode(name), mode, uid, gid))
 
     @fuse_errors
-    async def symlink(
+    def symlink(
         self, parent_inode: InodeT, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         self._causes.attribute(ctx)
@@ -448,7 +452,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._reply(served, ino)
 
     @fuse_errors
-    async def link(
+    def link(
         self,
         inode: InodeT,
         new_parent_inode: InodeT,
@@ -462,21 +466,21 @@ class WorkspaceOperations(pyfuse3.Operations):
             return self._reply(served, local)
 
     @fuse_errors
-    async def unlink(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+    def unlink(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self._causes.attribute(ctx)
         served, tree, (parent,) = self._writable(parent_inode)
         with served.lock:
             tree.unlink(parent, decode(name))
 
     @fuse_errors
-    async def rmdir(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+    def rmdir(self, parent_inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self._causes.attribute(ctx)
         served, tree, (parent,) = self._writable(parent_inode)
         with served.lock:
             tree.rmdir(parent, decode(name))
 
     @fuse_errors
-    async def rename(
+    def rename(
         self,
         parent_inode_old: InodeT,
         name_old: bytes,
@@ -492,7 +496,7 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     # -- files -----------------------------------------------------------------
 
-    def _open(self, ino: InodeT, flags: int, caller: Caller) -> tuple[pyfuse3.FileInfo, bool]:
+    def _open(self, ino: InodeT, flags: int, uid: int) -> tuple[pyfuse3.FileInfo, bool]:
         """Open ``ino``: (the reply, True if the kernel's attributes of it are now stale).
 
         The caller holds the lock of ``ino``'s tree.
@@ -507,21 +511,21 @@ class WorkspaceOperations(pyfuse3.Operations):
             if flags & os.O_TRUNC:  # libfuse asks for atomic O_TRUNC: the kernel leaves it to us
                 if node.size:
                     tree.truncate(local, 0)
-                stale = self._drop_privileges(tree, local, caller)
+                stale = self._drop_privileges(tree, local, uid)
         # Write-only opens bypass the page cache: each write(2) is one request,
         # where the page cache splits unaligned ones and asks for
         # security.capability before each. Nothing reads through such a handle,
         # so nothing is lost; the kernel then leaves set-ID bits to us.
         direct = flags & os.O_ACCMODE == os.O_WRONLY
         handle = self._handles()
-        self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND), direct, caller)
+        self._files[handle] = _OpenFile(ino, bool(flags & os.O_APPEND), direct, uid)
         info = pyfuse3.FileInfo(fh=handle, keep_cache=self._cache.keep_cache, direct_io=direct)
         return info, stale
 
-    def _created(self, ino: InodeT, flags: int, caller: Caller) -> pyfuse3.FileInfo:
+    def _created(self, ino: InodeT, flags: int, uid: int) -> pyfuse3.FileInfo:
         """The open half of a create reply."""
         if not self._open_free:
-            info, _ = self._open(ino, flags & ~os.O_TRUNC, caller)  # new: nothing to cut
+            info, _ = self._open(ino, flags & ~os.O_TRUNC, uid)  # new: nothing to cut
             return info
         # Open-free, the kernel sends no RELEASE for created files either: the
         # handle 0 keeps no state here, and writes come with the inode, the
@@ -529,10 +533,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         direct = flags & os.O_ACCMODE == os.O_WRONLY
         return pyfuse3.FileInfo(fh=0, keep_cache=self._cache.keep_cache, direct_io=direct)
 
-    def _drop_privileges(self, tree: Tree, local: InodeT, caller: Caller) -> bool:
-        """Clear the set-ID bits a write or truncate by ``caller`` clears; True if any went."""
+    def _drop_privileges(self, tree: Tree, local: InodeT, uid: int) -> bool:
+        """Clear the set-ID bits a write or truncate by user ``uid`` clears; True if any went."""
         node = tree.node(local)
-        mode = without_privileges(node.mode, caller)
+        mode = without_privileges(node.mode, uid)
         if mode == node.mode:
             return False
         tree.setattr(local, mode=mode)
@@ -550,9 +554,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             pyfuse3.invalidate_inode(ino, attr_only=True)
 
     @fuse_errors
-    async def open(
-        self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext
-    ) -> pyfuse3.FileInfo:
+    def open(self, inode: InodeT, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         self._causes.attribute(ctx)
         if self._open_free:
             # The kernel takes ENOSYS as "opens need no request", from this one
@@ -562,13 +564,13 @@ class WorkspaceOperations(pyfuse3.Operations):
             raise FUSEError(errno.ENOSYS)
         served, _ = self._route(inode)
         with served.lock:
-            info, stale = self._open(inode, flags, Caller.of(ctx))
+            info, stale = self._open(inode, flags, ctx.uid)
         if stale:
             self._attributes_changed(inode)
         return info
 
     @fuse_errors
-    async def create(
+    def create(
         self,
         parent_inode: InodeT,
         name: bytes,
@@ -582,16 +584,16 @@ class WorkspaceOperations(pyfuse3.Operations):
             mode, uid, gid = self._owner(served, parent, ctx, mode)
             ino = tree.create(parent, decode(name), mode, uid, gid)
             entry = self._reply(served, ino)
-            return self._created(served.ino(ino), flags, Caller.of(ctx)), entry
+            return self._created(served.ino(ino), flags, ctx.uid), entry
 
     @fuse_errors
-    async def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
+    def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
         served, local = self._route(inode or self._files[fh].ino)
         with served.lock:
             return served.view.read(local, off, size)
 
     @fuse_errors
-    async def write(
+    def write(
         self,
         fh: FileHandleT,
         off: int,
@@ -603,7 +605,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         if ctx is not None:  # the patched pyfuse3 names the writer of every write
             self._causes.attribute(ctx)
             if not fh:  # open-free: no handle
-                return self._write_unopened(inode, off, buf, flags, Caller.of(ctx))
+                return self._write_unopened(inode, off, buf, flags, ctx.uid)
         handle = self._files[fh]
         if ctx is None:  # stock pyfuse3: the writer is the one who opened the file
             self._causes.resume(handle.cause)
@@ -611,13 +613,13 @@ class WorkspaceOperations(pyfuse3.Operations):
         with served.lock:
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(local).size
-            stale = handle.direct and self._drop_privileges(tree, local, handle.caller)
+            stale = handle.direct and self._drop_privileges(tree, local, handle.uid)
             written = tree.write(local, off, buf)
         if stale:
             self._attributes_changed(handle.ino)
         return written
 
-    def _write_unopened(self, ino: InodeT, off: int, buf: bytes, flags: int, caller: Caller) -> int:
+    def _write_unopened(self, ino: InodeT, off: int, buf: bytes, flags: int, uid: int) -> int:
         """A write to a file opened (or created) without a handle: open-free mode."""
         served, tree, (local,) = self._writable(ino)
         with served.lock:
@@ -631,7 +633,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             # A write-only created file is direct_io, and the kernel leaves its
             # set-ID bits to us; through the page cache the kernel has already
             # cleared them (by the same rule), so this is then a no-op.
-            stale = self._drop_privileges(tree, local, caller)
+            stale = self._drop_privileges(tree, local, uid)
             written = tree.write(local, off, buf)
         if stale:
             self._attributes_changed(ino)
@@ -642,21 +644,21 @@ class WorkspaceOperations(pyfuse3.Operations):
     # fewer per close).
 
     @fuse_errors
-    async def flush(self, fh: FileHandleT, inode: InodeT = 0) -> None:
+    def flush(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
-    async def fsync(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
+    def fsync(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     @fuse_errors
-    async def release(self, fh: FileHandleT, inode: InodeT = 0) -> None:
+    def release(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         self._files.pop(fh, None)
 
     # -- directories -----------------------------------------------------------
 
     @fuse_errors
-    async def opendir(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> FileHandleT:
+    def opendir(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> FileHandleT:
         if self._open_free:
             # As for open; the kernel then also caches listings (FOPEN_CACHE_DIR)
             # until the directory changes or is invalidated, and readdir
@@ -679,7 +681,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         return handle
 
     @fuse_errors
-    async def readdir(
+    def readdir(
         self, fh: FileHandleT, start_id: int, token: pyfuse3.ReaddirToken, inode: InodeT = 0
     ) -> None:
         if not fh:
@@ -757,17 +759,17 @@ class WorkspaceOperations(pyfuse3.Operations):
                 served.hold(inodes[index])
 
     @fuse_errors
-    async def releasedir(self, fh: FileHandleT, inode: InodeT = 0) -> None:
+    def releasedir(self, fh: FileHandleT, inode: InodeT = 0) -> None:
         self._dirs.pop(fh, None)
 
     @fuse_errors
-    async def fsyncdir(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
+    def fsyncdir(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
         raise FUSEError(errno.ENOSYS)
 
     # -- extended attributes ---------------------------------------------------
 
     @fuse_errors
-    async def setxattr(
+    def setxattr(
         self, inode: InodeT, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
         self._causes.attribute(ctx)
@@ -781,7 +783,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             tree.setxattr(local, name, value)
 
     @fuse_errors
-    async def getxattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+    def getxattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         if inode in (SnapshotsDir.INO, ForksDir.INO):
             raise FUSEError(pyfuse3.ENOATTR)
         served, local = self._route(inode)
@@ -795,7 +797,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return xattrs[name]
 
     @fuse_errors
-    async def listxattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
+    def listxattr(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
         if inode in (SnapshotsDir.INO, ForksDir.INO):
             return []
         served, local = self._route(inode)
@@ -803,7 +805,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             return served.view.listxattr(local)
 
     @fuse_errors
-    async def removexattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+    def removexattr(self, inode: InodeT, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self._causes.attribute(ctx)
         served, tree, (local,) = self._writable(inode)
         with served.lock:

@@ -11,41 +11,20 @@ leaves to the server: those paths call ``without_privileges``.
 from __future__ import annotations
 
 import stat as _stat
-from dataclasses import dataclass
-
-import pyfuse3
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """The process behind a request: enough to decide what a write of its clears."""
-
-    uid: int
-    gid: int
-    pid: int
-
-    @classmethod
-    def of(cls, ctx: pyfuse3.RequestContext) -> Caller:
-        """The caller of the request ``ctx`` belongs to."""
-        return cls(ctx.uid, ctx.gid, ctx.pid)
-
-    @property
-    def privileged(self) -> bool:
-        """Stands for CAP_FSETID, which keeps the bits: root of the mount's user namespace."""
-        return self.uid == 0
-
-
-def without_privileges(mode: int, caller: Caller) -> int:
-    """``mode`` after ``caller`` writes to or truncates a file.
+def without_privileges(mode: int, uid: int) -> int:
+    """``mode`` after a process running as ``uid`` writes to or truncates a file.
 
     Set-user-ID always goes; set-group-ID goes with group execution (without
     it the bit marks mandatory locking). That is the rule of the kernel's FUSE
     setattr, which decides for every other write to the mount; the VFS rule
     of local filesystems also drops set-group-ID without group execution when
-    the writer is outside the group, which FUSE never learns of. Privileged
-    callers keep both, as do other file types.
+    the writer is outside the group, which FUSE never learns of. Root of the
+    mount's user namespace (standing for CAP_FSETID) keeps both, as do other
+    file types.
     """
-    if not _stat.S_ISREG(mode) or not mode & (_stat.S_ISUID | _stat.S_ISGID) or caller.privileged:
+    if not mode & (_stat.S_ISUID | _stat.S_ISGID) or not _stat.S_ISREG(mode) or uid == 0:
         return mode
     kill = mode & _stat.S_ISUID
     if mode & _stat.S_IXGRP:

@@ -60,28 +60,36 @@ class RequestStats:
 
 
 class RequestCounter:
-    """Counts requests as the handlers run (in the FUSE thread); read from any thread."""
+    """Counts requests as the handlers run (in the FUSE thread); read from any thread.
 
-    __slots__ = ("_counts", "_nanoseconds")
+    One ``[count, nanoseconds]`` list per request type, so counting costs one
+    dict lookup per request.
+    """
+
+    __slots__ = ("_tallies",)
 
     def __init__(self) -> None:
-        self._counts: dict[str, int] = {}
-        self._nanoseconds: dict[str, int] = {}
+        self._tallies: dict[str, list[int]] = {}
 
     def record(self, name: str, started_ns: int) -> None:
         """Count one ``name`` request whose handler started at ``started_ns``
         (``time.perf_counter_ns``)."""
         elapsed = time.perf_counter_ns() - started_ns
-        self._counts[name] = self._counts.get(name, 0) + 1
-        self._nanoseconds[name] = self._nanoseconds.get(name, 0) + elapsed
+        tally = self._tallies.get(name)
+        if tally is None:
+            self._tallies[name] = [1, elapsed]
+        else:
+            tally[0] += 1
+            tally[1] += elapsed
 
     def served(self) -> int:
         """All requests counted so far (call in the FUSE thread)."""
-        return sum(self._counts.values())
+        return sum(count for count, _ in self._tallies.values())
 
     def stats(self) -> RequestStats:
-        """The counts so far (a copy: dict copies are atomic under the GIL)."""
-        counts = dict(self._counts)
-        nanoseconds = dict(self._nanoseconds)
-        seconds = {name: nanoseconds.get(name, 0) / 1e9 for name in counts}
+        """The counts so far (``dict.items`` copied to a list is atomic under the GIL;
+        a request counted meanwhile may show in its count before its time)."""
+        tallies = [(name, count, ns) for name, (count, ns) in list(self._tallies.items())]
+        counts = {name: count for name, count, _ in tallies}
+        seconds = {name: ns / 1e9 for name, _, ns in tallies}
         return RequestStats(MappingProxyType(counts), MappingProxyType(seconds))

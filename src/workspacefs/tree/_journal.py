@@ -85,27 +85,29 @@ class TreeLock:
         self._refusal = error
 
     def __enter__(self) -> TreeLock:
-        return self._enter(publish=True)
-
-    def _enter(self, *, publish: bool) -> TreeLock:
         self._lock.acquire()
         if self._depth == 0:
             refusal = self._refusal
-            if publish and refusal is not None:
+            if refusal is not None:
                 self._lock.release()
                 raise refusal()
-            self._publish = publish
+            self._publish = True
         self._depth += 1
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._depth -= 1
-        if self._depth:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        depth = self._depth = self._depth - 1
+        if depth:
             self._lock.release()
             return
         journal = self._take()
-        publish = self._publish and bool(journal) and self._subscribers
-        subscribers = list(self._subscribers) if publish else []
+        if not (self._publish and journal and self._subscribers):
+            self._lock.release()
+            return
+        subscribers = list(self._subscribers)
         self._lock.release()
         for subscriber in subscribers:
             subscriber(journal)
@@ -120,7 +122,13 @@ class _UnpublishedHold:
         self._lock = lock
 
     def __enter__(self) -> TreeLock:
-        return self._lock._enter(publish=False)
+        # TreeLock.__enter__ without the refusal, inline: every request takes it.
+        lock = self._lock
+        lock._lock.acquire()
+        if lock._depth == 0:
+            lock._publish = False
+        lock._depth += 1
+        return lock
 
-    def __exit__(self, *exc: object) -> None:
-        self._lock.__exit__(*exc)
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        self._lock._release()

@@ -277,7 +277,9 @@ class Tree(TreeView):
 
     def _take_journal(self) -> Journal:
         """What was touched since the last call (the lock publishes it)."""
-        journal, self._journal = self._journal, Journal()
+        journal = self._journal
+        if journal.inodes or journal.entries:  # an empty one stays: most holds change nothing
+            self._journal = Journal()
         return journal
 
     def changes_since(self, version: Version) -> set[int]:
@@ -309,9 +311,11 @@ class Tree(TreeView):
         node = self._table.get(ino)
         return node if node is not None else self._orphans.get(ino)
 
-    def _mutable(self, ino: int) -> Node:
-        """The node at ``ino``, cloned first if a frozen version may share it."""
-        node = self.node(ino)
+    def _mutable(self, ino: int, node: Node | None = None) -> Node:
+        """The node at ``ino`` (``node``, if the caller has looked it up), cloned
+        first if a frozen version may share it."""
+        if node is None:
+            node = self.node(ino)
         if node.epoch != self._epoch:
             node = node.clone(self._epoch)
             self._store(ino, node)
@@ -344,7 +348,7 @@ class Tree(TreeView):
             raise NotADirectoryFsError("not a directory", self.describe(ino))
         if current.nlink == 0:  # removed, yet reached through a held inode (a cwd)
             raise NotFoundError("directory was removed", self.describe(ino))
-        node = self._mutable(ino)
+        node = self._mutable(ino, current)
         assert isinstance(node, Directory)
         return node
 
@@ -724,7 +728,7 @@ class Tree(TreeView):
             if isinstance(current, Directory):
                 raise IsADirectoryFsError("is a directory", self.describe(ino))
             raise InvalidArgumentError("not a regular file", self.describe(ino))
-        node = self._mutable(ino)
+        node = self._mutable(ino, current)
         assert isinstance(node, File)
         return node
 
