@@ -85,6 +85,14 @@ def small_files(root: Path, count: int) -> None:
         os.unlink(path)
 
 
+def missing_xattrs(path: Path, count: int) -> None:
+    for _ in range(count):
+        try:  # noqa: SIM105 - suppress() would add its own cost to every round trip
+            os.getxattr(path, "user.missing")
+        except OSError:
+            pass
+
+
 IO_BENCHMARKS: dict[str, Callable[[Path, int, int], float]] = {}
 
 
@@ -124,6 +132,13 @@ def _small_files(root: Path, size: int, count: int) -> float:
     return count / timed(lambda: small_files(root, count))
 
 
+@io_benchmark("getxattr")
+def _getxattr(root: Path, size: int, count: int) -> float:
+    (root / "xattr").write_bytes(b"")
+    missing_xattrs(root / "xattr", 1000)
+    return count / timed(lambda: missing_xattrs(root / "xattr", count))
+
+
 def measure_io(name: str, root: Path, size: int, count: int) -> float:
     """Run one I/O benchmark in a fresh process, as a shell tool would hit the mount."""
     result = subprocess.run(
@@ -160,6 +175,18 @@ def io_benchmarks(handle: Mount, mnt: Path, shm: Path, size_mb: int, small: int)
     for root in (mnt, shm):
         (root / "big").unlink()
     return results
+
+
+def round_trip(handle: Mount, mnt: Path, count: int) -> str:
+    """What one request costs: getxattr is never cached, so each call is a round
+    trip to the server; the handler's share is the mount's, the rest the kernel's
+    and pyfuse3's."""
+    before = handle.stats()
+    rate = measure_io("getxattr", mnt, 0, count)
+    requests = handle.stats() - before
+    handler = requests.seconds.get("getxattr", 0.0) / max(requests.counts.get("getxattr", 1), 1)
+    return (f"round trip: {1e6 / rate:.1f} us per uncached request (getxattr), "
+            f"{handler * 1e6:.1f} us of it in the handler")  # fmt: skip
 
 
 def corpus_source() -> Path:
@@ -341,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             fs.write(".warm-up", "")
             (mnt / ".warm-up").read_text()
             fs.delete(".warm-up")
+            trip = round_trip(handle, mnt, 20_000 if args.quick else 200_000)
             if not args.workloads_only:
                 results += io_benchmarks(handle, mnt, shm, size_mb, small)
             tarball = work / "corpus.tar"
@@ -357,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"fuse benchmarks (python {python}, {mode}, load average {load}); "
           "ratio = times better than tmpfs")  # fmt: skip
+    print(trip)
     for result in results:
         print(result.line())
     print(f"all requests: {total.summary(top=12)}")

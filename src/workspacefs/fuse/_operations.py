@@ -380,7 +380,7 @@ class WorkspaceOperations(pyfuse3.Operations):
                 mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
                 ctime_ns=attr.st_ctime_ns if fields.update_ctime else None,
             )
-            return self._attributes(inode)
+            return self._entry(served, local)
 
     @fuse_errors
     def readlink(self, inode: InodeT, ctx: pyfuse3.RequestContext) -> bytes:

@@ -138,6 +138,15 @@ class ServedTrees:
     def forget(self, inode_list: Sequence[tuple[InodeT, int]]) -> None:
         """The kernel's ``forget``: drop references, each tree under its own lock
         once; a removed fork whose last inode goes is released."""
+        if len(inode_list) == 1 and inode_list[0][0] < OTHER_TREES:
+            # The common case: the kernel forgets as soon as it evicts, one
+            # inode at a time (an rm -rf sends one FORGET per entry).
+            lookups = self.origin.lookups
+            if lookups is not None:
+                ino, count = inode_list[0]
+                with self.origin.lock:
+                    lookups.forget(ino, count)
+            return
         by_tree: dict[int, tuple[ServedTree, list[tuple[InodeT, int]]]] = {}
         for ino, count in inode_list:
             if SnapshotsDir.FIRST_INO <= ino < ForksDir.FIRST_INO or ino >= SnapshotsDir.INO:
