@@ -362,12 +362,6 @@ def main(argv: list[str] | None = None) -> int:
         with mount(
             fs, mnt, allow_other=True, open_free=open_free, latency_hint=not args.no_latency_hint
         ) as handle:
-            # The kernel turns open-free at the first open of an existing file
-            # (before it, each file created costs a RELEASE request); a real
-            # session reads a file within its first second.
-            fs.write(".warm-up", "")
-            (mnt / ".warm-up").read_text()
-            fs.delete(".warm-up")
             trip = round_trip(handle, mnt, 20_000 if args.quick else 200_000)
             if not args.workloads_only:
                 results += io_benchmarks(handle, mnt, shm, size_mb, small)

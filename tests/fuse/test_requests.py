@@ -88,3 +88,30 @@ def test_fallocate_is_counted(mounted: Mounted) -> None:
         os.close(fd)
     assert during.counts["fallocate"] == 1
     assert os.stat(mounted.path("f")).st_size == 8192
+
+
+@needs_open_free
+def test_a_fresh_mount_creates_files_without_release_requests(mounted: Mounted) -> None:
+    """The kernel stops sending RELEASE only once an OPEN was answered ENOSYS; the
+    mount makes it learn that before it returns, even with no file to open."""
+    before = mounted.handle.stats()
+    for i in range(20):
+        with open(mounted.path(f"new{i}"), "w") as out:
+            out.write("x")
+    during = mounted.handle.stats() - before
+    assert during.counts["create"] == 20
+    assert "release" not in during.counts
+    assert "open" not in during.counts
+
+
+@needs_open_free
+def test_the_open_probe_leaves_nothing_behind(mounted: Mounted) -> None:
+    from workspacefs.fuse._operations import OPEN_PROBE
+
+    probe = os.fsdecode(OPEN_PROBE)
+    assert not os.path.exists(mounted.path(probe))
+    assert probe not in os.listdir(mounted.path(""))
+    assert not mounted.fs.exists(probe)
+    with open(mounted.path(probe), "w") as out:  # the name is free for real files
+        out.write("mine")
+    assert mounted.fs.read(probe).content == "mine"

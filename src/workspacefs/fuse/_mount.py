@@ -420,6 +420,12 @@ class Mount:
             reason = self._error or (answer[0] if answer else "no answer")
             raise BackendUnavailableError(f"mount failed: {reason!r}", self.mountpoint)
         self._device = os.minor(answer[0].st_dev)
+        operations = self._operations
+        if operations is not None and operations.open_free:
+            # An OPEN answered ENOSYS turns the kernel open-free (no RELEASE
+            # for each file created from then on); a failed probe costs only that.
+            with operations.open_probe() as name, contextlib.suppress(OSError):
+                os.close(os.open(os.path.join(self.mountpoint, name), os.O_RDONLY))
 
     async def _main(self, operations: WorkspaceOperations) -> None:
         self._token = trio.lowlevel.current_trio_token()

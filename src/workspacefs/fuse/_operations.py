@@ -34,7 +34,7 @@ import logging
 import os
 import stat as _stat
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -112,6 +112,13 @@ def encode(name: str) -> bytes:
     return name.encode("utf-8", "surrogateescape")
 
 
+OPEN_PROBE = b".workspacefs-open-probe"
+"""While the mount starts (``WorkspaceOperations.open_probe``), the root answers a
+lookup of this name with an empty file of the mount's own, unless a real entry
+has the name."""
+_PROBE_INO = InodeT((1 << 62) + 2)  # among the hidden directories' numbers: never routed
+
+
 @dataclass(slots=True)
 class _OpenFile:
     ino: InodeT
@@ -171,6 +178,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._files: dict[FileHandleT, _OpenFile] = {}
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
         self._requests = RequestCounter()
+        self._probing = False
 
     def stats(self) -> RequestStats:
         """The requests served so far, by type (callable from any thread)."""
@@ -322,10 +330,39 @@ class WorkspaceOperations(pyfuse3.Operations):
                     return self._attributes(SnapshotsDir.INO)
                 if ForksDir.shown_as(parent_inode, name):
                     return self._attributes(ForksDir.INO)
+                if self._probing and local == ROOT_INO and name == OPEN_PROBE:
+                    return self._probe_entry()
             # A negative entry the kernel may cache: tools probe for missing
             # files constantly (git, compilers, shells). API creates and
             # restores invalidate it like any other entry.
             return missing_entry(self._cache.entry_timeout)
+
+    @contextlib.contextmanager
+    def open_probe(self) -> Iterator[str]:
+        """While the block runs, ``/<OPEN_PROBE>`` (the name it yields) is a file to open.
+
+        The kernel stops sending OPEN and RELEASE requests only after it saw an
+        OPEN answered with ENOSYS, and until then it sends a RELEASE for every
+        file created too: a fresh mount that extracts an archive before it
+        reads anything would pay one more request per file. Opening this file
+        once teaches the kernel at the start, whatever the tree holds. The
+        entry is never cached (timeout 0) and never listed.
+        """
+        self._probing = True
+        try:
+            yield os.fsdecode(OPEN_PROBE)
+        finally:
+            self._probing = False
+
+    def _probe_entry(self) -> pyfuse3.EntryAttributes:
+        entry = pyfuse3.EntryAttributes()
+        entry.st_ino = _PROBE_INO
+        entry.entry_timeout = 0
+        entry.attr_timeout = self._cache.attr_timeout  # else the open asks for them again
+        entry.st_mode = _stat.S_IFREG | 0o444
+        root = self._view.node(ROOT_INO)
+        entry.st_uid, entry.st_gid = root.uid, root.gid
+        return entry
 
     def _lookup_fork(self, name: str) -> pyfuse3.EntryAttributes:
         served = self._forks.find(name)
