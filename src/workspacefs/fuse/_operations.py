@@ -1,11 +1,11 @@
 """pyfuse3 ``Operations`` over the tree: the kernel's front door.
 
-Every handler does its tree work synchronously under the tree lock, taken in
-one place (``_locked``); there is no ``await`` inside a critical section, so
-the trio loop never parks holding it. Errors are translated in one place: an
-``OSError`` from the tree becomes ``FUSEError(errno)``; anything else is a
-bug, logged with its traceback and answered with EIO rather than aborting the
-mount.
+Every handler is a plain function that does its tree work under its tree's
+lock (``ServedTree.lock``); ``fuse_errors`` makes it the coroutine pyfuse3
+awaits, so the trio loop never parks holding a lock. Errors are translated
+in one place, there: an ``OSError`` from the tree becomes
+``FUSEError(errno)``; anything else is a bug, logged with its traceback and
+answered with EIO rather than aborting the mount.
 
 Every entry reply counts as a kernel reference (``LookupCounts``); an inode
 unlinked while referenced stays alive as an orphan until ``forget``.
