@@ -20,6 +20,7 @@ import sysconfig
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from workspacefs import InMemoryFilesystem, Mount, mount
@@ -134,9 +135,10 @@ def _small_files(root: Path, size: int, count: int) -> float:
 
 @io_benchmark("getxattr")
 def _getxattr(root: Path, size: int, count: int) -> float:
-    (root / "xattr").write_bytes(b"")
-    missing_xattrs(root / "xattr", 1000)
-    return count / timed(lambda: missing_xattrs(root / "xattr", count))
+    if not (root / "x").exists():  # the C reference server serves its own
+        (root / "x").write_bytes(b"")
+    missing_xattrs(root / "x", 1000)
+    return count / timed(lambda: missing_xattrs(root / "x", count))
 
 
 def measure_io(name: str, root: Path, size: int, count: int) -> float:
@@ -177,16 +179,79 @@ def io_benchmarks(handle: Mount, mnt: Path, shm: Path, size_mb: int, small: int)
     return results
 
 
-def round_trip(handle: Mount, mnt: Path, count: int) -> str:
+FLOOR_SOURCE = Path(__file__).with_name("fuse_floor.c")
+
+
+@contextmanager
+def floor_server(work: Path) -> Iterator[Path | None]:
+    """The C reference server (``fuse_floor.c``) mounted at ``work/floor``; None where
+    it cannot be built or mounted (no gcc, no libfuse 3 headers)."""
+    binary, mnt = work / "fuse_floor", work / "floor"
+    try:
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
+                               capture_output=True, text=True).stdout.split()  # fmt: skip
+        subprocess.run(["gcc", "-O2", "-o", str(binary), str(FLOOR_SOURCE), *flags],
+                       check=True, capture_output=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"no C reference server: {exc}")
+        yield None
+        return
+    mnt.mkdir()
+    server = subprocess.Popen([str(binary), str(mnt)])
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.ismount(mnt) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        yield mnt if os.path.ismount(mnt) else None
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=False, capture_output=True)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """What one uncached request (a getxattr answered ENODATA) costs, in microseconds."""
+
+    mount: float
+    """Against the mount."""
+    handler: float
+    """The mount's handler's share of ``mount``."""
+    floor: float | None
+    """Against the C reference server: the kernel's and the machine's share."""
+    local: float
+    """The same call on tmpfs (no server): the caller's own share."""
+
+    @property
+    def kernel(self) -> float | None:
+        """What a request costs before any server code runs (``floor`` less the
+        caller's share)."""
+        return None if self.floor is None else self.floor - self.local
+
+    def describe(self) -> str:
+        text = (f"round trip: {self.mount:.1f} us per uncached request (getxattr), "
+                f"{self.handler:.1f} us of it in the handler")  # fmt: skip
+        if self.floor is not None:
+            text += (f"; {self.floor:.1f} us against a C libfuse server "
+                     f"(benchmarks/fuse_floor.c), {self.local:.1f} us on tmpfs: "
+                     f"{self.kernel:.1f} us a request before any server code runs")  # fmt: skip
+        return text
+
+
+def round_trip(handle: Mount, mnt: Path, shm: Path, work: Path, count: int) -> RoundTrip:
     """What one request costs: getxattr is never cached, so each call is a round
-    trip to the server; the handler's share is the mount's, the rest the kernel's
-    and pyfuse3's."""
+    trip to the server; the handler's share is the mount's, the C server's
+    figure is the kernel's and the machine's, the rest pyfuse3's."""
     before = handle.stats()
     rate = measure_io("getxattr", mnt, 0, count)
     requests = handle.stats() - before
     handler = requests.seconds.get("getxattr", 0.0) / max(requests.counts.get("getxattr", 1), 1)
-    return (f"round trip: {1e6 / rate:.1f} us per uncached request (getxattr), "
-            f"{handler * 1e6:.1f} us of it in the handler")  # fmt: skip
+    local = 1e6 / measure_io("getxattr", shm, 0, count)
+    with floor_server(work) as floor_mnt:
+        floor = None if floor_mnt is None else 1e6 / measure_io("getxattr", floor_mnt, 0, count)
+    return RoundTrip(1e6 / rate, handler * 1e6, floor, local)
 
 
 def corpus_source() -> Path:
@@ -252,7 +317,13 @@ def drop_caches() -> None:
 
 
 def workload_benchmarks(
-    handle: Mount, mnt: Path, shm: Path, tarball: Path, rounds: int, cold: bool
+    handle: Mount,
+    mnt: Path,
+    shm: Path,
+    tarball: Path,
+    rounds: int,
+    cold: bool,
+    kernel_us: float | None,
 ) -> list[Result]:
     def run(command: str, cwd: Path) -> None:
         done = subprocess.run(["bash", "-c", command.format(tarball=tarball)], cwd=cwd,
@@ -277,6 +348,11 @@ def workload_benchmarks(
         ours = statistics.median(sample[0] for sample in samples[name])
         base = statistics.median(sample[1] for sample in samples[name])
         note = requests_note(requests[name])
+        if kernel_us is not None:
+            # What no server can go below: tmpfs's time plus each request's
+            # kernel round trip, as the C reference server measured it.
+            floor = base + requests[name].total * kernel_us / 1e6
+            note += f"; floor {floor / base:.1f}x tmpfs ({floor:.2f} s) with a C server"
         results.append(Result(f"workload: {name}", ours, base, "s", f"<= {limit:g}x tmpfs",
                               ours <= limit * base, note=note))  # fmt: skip
     return results
@@ -362,12 +438,14 @@ def main(argv: list[str] | None = None) -> int:
         with mount(
             fs, mnt, allow_other=True, open_free=open_free, latency_hint=not args.no_latency_hint
         ) as handle:
-            trip = round_trip(handle, mnt, 20_000 if args.quick else 200_000)
+            trip = round_trip(handle, mnt, shm, work, 20_000 if args.quick else 200_000)
             if not args.workloads_only:
                 results += io_benchmarks(handle, mnt, shm, size_mb, small)
             tarball = work / "corpus.tar"
             print(make_corpus(tarball, corpus, args.copies))
-            results += workload_benchmarks(handle, mnt, shm, tarball, args.rounds, args.cold)
+            results += workload_benchmarks(
+                handle, mnt, shm, tarball, args.rounds, args.cold, trip.kernel
+            )
             if not args.workloads_only:
                 results.append(restore_benchmark(mnt, fs, files))
             total = handle.stats()
@@ -379,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"fuse benchmarks (python {python}, {mode}, load average {load}); "
           "ratio = times better than tmpfs")  # fmt: skip
-    print(trip)
+    print(trip.describe())
     for result in results:
         print(result.line())
     print(f"all requests: {total.summary(top=12)}")

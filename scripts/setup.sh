@@ -41,6 +41,13 @@ if ! grep -qx 'user_allow_other' /etc/fuse.conf 2>/dev/null; then
     echo 'user_allow_other' | $SUDO tee -a /etc/fuse.conf >/dev/null
 fi
 
+# fusectl (/sys/fs/fuse/connections) lets a mount whose FUSE loop died abort its kernel
+# connection, so nothing waits on it; systemd mounts it at boot, a machine without systemd may not.
+if [[ $(id -u) -eq 0 ]] && [[ -d /sys/fs/fuse/connections ]] && ! mountpoint -q /sys/fs/fuse/connections; then
+    mount -t fusectl fusectl /sys/fs/fuse/connections 2>/dev/null ||
+        echo "setup: could not mount fusectl on /sys/fs/fuse/connections" >&2
+fi
+
 # The sandbox mounts an overlay of / for its containers (as root); load the module if needed.
 if [[ $(id -u) -eq 0 ]] && ! grep -qw overlay /proc/filesystems; then
     modprobe overlay 2>/dev/null || echo "setup: could not load the overlay module" >&2

@@ -35,7 +35,9 @@ def errno_of(action: object) -> int | None:
     return excinfo.value.errno
 
 
-@pytest.mark.skipif(not os.path.isdir("/sys/fs/fuse/connections"), reason="fusectl is not mounted")
+@pytest.mark.skipif(
+    not os.path.ismount("/sys/fs/fuse/connections"), reason="fusectl is not mounted"
+)
 @pytest.mark.parametrize(
     "open_free",
     [
