@@ -211,7 +211,7 @@ def floor_server(work: Path) -> Iterator[Path | None]:
             server.kill()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RoundTrip:
     """What one uncached request (a getxattr answered ENODATA) costs, in microseconds."""
 
@@ -231,6 +231,7 @@ class RoundTrip:
         return None if self.floor is None else self.floor - self.local
 
     def describe(self) -> str:
+        """The line the benchmark prints."""
         text = (f"round trip: {self.mount:.1f} us per uncached request (getxattr), "
                 f"{self.handler:.1f} us of it in the handler")  # fmt: skip
         if self.floor is not None:
