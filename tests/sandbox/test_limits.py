@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,16 @@ MIB = 1 << 20
 
 
 @pytest.fixture(scope="module")
-def tight() -> Iterator[PodmanSandbox]:
+def caller_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The working directory of the process that starts the sandbox (module-wide)."""
+    path = tmp_path_factory.mktemp("caller")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(path)
+        yield path
+
+
+@pytest.fixture(scope="module")
+def tight(caller_dir: Path) -> Iterator[PodmanSandbox]:
     fs = InMemoryFilesystem(mount_point="/workspace")
     fs.write("/workspace/keep.txt", "precious\n")
     box = PodmanSandbox(
@@ -32,11 +42,14 @@ def survives(box: PodmanSandbox) -> None:
     assert box.exec("cat keep.txt").stdout == "precious\n"
 
 
-def test_memory_limit_kills_the_hog_not_the_sandbox(tight: PodmanSandbox) -> None:
+def test_memory_limit_kills_the_hog_not_the_sandbox(tight: PodmanSandbox, caller_dir: Path) -> None:
     hog = tight.exec("python3 -c 'b = bytearray(600 << 20); print(len(b))'", timeout=60)
     assert hog.exit_code == 137, hog  # the kernel's OOM killer, inside the container's cgroup
     assert hog.stdout == ""
     survives(tight)
+    # Podman's conmon marks an OOM kill with a file in its working directory:
+    # the sandbox's own, never the caller's.
+    assert list(caller_dir.iterdir()) == []
 
 
 def test_disk_outside_the_workspace_is_bounded(tight: PodmanSandbox) -> None:

@@ -37,12 +37,18 @@ class Container:
         name: The container's name.
         run_args: ``podman run`` arguments up to the root filesystem (the
             command is added here).
-        log_path: Where ``podman run``'s stderr goes (read when it fails).
+        log_path: Where ``podman run``'s stderr goes (read when it fails), in
+            the sandbox's private directory.
     """
 
     def __init__(self, name: str, run_args: list[str], log_path: str) -> None:
         self.name = name
         self._log_path = log_path
+        self.workdir = os.path.dirname(log_path)
+        """The sandbox's private directory, the working directory of every Podman
+        process for this container: conmon leaves a file named ``oom`` in its
+        working directory when the kernel's OOM killer ends a command, which
+        must not land in the directory the caller happens to be in."""
         argv = podman_command("run", "--interactive", "--rm", *run_args)
         argv += ["/bin/sh", "-c", KEEPALIVE]
         with open(log_path, "ab") as log:
@@ -54,6 +60,7 @@ class Container:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 env=podman_env(),
+                cwd=self.workdir,
                 start_new_session=True,
             )
         try:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._container import Container
 from ._output import Capture, Output
 from ._podman import podman_command, podman_env, run_podman
 
@@ -89,16 +90,17 @@ class CheckedCommand:
     stdin: bytes | None
     output_limit: int
 
-    def run(self, container: str) -> Completed:
+    def run(self, container: Container) -> Completed:
         """Run it in ``container`` (``run_command``)."""
         return run_command(
-            container,
+            container.name,
             self.command,
             timeout=self.timeout,
             cwd=self.cwd,
             env=self.env,
             stdin=self.stdin,
             output_limit=self.output_limit,
+            workdir=container.workdir,
         )
 
 
@@ -162,8 +164,12 @@ def run_command(
     env: Sequence[tuple[str, str]] = (),
     stdin: bytes | None = None,
     output_limit: int,
+    workdir: str,
 ) -> Completed:
-    """Run ``command`` with ``/bin/sh -c`` in ``container``; see the module docstring."""
+    """Run ``command`` with ``/bin/sh -c`` in ``container``; see the module docstring.
+
+    ``podman exec`` runs in ``workdir``, the sandbox's directory (``Container.workdir``).
+    """
     argv = exec_argv(container, command, cwd=cwd, env=env, interactive=stdin is not None)
     started = time.monotonic()
     deadline = started + timeout
@@ -175,6 +181,7 @@ def run_command(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=podman_env(),
+        cwd=workdir,
         start_new_session=True,  # Ctrl-C is ours to handle (below), not the client's
     )
     try:

@@ -427,7 +427,7 @@ class PodmanSandbox:
             caused = _caused(checked, f"exec-{number}")
             before = self._fs.snapshot(tag=f"exec-{number}-before")
             try:
-                done = caused.run(container.name)
+                done = caused.run(container)
             finally:
                 changes, after = changes_and_after(self._fs, before, f"exec-{number}-after")
             self._container()  # a command that took the container down is an error, not a result

@@ -204,7 +204,7 @@ def run_try(
         log_path = os.path.join(state, "podman-run.log")
         container = Container(container_name, run_args(container_name, path, branch), log_path)
         cleanups.append(container.stop)
-        done = command.run(container.name)
+        done = command.run(container)
         if not container.running:  # the command took its container down
             raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)
         changes, after = changes_and_after(fork, before, f"{try_id}-after")
