@@ -150,6 +150,10 @@ def test_errors_are_one_line_with_exit_codes(workspace: Path, tmp_path: Path) ->
     assert "--from: no such file or directory" in bad_source.stderr
     outside = cli("snapshot", cwd=tmp_path)
     assert outside.returncode == 3
+    for command in ("diff", "restore"):  # the mount point, and the snapshot forgotten
+        short = cli(command, str(workspace), cwd=tmp_path)
+        assert short.returncode == 2
+        assert f"after the mount point {workspace}, got 0" in short.stderr
 
 
 def test_persist_then_load_back_and_move(workspace: Path, tmp_path: Path) -> None:

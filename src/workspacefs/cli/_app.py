@@ -60,10 +60,16 @@ def split_mountpoint(args: list[str], needed: int, most: int) -> tuple[str | Non
     """Tell an optional leading MOUNTPOINT from the ``needed``..``most`` other arguments.
 
     The first argument is the mount point when there is one argument too many,
-    or when it is the mount point of a running workspace and enough remain.
+    or when it is the mount point of a running workspace and enough remain. A
+    running workspace's mount point followed by too few is an error that says
+    so (not a snapshot or path of that name looked up in another workspace).
     """
     if len(args) > most or (args and len(args) > needed and is_mountpoint(args[0])):
         return args[0], args[1:]
+    if needed and args and is_mountpoint(args[0]):
+        raise typer.BadParameter(
+            f"expected {needed} argument(s) after the mount point {args[0]}, got {len(args) - 1}"
+        )
     if len(args) < needed:
         raise typer.BadParameter(f"expected at least {needed} argument(s) after the mount point")
     return None, args
