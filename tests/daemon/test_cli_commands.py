@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,6 +268,48 @@ def test_run_a_container_on_the_workspace(workspace: Path) -> None:
     assert result.stdout == "print('hello')\n"
     assert "1 added, 0 modified, 0 deleted" in result.stderr
     assert (workspace / "out.txt").read_text() == "built\n"  # still mounted, inspectable
+
+
+def _conmon_directories() -> set[str]:
+    """The working directories of the running conmon processes (Podman's container monitors)."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                if comm.read().strip() == "conmon":
+                    found.add(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:  # gone meanwhile
+            continue
+    return found
+
+
+@pytest.mark.container
+@pytest.mark.slow
+def test_run_leaves_the_callers_directory_alone(workspace: Path, tmp_path: Path) -> None:
+    # conmon writes into its working directory (an empty ``oom`` file when the
+    # OOM killer ends the command): it must not be the one the user ran from.
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    caller = tmp_path / "caller"
+    caller.mkdir()
+    others = _conmon_directories()
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "workspacefs.cli", "run", "--mountpoint", str(workspace), "--",
+         "/bin/sh", "-c", "touch started && sleep 5"],
+        cwd=caller, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (workspace / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (workspace / "started").exists()
+        monitors = _conmon_directories() - others
+        assert monitors, "no conmon watches the container"
+        assert str(caller) not in monitors
+    finally:
+        assert run.wait(60) == 0
+    assert list(caller.iterdir()) == []
 
 
 def _serve_debug(*args: str) -> tuple[subprocess.Popen[str], str]:

@@ -8,8 +8,10 @@ workspace in-process instead).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 
 from .._errors import BackendUnavailableError
@@ -45,7 +47,15 @@ def run_container(
         BackendUnavailableError: Podman is not installed.
     """
     try:
-        line = podman_command(mountpoint, command, image=image, rootfs=rootfs)
+        line = podman_command(
+            os.path.abspath(mountpoint),
+            command,
+            image=image,
+            rootfs=None if rootfs is None else os.path.abspath(rootfs),
+        )
     except FileNotFoundError as exc:
         raise BackendUnavailableError(str(exc.strerror), None) from None
-    return subprocess.run(line, env=podman_env(), check=False).returncode
+    # Podman's conmon marks a command the OOM killer ended with an empty file
+    # named oom in its working directory: a scratch one, never the caller's.
+    with tempfile.TemporaryDirectory(prefix="workspacefs-podman-") as scratch:
+        return subprocess.run(line, env=podman_env(), cwd=scratch, check=False).returncode
