@@ -64,9 +64,11 @@ def split_mountpoint(args: list[str], needed: int, most: int) -> tuple[str | Non
     running workspace's mount point followed by too few is an error that says
     so (not a snapshot or path of that name looked up in another workspace).
     """
-    if len(args) > most or (args and len(args) > needed and is_mountpoint(args[0])):
+    if len(args) > most:
         return args[0], args[1:]
-    if needed and args and is_mountpoint(args[0]):
+    if args and is_mountpoint(args[0]):
+        if len(args) > needed:
+            return args[0], args[1:]
         raise typer.BadParameter(
             f"expected {needed} argument(s) after the mount point {args[0]}, got {len(args) - 1}"
         )
