@@ -10,6 +10,7 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
 UTIME_NOW = (1 << 30) - 1
 UTIME_OMIT = (1 << 30) - 2
 

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from .conftest import Mounted
-from .posix import RENAME_EXCHANGE, RENAME_NOREPLACE, UTIME_NOW, UTIME_OMIT, renameat2, utimensat
+from .posix import (
+    RENAME_EXCHANGE,
+    RENAME_NOREPLACE,
+    RENAME_WHITEOUT,
+    UTIME_NOW,
+    UTIME_OMIT,
+    renameat2,
+    utimensat,
+)
 
 
 def raises_errno(code: int, action: object) -> None:
@@ -126,6 +134,17 @@ def test_rename_semantics(mounted: Mounted) -> None:
     raises_errno(errno.ENOTEMPTY, lambda: os.rename(mounted.path("e"), mounted.path("d/sub")))
     os.rename(mounted.path("d/sub"), mounted.path("e"))
     assert Path(mounted.path("e/f")).read_text() == "f"
+
+
+def test_rename_whiteout_is_refused(mounted: Mounted) -> None:
+    """A whiteout is a 0:0 character device left at the old name; the mount cannot make
+    one, so it refuses the flag instead of renaming without it."""
+    a, b = mounted.path("a"), mounted.path("b")
+    Path(a).write_text("A")
+    for flags in (RENAME_WHITEOUT, RENAME_WHITEOUT | RENAME_NOREPLACE):
+        raises_errno(errno.EINVAL, lambda flags=flags: renameat2(a, b, flags))
+        assert Path(a).read_text() == "A"
+        assert not os.path.lexists(b)
 
 
 def test_hard_links_and_symlinks(mounted: Mounted) -> None:

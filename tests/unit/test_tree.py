@@ -193,6 +193,16 @@ def test_rename_exchange(tree: Tree) -> None:
         tree.rename(ROOT_INO, "f", ROOT_INO, "missing", RENAME_EXCHANGE)
 
 
+def test_rename_refuses_flags_it_cannot_honour(tree: Tree) -> None:
+    a = tree.create(ROOT_INO, "a")
+    for flags in (4, 4 | RENAME_NOREPLACE, 8):  # RENAME_WHITEOUT, and a flag with no meaning
+        with pytest.raises(OSError) as refused:
+            tree.rename(ROOT_INO, "a", ROOT_INO, "b", flags)
+        assert refused.value.errno == errno.EINVAL
+    assert tree.lookup(ROOT_INO, "a") == a
+    assert "b" not in tree.directory(ROOT_INO).entries
+
+
 def test_rename_directory_rules(tree: Tree) -> None:
     a = tree.mkdir(ROOT_INO, "a")
     b = tree.mkdir(a, "b")

@@ -550,7 +550,14 @@ class Tree(TreeView):
     def rename(
         self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int = 0
     ) -> None:
-        """rename(2) with RENAME_NOREPLACE and RENAME_EXCHANGE."""
+        """rename(2) with RENAME_NOREPLACE and RENAME_EXCHANGE.
+
+        Any other flag (RENAME_WHITEOUT: leave a 0:0 character device at the old name) is
+        refused with EINVAL: renaming without doing what the flag asks would report a
+        success the caller did not get.
+        """
+        if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE):
+            raise InvalidArgumentError(f"rename flags {flags:#x} not supported", new_name)
         validate_name(old_name)
         validate_name(new_name)
         ino = self.lookup(old_parent, old_name)
