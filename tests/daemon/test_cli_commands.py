@@ -270,6 +270,23 @@ def test_run_a_container_on_the_workspace(workspace: Path) -> None:
     assert (workspace / "out.txt").read_text() == "built\n"  # still mounted, inspectable
 
 
+@pytest.mark.container
+@pytest.mark.slow
+def test_run_hides_the_host_and_limits_memory(workspace: Path, tmp_path: Path) -> None:
+    # The sandbox's defaults hold for `workspacefs run` too: one podman run builder.
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    private = tmp_path / "private.txt"
+    private.write_text("host secret\n")
+    private.chmod(0o600)
+    result = cli("run", "--mountpoint", str(workspace), "--memory", "300m", "--", "/bin/sh", "-c",
+                 f"test -e /etc/shadow || echo no-shadow; test -e {private} || echo no-private; "
+                 "ls -A /root | wc -l; cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+                 "2>/dev/null || cat /sys/fs/cgroup/memory.max")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["no-shadow", "no-private", "0", str(300 << 20)]
+
+
 def _conmon_directories() -> set[str]:
     """The working directories of the running conmon processes (Podman's container monitors)."""
     found = set()

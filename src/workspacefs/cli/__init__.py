@@ -11,7 +11,5 @@ from ._app import EXIT_OK as EXIT_OK
 from ._app import EXIT_PROBLEMS as EXIT_PROBLEMS
 from ._app import EXIT_USAGE as EXIT_USAGE
 from ._app import app as app
-from ._container import podman_command as podman_command
-from ._container import run_container as run_container
 from ._main import main as main
 from ._main import run as run

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from typing import Annotated
 
 import typer
 
 from ._app import EXIT_CONTAINER, app, is_mountpoint
-from ._container import run_container
 from ._output import stderr, working
 
 
@@ -21,8 +21,16 @@ def run(
     command: Annotated[list[str], typer.Argument(metavar="-- COMMAND...")],
     image: Annotated[str | None, typer.Option("--image", help="Container image.")] = None,
     rootfs: Annotated[
-        str | None, typer.Option("--rootfs", help="Root directory (default: the host's /).")
+        str | None,
+        typer.Option(
+            "--rootfs",
+            help="Root directory, through an overlay (default: the host's /, its own state "
+            "hidden).",
+        ),
     ] = None,
+    memory: Annotated[
+        str, typer.Option("--memory", help="The container's memory limit (swap off).")
+    ] = "2g",
     source: Annotated[
         str | None, typer.Option("--from", help="Start from DIR, FILE.zip or REPO.git[#REF].")
     ] = None,
@@ -32,8 +40,13 @@ def run(
     ] = None,
 ) -> None:
     """Run COMMAND in a Podman container on a workspace at /workspace, and leave the
-    workspace mounted for inspection (diff, log, unmount). Exits with COMMAND's status."""
+    workspace mounted for inspection (diff, log, unmount). Exits with COMMAND's status.
+
+    The container has the sandbox's defaults (docs/sandbox.md): no network, no new
+    privileges, memory, CPU and process limits, and the host's own state (home
+    directories, /tmp, services' data, /etc/shadow) hidden from its overlay of /."""
     from ..daemon import connect, start
+    from ..sandbox import run_command
 
     if image is not None and rootfs is not None:
         raise typer.BadParameter("give --image or --rootfs, not both")
@@ -49,7 +62,14 @@ def run(
     with connect(mountpoint) as fs:
         before = fs.snapshot(tag=None)
         try:
-            status = run_container(fs.mountpoint, command, image=image, rootfs=rootfs)
+            status = run_command(
+                fs.mountpoint,
+                command,
+                terminal=sys.stdin.isatty(),
+                image=image,
+                rootfs=rootfs,
+                memory=memory,
+            )
         except OSError as exc:
             stderr.print(f"workspacefs: error: {exc}")
             raise typer.Exit(EXIT_CONTAINER) from exc

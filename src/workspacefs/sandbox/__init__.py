@@ -20,6 +20,7 @@ from ._preflight import require as require
 from ._result import ExecResult as ExecResult
 from ._result import SandboxSnapshot as SandboxSnapshot
 from ._result import SnapshotStrategy as SnapshotStrategy
+from ._run import run_command as run_command
 from ._sandbox import MAX_PENDING_TRIES as MAX_PENDING_TRIES
 from ._sandbox import PodmanSandbox as PodmanSandbox
 from ._section import PodmanWorkspace as PodmanWorkspace

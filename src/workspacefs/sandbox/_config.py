@@ -61,7 +61,8 @@ def default_cpus() -> float:
 
 
 class SandboxOptions(TypedDict, total=False):
-    """The keyword options of ``PodmanSandbox`` (for callers that pass them on)."""
+    """The keyword options of ``PodmanSandbox`` and ``SandboxConfig.build`` (for callers
+    that pass them on)."""
 
     image: str | None
     rootfs: str | os.PathLike[str] | None
@@ -103,22 +104,25 @@ class SandboxConfig:
     def build(
         cls,
         *,
-        image: str | None,
-        rootfs: str | os.PathLike[str] | None,
-        workdir: str,
-        network: str,
-        memory: Size,
-        cpus: float | None,
-        pids_limit: int,
-        user: str | None,
-        env: Mapping[str, str] | None,
-        read_only: bool,
-        disk: Size,
-        workspace_size: Size,
-        output_limit: int,
-        timeout: float,
+        image: str | None = None,
+        rootfs: str | os.PathLike[str] | None = None,
+        workdir: str = "/workspace",
+        network: str = "none",
+        memory: Size = "2g",
+        cpus: float | None = None,
+        pids_limit: int = 1024,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        read_only: bool = False,
+        disk: Size = "4g",
+        workspace_size: Size = "8g",
+        output_limit: int = 256 << 10,
+        timeout: float = 120.0,
     ) -> SandboxConfig:
-        """Check every option; the first bad one raises ``InvalidArgumentError``."""
+        """Check every option; the first bad one raises ``InvalidArgumentError``.
+
+        The defaults here are every container's (``PodmanSandbox``, ``workspacefs run``).
+        """
         if image is not None and rootfs is not None:
             raise InvalidArgumentError("pass image or rootfs, not both", None)
         if image is not None and (not image.strip() or image.startswith("-")):

@@ -24,6 +24,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from typing import Unpack
 
 from .._errors import (
     BackendUnavailableError,
@@ -36,14 +37,15 @@ from .._errors import (
 from ..fs import CAUSE_VARIABLE, Cause, FilesystemSnapshot, InMemoryFilesystem, current_cause
 from ..fuse import Mount, mount
 from ..tools import WorkspaceSnapshots
-from ._config import SandboxConfig, Size, check_env, default_cpus
+from ._config import SandboxConfig, SandboxOptions, check_env
 from ._container import Container
 from ._exec import CheckedCommand
-from ._podman import SECURITY_OPTIONS, PodmanError, run_podman
+from ._podman import PodmanError, run_podman
 from ._preflight import preflight
 from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy, changes_and_after
 from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
-from ._state import LABEL, cleanup_stale, make_state_dir, process_identity, remove_state_dir
+from ._run import run_arguments
+from ._state import cleanup_stale, make_state_dir, remove_state_dir
 from ._try import TryRun, run_try
 
 log = logging.getLogger(__name__)
@@ -167,11 +169,12 @@ class PodmanSandbox:
             works); a ``:O`` suffix (``"/:O"``), or running as another user,
             leaves it to Podman.
         workdir: Where the workspace appears in the container, and the
-            commands' working directory.
-        network: Podman's network mode; ``none`` has only loopback.
-        memory: Memory limit of the container (swap is off): bytes or ``"2g"``.
+            commands' working directory (default ``/workspace``).
+        network: Podman's network mode; ``none`` (the default) has only loopback.
+        memory: Memory limit of the container (swap is off): bytes or a size
+            such as ``"512m"`` (default ``"2g"``).
         cpus: CPUs the container may use (default: 2, or all of a smaller machine).
-        pids_limit: Most processes and threads in the container.
+        pids_limit: Most processes and threads in the container (default 1024).
         user: The user commands run as (``uid[:gid]`` or a name in the root
             filesystem); default the root filesystem's root, without any
             capability beyond Podman's defaults.
@@ -181,12 +184,16 @@ class PodmanSandbox:
             passed in keeps its own setting (a harness may write, the agent's
             commands may not).
         disk: Bytes the container may write outside the workspace, with the
-            sandbox's own overlay (root only).
+            sandbox's own overlay (root only; default ``"4g"``).
         workspace_size: Bytes the workspace may hold while the sandbox runs:
             the filesystem's memory budget is lowered to it if it is higher
-            (and put back on close), so writes past it fail with ENOSPC.
-        output_limit: Bytes of each output stream ``exec`` keeps (head and tail).
-        timeout: Default seconds an ``exec`` may run.
+            (and put back on close), so writes past it fail with ENOSPC
+            (default ``"8g"``).
+        output_limit: Bytes of each output stream ``exec`` keeps, head and tail
+            (default 256 KiB).
+        timeout: Default seconds an ``exec`` may run (default 120).
+
+    The defaults are ``SandboxConfig.build``'s, shared with ``workspacefs run``.
 
     Raises:
         BusyError: Another sandbox (or FUSE mount) is open in this process.
@@ -196,32 +203,11 @@ class PodmanSandbox:
     """
 
     def __init__(
-        self,
-        filesystem: InMemoryFilesystem | None = None,
-        *,
-        image: str | None = None,
-        rootfs: str | os.PathLike[str] | None = None,
-        workdir: str = "/workspace",
-        network: str = "none",
-        memory: Size = "2g",
-        cpus: float | None = None,
-        pids_limit: int = 1024,
-        user: str | None = None,
-        env: Mapping[str, str] | None = None,
-        read_only: bool = False,
-        disk: Size = "4g",
-        workspace_size: Size = "8g",
-        output_limit: int = 256 << 10,
-        timeout: float = 120.0,
+        self, filesystem: InMemoryFilesystem | None = None, **options: Unpack[SandboxOptions]
     ) -> None:
-        config = SandboxConfig.build(
-            image=image, rootfs=rootfs, workdir=workdir, network=network, memory=memory,
-            cpus=cpus, pids_limit=pids_limit, user=user, env=env, read_only=read_only,
-            disk=disk, workspace_size=workspace_size, output_limit=output_limit,
-            timeout=timeout,
-        )  # fmt: skip
+        config = SandboxConfig.build(**options)
         if filesystem is None:
-            filesystem = InMemoryFilesystem(mount_point=config.workdir, read_only=read_only)
+            filesystem = InMemoryFilesystem(mount_point=config.workdir, read_only=config.read_only)
         elif not isinstance(filesystem, InMemoryFilesystem):
             raise InvalidArgumentError("a sandbox mounts an InMemoryFilesystem's live tree", None)
         elif filesystem.mount_point != config.workdir:
@@ -296,26 +282,13 @@ class PodmanSandbox:
     ) -> list[str]:
         """``podman run``'s arguments: the sandbox's container, or (with all three)
         a try's, with the fork's directory ``source`` at ``workdir`` on ``root``."""
-        config = self._config
-        access = "ro" if self._read_only else "rw"
-        root = root or self._root
-        args = [
-            f"--name={name or self._name}",
-            f"--label={LABEL}={process_identity()}",
-            "--init",
-            f"--network={config.network}",
-            *SECURITY_OPTIONS,
-            f"--memory={config.memory}",
-            f"--memory-swap={config.memory}",
-            f"--pids-limit={config.pids_limit}",
-            f"--cpus={config.cpus if config.cpus is not None else default_cpus()}",
-            f"--volume={source or self._mountpoint}:{config.workdir}:{access}",
-            f"--workdir={config.workdir}",
-        ]
-        if config.user is not None:
-            args.append(f"--user={config.user}")
-        args += [f"--env={name}={value}" for name, value in config.env]
-        return args + root.options() + root.target()
+        return run_arguments(
+            self._config,
+            name=name or self._name,
+            volume=source or self._mountpoint,
+            read_only=self._read_only,
+            root=root or self._root,
+        )
 
     def _start_container(self) -> Container:
         log_path = os.path.join(self._state, "podman-run.log")
