@@ -4,7 +4,7 @@ Every Podman call goes through ``podman_command`` (for processes the caller
 drives) or ``run_podman`` (for short calls that must succeed). Both point
 Podman at one ``containers.conf``: ``$CONTAINERS_CONF`` when the caller set
 it, else the copy shipped in this package (the settings of
-``config/containers.conf``, see docs/containers.md). With it Podman reads
+``config/containers.conf``, a link to it; see docs/containers.md). With it Podman reads
 that file alone, so a sandbox behaves the same whatever else the machine has
 configured.
 """
