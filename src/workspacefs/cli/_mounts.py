@@ -154,6 +154,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("files", f"{facts['files']:,}"),
         ("bytes", size(facts["bytes"])),
         ("memory", size(facts["memory_bytes"])),
+        ("budget", f"{size(facts['memory_budget'])} ({size(facts['memory_held'])} held)"),
         ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
         ("forks", f"{facts.get('forks', 0)} (workspacefs forks)"),
         ("requests", requests_line(facts.get("requests"))),

@@ -21,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .._errors import InvalidArgumentError
-from ..fs import Cause, attributed
+from .._errors import InvalidArgumentError, LimitExceededError
+from ..fs import Cause, Limits, attributed
 from ._wire import JSON_TYPE, PREFIX, Json, dumps, encode_error, loads
 from ._workspace import Workspace
 
@@ -49,10 +49,42 @@ def _attributed(handler: Handler, body: Json, request: Request) -> Any:
         return handler(body, request)
 
 
-def _endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+def _max_body(limits: Limits) -> int:
+    """The largest request body a verb needs: ``write_bytes``' largest content in
+    base64, or ``write``'s largest text with every character escaped (``\\uXXXX``, two
+    of them for a character outside the BMP), and 1 MiB for the rest."""
+    return max(4 * -(-limits.max_write_bytes // 3), 12 * limits.max_write_chars) + (1 << 20)
+
+
+async def _body(request: Request, most: int) -> bytes:
+    """The request's body, refused past ``most`` bytes. A body is held whole and then
+    decoded (JSON, base64) at a few times its size, outside the memory budget: a larger
+    one is refused unread when its length is declared, else once that much came in."""
+    declared = request.headers.get("content-length")  # h11 has checked it is a number
+    if declared is not None and int(declared) > most:
+        raise _too_large(int(declared), most)
+    kept: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > most:
+            raise _too_large(size, most)
+        kept.append(chunk)
+    return b"".join(kept)
+
+
+def _too_large(size: int, most: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"request body of {size:,} bytes or more, over the limit of {most:,} "
+        "(what a call's largest content needs)",
+        None,
+    )
+
+
+def _endpoint(handler: Handler, most: int) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            body = loads(await request.body())
+            body = loads(await _body(request, most))
             if not isinstance(body, dict):
                 raise InvalidArgumentError("the request body must be a JSON object", None)
             result = await anyio.to_thread.run_sync(_attributed, handler, body, request)
@@ -66,6 +98,7 @@ def _endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) -> Starlette:
     """The control API over ``workspace``; ``/v1/unmount`` calls ``shutdown`` once answered."""
     w = workspace
+    most = _max_body(w.fs.limits)
 
     async def unmount(request: Request) -> Response:
         return _answer(200, {"result": {"pid": w.info.pid}}, BackgroundTask(shutdown))
@@ -75,7 +108,7 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         return _failure(InvalidArgumentError(message, None))
 
     def route(path: str, handler: Handler, method: str = "POST") -> Route:
-        return Route(PREFIX + path, _endpoint(handler), methods=[method])
+        return Route(PREFIX + path, _endpoint(handler, most), methods=[method])
 
     routes = [
         route("/info", lambda a, r: w.describe(), "GET"),

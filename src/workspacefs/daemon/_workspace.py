@@ -378,6 +378,8 @@ class Workspace:
             "files": tree.file_count,
             "bytes": tree.total_bytes,
             "memory_bytes": _rss_bytes(),
+            "memory_budget": self.fs.memory_budget,
+            "memory_held": tree.budget.held,
             "snapshots": len(self.fs.snapshots()),
             "forks": len(self.forks),  # not list(): that diffs every fork
             "current_snapshot": self.current(),

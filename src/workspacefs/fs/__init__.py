@@ -13,6 +13,8 @@ from ._backend import Kind as Kind
 from ._budget import MemoryUsage as MemoryUsage
 from ._budget import available_memory as available_memory
 from ._budget import default_memory_budget as default_memory_budget
+from ._ceilings import MemoryCeiling as MemoryCeiling
+from ._ceilings import memory_ceilings as memory_ceilings
 from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
 from ._descriptors import OpenDirectories as OpenDirectories
 from ._descriptors import Walked as Walked
@@ -106,6 +108,7 @@ __all__ = [
     "Limits",
     "LinkReach",
     "Location",
+    "MemoryCeiling",
     "MemoryUsage",
     "OpenDirectories",
     "PathChange",
@@ -140,6 +143,7 @@ __all__ = [
     "link_reach",
     "locate",
     "make_directories",
+    "memory_ceilings",
     "normalize_path",
     "open_beneath",
     "open_directory",
