@@ -284,12 +284,19 @@ class _RemoteFiles:
         return [decode_grep(m) for m in found]
 
     def write(
-        self, path: str, content: str, *, mode: WriteMode = "overwrite", create_parents: bool = True
+        self,
+        path: str,
+        content: str,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
-        """Write UTF-8 text to a file."""
+        """Write UTF-8 text to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
         result = self._change(
-            "write", path=path, content=content, mode=mode, create_parents=create_parents
-        )
+            "write", path=path, content=content, mode=mode, create_parents=create_parents,
+            if_match=if_match,
+        )  # fmt: skip
         return decode_write(result)
 
     def write_bytes(
@@ -299,18 +306,21 @@ class _RemoteFiles:
         *,
         mode: WriteMode = "overwrite",
         create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
-        """Write bytes to a file."""
+        """Write bytes to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
         encoded = base64.b64encode(content).decode("ascii")
         return decode_write(
             self._change(
-                "write_bytes", path=path, content=encoded, mode=mode, create_parents=create_parents
-            )
+                "write_bytes", path=path, content=encoded, mode=mode,
+                create_parents=create_parents, if_match=if_match,
+            )  # fmt: skip
         )
 
-    def delete(self, path: str, *, recursive: bool = False) -> None:
-        """Delete a file, symlink or (with ``recursive``) a directory tree."""
-        self._change("delete", path=path, recursive=recursive)
+    def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
+        """Delete a file, symlink or (with ``recursive``) a directory tree (``if_match``:
+        a file only if unchanged, see ``Filesystem``)."""
+        self._change("delete", path=path, recursive=recursive, if_match=if_match)
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory."""

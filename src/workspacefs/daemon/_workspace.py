@@ -171,19 +171,21 @@ class Workspace:
     def _write(self, a: Json) -> Json:
         result = self.target(a.get("at")).write(
             a["path"], a["content"], mode=a.get("mode", "overwrite"),
-            create_parents=a.get("create_parents", True),
+            create_parents=a.get("create_parents", True), if_match=a.get("if_match"),
         )  # fmt: skip
         return encode_plain(result)
 
     def _write_bytes(self, a: Json) -> Json:
         result = self.target(a.get("at")).write_bytes(
             a["path"], base64.b64decode(a["content"]), mode=a.get("mode", "overwrite"),
-            create_parents=a.get("create_parents", True),
+            create_parents=a.get("create_parents", True), if_match=a.get("if_match"),
         )  # fmt: skip
         return encode_plain(result)
 
     def _delete(self, a: Json) -> None:
-        self.target(a.get("at")).delete(a["path"], recursive=a.get("recursive", False))
+        self.target(a.get("at")).delete(
+            a["path"], recursive=a.get("recursive", False), if_match=a.get("if_match")
+        )
 
     def _mkdir(self, a: Json) -> None:
         self.target(a.get("at")).mkdir(

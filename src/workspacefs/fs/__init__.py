@@ -25,6 +25,7 @@ from ._descriptors import same_object as same_object
 from ._descriptors import scan_directory as scan_directory
 from ._descriptors import split_path as split_path
 from ._descriptors import walk_directory as walk_directory
+from ._digest import content_digest as content_digest
 from ._directory import DirectoryBackend as DirectoryBackend
 from ._directory import entry_of as entry_of
 from ._frontend import BackendFilesystem as BackendFilesystem
