@@ -141,7 +141,7 @@ def _lose_no_edit(fs: RemoteFilesystem, attempts: int) -> None:
                 token for token, _ in mine
             ] + [f"c{index}: end"]
             done += len(mine)
-        for token, ok, message in outcomes[path]:
+        for _, ok, message in outcomes[path]:
             if not ok:  # refused visibly, for the one reason a race gives
                 assert message.startswith(f"Cannot edit `{path}`: {CHANGED}"), message
     assert sum(map(len, outcomes.values())) == CLIENTS * attempts

@@ -95,10 +95,11 @@ def test_two_creators_one_wins(make: MakeWorkspace) -> None:
     ws: Workspace = make()
     for round_ in range(20):
         path = f"new-{round_}.txt"
-        results = _two_at_once(
-            lambda index: ws.call("write_file", path=path, content=f"writer {index}\n",
-                                  mode="create")  # fmt: skip
-        )
+
+        def create(index: int, path: str = path) -> ToolResult[object]:
+            return ws.call("write_file", path=path, content=f"writer {index}\n", mode="create")
+
+        results = _two_at_once(create)
         won = [index for index, result in enumerate(results) if result.success]
         assert len(won) == 1, [result.message for result in results]
         lost = results[1 - won[0]]

@@ -310,12 +310,11 @@ class _RemoteFiles:
     ) -> WriteResult:
         """Write bytes to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
         encoded = base64.b64encode(content).decode("ascii")
-        return decode_write(
-            self._change(
-                "write_bytes", path=path, content=encoded, mode=mode,
-                create_parents=create_parents, if_match=if_match,
-            )  # fmt: skip
-        )
+        result = self._change(
+            "write_bytes", path=path, content=encoded, mode=mode, create_parents=create_parents,
+            if_match=if_match,
+        )  # fmt: skip
+        return decode_write(result)
 
     def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
         """Delete a file, symlink or (with ``recursive``) a directory tree (``if_match``:

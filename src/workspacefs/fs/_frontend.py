@@ -333,7 +333,7 @@ class BackendFilesystem:
     ) -> WriteResult:
         check_write_mode(mode, path)
         if if_match is not None and mode == "create":
-            raise InvalidArgumentError("if_match names an existing file: not with mode=create", path)
+            raise InvalidArgumentError("if_match (an existing file's) with mode=create", path)
         norm = self._normalize(path)
         if not norm:
             raise IsADirectoryFsError("is a directory", display(norm))
