@@ -12,8 +12,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from workspacefs import ContentChangedError
 from workspacefs.fs import Filesystem
-from workspacefs.tools import ToolContext, ToolResult, filesystem_tools
+from workspacefs.tools import ToolContext, ToolResult, UndoableToolset, filesystem_tools
 
 from .conftest import MakeWorkspace, Workspace
 
@@ -105,3 +108,90 @@ def test_two_creators_one_wins(make: MakeWorkspace) -> None:
         lost = results[1 - won[0]]
         assert lost.message.startswith(f"Cannot create `{path}`: it already exists")
         assert ws.text(path) == f"writer {won[0]}\n"
+
+
+REPLACED = "replaced by another writer\n"
+
+
+def test_rm_keeps_a_file_replaced_after_it_was_read(make: MakeWorkspace) -> None:
+    ws = make({"old.txt": "old\n"})
+    racing = Interleaved(ws.fs, "read_bytes", lambda: ws.fs.write("old.txt", REPLACED))
+    result = call(racing, "rm", path="old.txt")
+    assert racing.fired
+    assert not result.success
+    assert result.message == (
+        "Cannot remove `old.txt`: it changed after rm looked at it (another writer changed it "
+        "meanwhile), so nothing was removed. Look at it again, and remove it if it should "
+        "still go."
+    )
+    assert ws.text("old.txt") == REPLACED
+
+
+def test_rm_names_what_it_removed(make: MakeWorkspace) -> None:
+    ws = make({"old.txt": "old\n"})
+    racing = Interleaved(ws.fs, "stat", lambda: ws.fs.write("old.txt", REPLACED))
+    result = call(racing, "rm", path="old.txt")
+    assert racing.fired
+    assert result.message == f"Removed file `old.txt` ({len(REPLACED)} bytes)."
+    assert not ws.fs.exists("old.txt")
+
+
+def test_restore_keeps_a_change_made_while_it_restores(make: MakeWorkspace) -> None:
+    ws = make({"a.txt": "a\n"})
+    late = "written while restoring\n"
+    racing = Interleaved(ws.fs, "diff", lambda: ws.fs.write("late.txt", late))
+    assert call(racing, "snapshot", tag="start").success
+    ws.fs.write("a.txt", "changed\n")
+    result = call(racing, "restore", id_or_tag="start")
+    assert racing.fired
+    assert not result.success
+    assert result.message == (
+        "Cannot restore snapshot `start`: another writer changed the workspace while it was "
+        "restoring (late.txt), so nothing was restored. Try again."
+    )
+    assert (ws.text("a.txt"), ws.text("late.txt")) == ("changed\n", late)
+    again = call(racing, "restore", id_or_tag="start")  # nothing racing now
+    assert "(2 files: 1 added, 1 modified)" in again.message
+    assert ws.text("a.txt") == "a\n"
+    assert not ws.fs.exists("late.txt")
+
+
+def test_undo_keeps_a_change_made_after_the_call(make: MakeWorkspace) -> None:
+    ws = make({"a.txt": "a\n"})
+    fs = ws.snapshotable()
+    toolset = UndoableToolset(filesystem_tools(fs), fs)
+    assert toolset.call("write_file", {"path": "a.txt", "content": "b\n"}).success
+    fs.write("other.txt", "another writer's\n")
+    with pytest.raises(ContentChangedError) as caught:
+        toolset.undo()
+    assert caught.value.strerror == (
+        "another writer changed the workspace after call call-1 (other.txt); undoing would "
+        "discard that too, so nothing was undone"
+    )
+    assert (ws.text("a.txt"), ws.text("other.txt")) == ("b\n", "another writer's\n")
+    assert [c.call_id for c in toolset.history] == ["call-1"]
+    fs.delete("other.txt")  # the workspace is as the call left it again: undo goes through
+    assert toolset.undo() is not None
+    assert ws.text("a.txt") == "a\n"
+
+
+def test_undo_keeps_a_change_made_between_calls(make: MakeWorkspace) -> None:
+    ws = make({"a.txt": "a\n"})
+    fs = ws.snapshotable()
+    toolset = UndoableToolset(filesystem_tools(fs), fs)
+    assert toolset.call("write_file", {"path": "a.txt", "content": "b\n"}).success
+    fs.write("other.txt", "another writer's\n")
+    assert toolset.call("write_file", {"path": "c.txt", "content": "c\n"}).success
+    with pytest.raises(ContentChangedError) as caught:
+        toolset.undo_to("call-1")
+    assert caught.value.strerror == (
+        "another writer changed the workspace between calls call-1 and call-2 (other.txt); "
+        "undoing would discard that too, so nothing was undone"
+    )
+    assert ws.text("c.txt") == "c\n"
+    toolset.undo_to("call-2")  # after the other writer's change: it stays
+    assert not ws.fs.exists("c.txt")
+    assert ws.text("other.txt") == "another writer's\n"
+    with pytest.raises(ContentChangedError):  # call-1 is still before it
+        toolset.undo_to("call-1")
+    assert (ws.text("a.txt"), ws.text("other.txt")) == ("b\n", "another writer's\n")

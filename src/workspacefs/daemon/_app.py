@@ -87,7 +87,7 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         route("/snapshots/delete", lambda a, r: w.delete_snapshot(a["snapshot"])),
         route("/snapshots/prune", lambda a, r: w.prune(a)),
         route("/space", lambda a, r: w.space(), "GET"),
-        route("/restore", lambda a, r: w.restore(a["snapshot"])),
+        route("/restore", lambda a, r: w.restore(a["snapshot"], a.get("if_unchanged_since"))),
         route("/diff", lambda a, r: w.diff(a["base"], a.get("target"))),
         route("/changes", lambda a, r: w.changes(a.get("snapshot"))),
         route("/blame", lambda a, r: w.blame(a["path"], a.get("snapshot"))),

@@ -432,9 +432,14 @@ class RemoteFilesystem(_RemoteFiles):
         """Capture the workspace in O(1) on the daemon's side."""
         return decode_snapshot(self._connection.request("POST", "/snapshots", {"tag": tag}))
 
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
-        """Return the workspace to ``snapshot``; the mount shows it at once."""
-        self._connection.request("POST", "/restore", {"snapshot": snapshot.to_dict()})
+    def restore(
+        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> None:
+        """Return the workspace to ``snapshot``; the mount shows it at once
+        (``if_unchanged_since``: only if nothing changed since, see ``Filesystem``)."""
+        since = None if if_unchanged_since is None else if_unchanged_since.to_dict()
+        body = {"snapshot": snapshot.to_dict(), "if_unchanged_since": since}
+        self._connection.request("POST", "/restore", body)
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None

@@ -209,11 +209,13 @@ class Workspace:
         """Every kept snapshot, oldest first."""
         return [record.to_dict() for record in self.fs.snapshots()]
 
-    def restore(self, record: Json) -> None:
-        """Return the live tree to a snapshot (the mount's caches are invalidated)."""
+    def restore(self, record: Json, unchanged_since: Json | None = None) -> None:
+        """Return the live tree to a snapshot (the mount's caches are invalidated);
+        with ``unchanged_since``, only if nothing changed since that snapshot."""
         if self.info.read_only:
             raise ReadOnlyError("read-only workspace", "/")
-        self.fs.restore(decode_snapshot(record))
+        since = None if unchanged_since is None else decode_snapshot(unchanged_since)
+        self.fs.restore(decode_snapshot(record), if_unchanged_since=since)
 
     def diff(self, base: Json, target: Json | None) -> Json:
         """What changed from ``base`` to ``target`` (None: the live tree)."""

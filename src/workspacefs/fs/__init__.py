@@ -13,6 +13,9 @@ from ._backend import Kind as Kind
 from ._budget import MemoryUsage as MemoryUsage
 from ._budget import available_memory as available_memory
 from ._budget import default_memory_budget as default_memory_budget
+from ._conditional import changed_paths as changed_paths
+from ._conditional import changed_since as changed_since
+from ._conditional import content_digest as content_digest
 from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
 from ._descriptors import OpenDirectories as OpenDirectories
 from ._descriptors import Walked as Walked
@@ -25,7 +28,6 @@ from ._descriptors import same_object as same_object
 from ._descriptors import scan_directory as scan_directory
 from ._descriptors import split_path as split_path
 from ._descriptors import walk_directory as walk_directory
-from ._digest import content_digest as content_digest
 from ._directory import DirectoryBackend as DirectoryBackend
 from ._directory import entry_of as entry_of
 from ._frontend import BackendFilesystem as BackendFilesystem
@@ -132,7 +134,10 @@ __all__ = [
     "change_from_dict",
     "change_kind",
     "change_to_dict",
+    "changed_paths",
+    "changed_since",
     "clear_directory",
+    "content_digest",
     "copy_content",
     "current_cause",
     "default_memory_budget",

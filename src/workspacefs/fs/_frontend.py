@@ -41,7 +41,7 @@ from .._errors import (
     error_for,
 )
 from ._backend import Backend, Entry, Kind
-from ._digest import content_digest
+from ._conditional import content_digest
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
 from ._requests import (

@@ -195,10 +195,23 @@ class SnapshotableFilesystem(Filesystem, Protocol):
         """
         ...
 
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
+    def restore(
+        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> None:
         """Return to a snapshot's state exactly.
 
+        Args:
+            snapshot: The state to return to.
+            if_unchanged_since: Restore only if the live state is still what this
+                snapshot holds, checked atomically with the restore (under the
+                tree lock in memory and in a daemon; against this process's own
+                writes on a host directory): a compare-and-swap for the whole
+                workspace, so a change another writer made since is never
+                discarded unseen.
+
         Raises:
+            ContentChangedError: ``if_unchanged_since`` given, and the workspace
+                changed since; nothing was restored.
             SnapshotNotFoundError: The snapshot is unknown or was pruned.
             SnapshotIncompatibleError: It belongs to another workspace.
             SnapshotRestoreError: Restore failed; nothing changed.
