@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ._errors import AlreadyExistsError as AlreadyExistsError
 from ._errors import BackendUnavailableError as BackendUnavailableError
 from ._errors import BusyError as BusyError
+from ._errors import ContentChangedError as ContentChangedError
 from ._errors import CrossDeviceError as CrossDeviceError
 from ._errors import DirectoryNotEmptyError as DirectoryNotEmptyError
 from ._errors import FsError as FsError

@@ -131,6 +131,13 @@ class BusyError(FsError):
     default_errno = _errno.EBUSY
 
 
+class ContentChangedError(FsError):
+    """A conditional change found the file changed since the caller read it (ESTALE);
+    nothing was changed (see ``if_match`` in the ``Filesystem`` protocol)."""
+
+    default_errno = _errno.ESTALE
+
+
 class NoSpaceError(FsError):
     """A write that would pass the workspace's memory budget (ENOSPC); nothing was written."""
 

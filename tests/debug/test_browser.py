@@ -144,7 +144,8 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
     fs, toolset = agent_session()
     target = LiveTarget(fs, call_arguments=toolset_arguments(lambda: toolset.history))
     ids = [str(s.snapshot_id) for s in fs.snapshots()]
-    assert len(ids) == 6  # one before each mutating call
+    # One before the first call, then one after each: #n is also the one before call n + 1.
+    assert len(ids) == 7
     with start(target) as server:
         page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
         problems: list[str] = []
@@ -159,14 +160,15 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
 
         # The timeline: every snapshot, what made it, and the live state last.
         rows = page.locator("#timeline li")
-        assert rows.count() == 7
+        assert rows.count() == 8
+        assert rows.nth(0).locator(".origin").inner_text().startswith("before write_file (call-1)")
         assert (
             rows.nth(2)
             .locator(".origin")
             .inner_text()
-            .startswith('before edit_file (call-3) {"path":"src/app.py","old_string"')
+            .startswith('after write_file (call-2) {"path":"README.md","content"')
         )
-        assert rows.nth(6).locator(".id").inner_text() == "live"
+        assert rows.nth(7).locator(".id").inner_text() == "live"
 
         # Keyboard only: from = #3 (before the edit), to = #5 (after it and util.py).
         page.keyboard.press("s")

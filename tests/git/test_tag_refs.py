@@ -34,21 +34,27 @@ def test_snapshots_of_tool_calls_persist_and_load_back(tmp_path: Path) -> None:
     toolset.call("write_file", {"path": "a.txt", "content": "1\n"}, call_id="toolu_01AbC")
     toolset.call("write_file", {"path": "a.txt", "content": "2\n"})
     tags = [record.tag for record in fs.snapshots()]
-    assert tags == ["undo:write_file:toolu_01AbC", "undo:write_file:call-1"]
+    # Before the first call, then after each (the state after one is before the next).
+    assert tags == [
+        "undo:write_file:toolu_01AbC",
+        "after:write_file:toolu_01AbC",
+        "after:write_file:call-1",
+    ]
     for record in fs.snapshots():
         wgit.persist(fs, record, repo)
     assert [item.record.tag for item in wgit.list_snapshots(repo, fs.workspace_id)] == tags
     assert tag_refs(repo, fs.workspace_id) == [
-        "undo%3Awrite_file%3Acall-1",
+        "after%3Awrite_file%3Acall-1",
+        "after%3Awrite_file%3Atoolu_01AbC",
         "undo%3Awrite_file%3Atoolu_01AbC",
     ]
     fsck = subprocess.run(
         ["git", "--git-dir", str(repo), "fsck", "--strict"], capture_output=True, env=GIT_ENV
     )
     assert fsck.returncode == 0, fsck.stderr
-    loaded = wgit.load(repo, "undo:write_file:call-1", workspace=fs.workspace_id)
+    loaded = wgit.load(repo, "after:write_file:toolu_01AbC", workspace=fs.workspace_id)
     assert loaded.read("a.txt").content == "1\n"
-    assert [record.tag for record in loaded.snapshots()] == ["undo:write_file:call-1"]
+    assert [record.tag for record in loaded.snapshots()] == ["after:write_file:toolu_01AbC"]
 
 
 def test_call_ids_a_ref_cannot_hold_still_give_a_tag_that_persists(tmp_path: Path) -> None:
@@ -57,16 +63,17 @@ def test_call_ids_a_ref_cannot_hold_still_give_a_tag_that_persists(tmp_path: Pat
     for number, call_id in enumerate(["call 1/x", "a..b", "z.lock", "é" * 200]):
         toolset.call("write_file", {"path": "f", "content": str(number)}, call_id=call_id)
     tags = [record.tag for record in fs.snapshots()]
-    prefix = "undo:write_file:"
+    after = "after:write_file:"
     assert tags == [
-        prefix + "call_1_x",
-        prefix + "a_.b",
-        prefix + "z_lock",
-        prefix + "_" * (128 - len(prefix)),
+        "undo:write_file:call_1_x",
+        after + "call_1_x",
+        after + "a_.b",
+        after + "z_lock",
+        after + "_" * (128 - len(after)),
     ]
     for record in fs.snapshots():
         wgit.persist(fs, record, tmp_path / "repo.git")
-    assert len(tag_refs(tmp_path / "repo.git", fs.workspace_id)) == 4
+    assert len(tag_refs(tmp_path / "repo.git", fs.workspace_id)) == 5
 
 
 def test_tags_with_and_without_colons_keep_apart(tmp_path: Path) -> None:
@@ -94,9 +101,10 @@ def test_a_call_id_that_ends_as_a_lock_file_once_its_dots_go_still_persists(
     fs = InMemoryFilesystem()
     toolset = UndoableToolset(filesystem_tools(fs), fs)
     toolset.call("write_file", {"path": "f", "content": "1"}, call_id=call_id)
-    (record,) = fs.snapshots()
-    assert record.tag is not None
-    assert not record.tag.endswith(".lock")
-    wgit.persist(fs, record, tmp_path / "repo.git")
-    loaded = wgit.load(tmp_path / "repo.git", record.tag, workspace=fs.workspace_id)
-    assert [snapshot.tag for snapshot in loaded.snapshots()] == [record.tag]
+    assert len(fs.snapshots()) == 2  # before the call and after it
+    for record in fs.snapshots():
+        assert record.tag is not None
+        assert not record.tag.endswith(".lock")
+        wgit.persist(fs, record, tmp_path / "repo.git")
+        loaded = wgit.load(tmp_path / "repo.git", record.tag, workspace=fs.workspace_id)
+        assert [snapshot.tag for snapshot in loaded.snapshots()] == [record.tag]

@@ -117,7 +117,7 @@ def test_find_filesystem_is_depth_first() -> None:
 
 
 class FailingRestore(InMemoryFilesystem):
-    def restore(self, snapshot: object) -> None:
+    def restore(self, snapshot: object, *, if_unchanged_since: object = None) -> None:
         raise PermissionError(13, "denied", "/")
 
 
@@ -157,9 +157,9 @@ def test_coordinated_order() -> None:
             order.append("fs")
             return super().snapshot(tag)
 
-        def restore(self, ref):  # type: ignore[no-untyped-def]
+        def restore(self, ref, *, if_unchanged_since=None):  # type: ignore[no-untyped-def]
             order.append("fs")
-            return super().restore(ref)
+            return super().restore(ref, if_unchanged_since=if_unchanged_since)
 
     class Session(JsonSession):
         def snapshot_state(self):  # type: ignore[no-untyped-def]

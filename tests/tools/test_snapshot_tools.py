@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workspacefs import FilesystemDiff, FilesystemSnapshot, InMemoryFilesystem
@@ -26,13 +28,21 @@ def test_snapshot_restore_by_tag_and_id(make: MakeWorkspace) -> None:
     ws.ok("rm", path="gone.txt")
     ws.ok("write_file", path="new.txt", content="new\n")
     restored = ws.ok("restore", id_or_tag="start")
-    assert restored == (
-        f"Restored snapshot `{short}` (tag `start`). Undid the changes since it "
-        "(3 files: 1 added, 1 modified, 1 deleted)."
+    kept = re.fullmatch(
+        f"Restored snapshot `{short}` \\(tag `start`\\). Undid the changes since it "
+        "\\(3 files: 1 added, 1 modified, 1 deleted\\); the state before is kept as snapshot "
+        "`([0-9a-f]{8})`: restore it to bring them back.",
+        restored,
     )
+    assert kept is not None, restored
     assert ws.text("a.txt") == "alpha\n"
     assert ws.text("gone.txt") == "bye\n"
     assert not ws.fs.exists("new.txt")
+    # What the restore discarded is there to come back to.
+    assert "Undid" in ws.ok("restore", id_or_tag=kept[1])
+    assert ws.text("a.txt") == "changed\n"
+    assert ws.text("new.txt") == "new\n"
+    ws.ok("restore", id_or_tag="start")
     ws.ok("write_file", path="a.txt", content="again\n")
     assert "Undid" in ws.ok("restore", id_or_tag=short)
     assert ws.text("a.txt") == "alpha\n"

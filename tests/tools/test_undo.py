@@ -90,7 +90,7 @@ def test_read_only_calls_take_no_snapshot() -> None:
     toolset = UndoableToolset(filesystem_tools(fs), fs)
     toolset.call("write_file", {"path": "a.txt", "content": "a\n"})
     taken = list(fs.snapshots())
-    assert [s.tag for s in taken] == ["undo:write_file:call-1"]
+    assert [s.tag for s in taken] == ["undo:write_file:call-1", "after:write_file:call-1"]
     for name, arguments in [("read_file", {"path": "a.txt"}), ("ls", {}),
                             ("grep", {"pattern": "a"}), ("glob", {"pattern": "*"}),
                             ("diff", {"from": str(taken[0].snapshot_id)})]:  # fmt: skip
@@ -126,7 +126,8 @@ def test_history_is_bounded_and_forgets_snapshots() -> None:
     for i in range(5):
         toolset.call("write_file", {"path": f"{i}.txt", "content": str(i)})
     assert [c.call_id for c in toolset.history] == ["call-3", "call-4", "call-5"]
-    assert [s.tag for s in fs.snapshots()] == [f"undo:write_file:call-{i}" for i in (3, 4, 5)]
+    # Each call's state after is the next one's before: those of calls 3 to 5 are kept.
+    assert [s.tag for s in fs.snapshots()] == [f"after:write_file:call-{i}" for i in (2, 3, 4, 5)]
     toolset.undo_to("call-3")
     assert sorted(e.name for e in fs.list()) == ["0.txt", "1.txt"]
 

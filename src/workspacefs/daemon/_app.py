@@ -1,4 +1,4 @@
-"""The control API: a Starlette app, one route per verb, under ``/v1``.
+"""The control API: a Starlette app, one route per verb, under ``/v2``.
 
 Every request body and answer is JSON (``_wire``). A success is
 ``{"result": ...}`` with status 200; a failure is ``{"error": {...}}`` with
@@ -96,7 +96,7 @@ def _endpoint(handler: Handler, most: int) -> Callable[[Request], Awaitable[Resp
 
 
 def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) -> Starlette:
-    """The control API over ``workspace``; ``/v1/unmount`` calls ``shutdown`` once answered."""
+    """The control API over ``workspace``; ``/v2/unmount`` calls ``shutdown`` once answered."""
     w = workspace
     most = _max_body(w.fs.limits)
 
@@ -120,7 +120,7 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         route("/snapshots/delete", lambda a, r: w.delete_snapshot(a["snapshot"])),
         route("/snapshots/prune", lambda a, r: w.prune(a)),
         route("/space", lambda a, r: w.space(), "GET"),
-        route("/restore", lambda a, r: w.restore(a["snapshot"])),
+        route("/restore", lambda a, r: w.restore(a["snapshot"], a.get("if_unchanged_since"))),
         route("/diff", lambda a, r: w.diff(a["base"], a.get("target"))),
         route("/changes", lambda a, r: w.changes(a.get("snapshot"))),
         route("/blame", lambda a, r: w.blame(a["path"], a.get("snapshot"))),

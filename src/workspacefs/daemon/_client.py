@@ -284,12 +284,19 @@ class _RemoteFiles:
         return [decode_grep(m) for m in found]
 
     def write(
-        self, path: str, content: str, *, mode: WriteMode = "overwrite", create_parents: bool = True
+        self,
+        path: str,
+        content: str,
+        *,
+        mode: WriteMode = "overwrite",
+        create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
-        """Write UTF-8 text to a file."""
+        """Write UTF-8 text to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
         result = self._change(
-            "write", path=path, content=content, mode=mode, create_parents=create_parents
-        )
+            "write", path=path, content=content, mode=mode, create_parents=create_parents,
+            if_match=if_match,
+        )  # fmt: skip
         return decode_write(result)
 
     def write_bytes(
@@ -299,18 +306,20 @@ class _RemoteFiles:
         *,
         mode: WriteMode = "overwrite",
         create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
-        """Write bytes to a file."""
+        """Write bytes to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
         encoded = base64.b64encode(content).decode("ascii")
-        return decode_write(
-            self._change(
-                "write_bytes", path=path, content=encoded, mode=mode, create_parents=create_parents
-            )
-        )
+        result = self._change(
+            "write_bytes", path=path, content=encoded, mode=mode, create_parents=create_parents,
+            if_match=if_match,
+        )  # fmt: skip
+        return decode_write(result)
 
-    def delete(self, path: str, *, recursive: bool = False) -> None:
-        """Delete a file, symlink or (with ``recursive``) a directory tree."""
-        self._change("delete", path=path, recursive=recursive)
+    def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
+        """Delete a file, symlink or (with ``recursive``) a directory tree (``if_match``:
+        a file only if unchanged, see ``Filesystem``)."""
+        self._change("delete", path=path, recursive=recursive, if_match=if_match)
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory."""
@@ -423,9 +432,14 @@ class RemoteFilesystem(_RemoteFiles):
         """Capture the workspace in O(1) on the daemon's side."""
         return decode_snapshot(self._connection.request("POST", "/snapshots", {"tag": tag}))
 
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
-        """Return the workspace to ``snapshot``; the mount shows it at once."""
-        self._connection.request("POST", "/restore", {"snapshot": snapshot.to_dict()})
+    def restore(
+        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> None:
+        """Return the workspace to ``snapshot``; the mount shows it at once
+        (``if_unchanged_since``: only if nothing changed since, see ``Filesystem``)."""
+        since = None if if_unchanged_since is None else if_unchanged_since.to_dict()
+        body = {"snapshot": snapshot.to_dict(), "if_unchanged_since": since}
+        self._connection.request("POST", "/restore", body)
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None

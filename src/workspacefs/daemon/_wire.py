@@ -28,7 +28,7 @@ from ..fs import (
     WriteResult,
 )
 
-API_VERSION = 1
+API_VERSION = 2
 """Bumped on any incompatible change; every path starts with ``/v<API_VERSION>``."""
 
 PREFIX = f"/v{API_VERSION}"

@@ -171,19 +171,21 @@ class Workspace:
     def _write(self, a: Json) -> Json:
         result = self.target(a.get("at")).write(
             a["path"], a["content"], mode=a.get("mode", "overwrite"),
-            create_parents=a.get("create_parents", True),
+            create_parents=a.get("create_parents", True), if_match=a.get("if_match"),
         )  # fmt: skip
         return encode_plain(result)
 
     def _write_bytes(self, a: Json) -> Json:
         result = self.target(a.get("at")).write_bytes(
             a["path"], base64.b64decode(a["content"]), mode=a.get("mode", "overwrite"),
-            create_parents=a.get("create_parents", True),
+            create_parents=a.get("create_parents", True), if_match=a.get("if_match"),
         )  # fmt: skip
         return encode_plain(result)
 
     def _delete(self, a: Json) -> None:
-        self.target(a.get("at")).delete(a["path"], recursive=a.get("recursive", False))
+        self.target(a.get("at")).delete(
+            a["path"], recursive=a.get("recursive", False), if_match=a.get("if_match")
+        )
 
     def _mkdir(self, a: Json) -> None:
         self.target(a.get("at")).mkdir(
@@ -207,11 +209,13 @@ class Workspace:
         """Every kept snapshot, oldest first."""
         return [record.to_dict() for record in self.fs.snapshots()]
 
-    def restore(self, record: Json) -> None:
-        """Return the live tree to a snapshot (the mount's caches are invalidated)."""
+    def restore(self, record: Json, unchanged_since: Json | None = None) -> None:
+        """Return the live tree to a snapshot (the mount's caches are invalidated);
+        with ``unchanged_since``, only if nothing changed since that snapshot."""
         if self.info.read_only:
             raise ReadOnlyError("read-only workspace", "/")
-        self.fs.restore(decode_snapshot(record))
+        since = None if unchanged_since is None else decode_snapshot(unchanged_since)
+        self.fs.restore(decode_snapshot(record), if_unchanged_since=since)
 
     def diff(self, base: Json, target: Json | None) -> Json:
         """What changed from ``base`` to ``target`` (None: the live tree)."""

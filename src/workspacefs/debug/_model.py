@@ -18,7 +18,7 @@ EntryKind = Literal["file", "directory", "symlink", "other"]
 LIVE = "live"
 """The snapshot id that names a live workspace's current state."""
 
-_UNDO_TAG = re.compile(r"^undo:(?P<tool>[^:]+):(?P<call>.+)$")
+_UNDO_TAG = re.compile(r"^(?P<phase>undo|after):(?P<tool>[^:]+):(?P<call>.+)$")
 _EXEC_TAG = re.compile(r"^exec-(?P<number>\d+)-(?P<phase>before|after)$")
 
 
@@ -53,7 +53,7 @@ class Origin:
     """What made a snapshot, as far as its record says.
 
     Attributes:
-        kind: ``tool`` (an undo snapshot taken before a tool call) or ``exec``
+        kind: ``tool`` (an undo snapshot taken before or after a tool call) or ``exec``
             (a sandbox command's before/after snapshot).
         summary: One line for people, e.g. ``before write_file (call-3)``.
         details: The parts: tool, call id, phase, the call's arguments where known.
@@ -72,18 +72,20 @@ def origin_from_tag(tag: str | None) -> Origin | None:
     """The origin a snapshot's tag records, or None.
 
     ``UndoableToolset`` tags the snapshot it takes before a mutating tool call
-    ``undo:<tool>:<call id>``; the sandbox tags the two around a command
-    ``exec-<n>-before`` and ``exec-<n>-after``.
+    ``undo:<tool>:<call id>``, and the one after it ``after:<tool>:<call id>``;
+    the sandbox tags the two around a command ``exec-<n>-before`` and
+    ``exec-<n>-after``.
     """
     if tag is None:
         return None
     undo = _UNDO_TAG.match(tag)
     if undo is not None:
         tool, call = undo["tool"], undo["call"]
+        phase = "before" if undo["phase"] == "undo" else "after"
         return Origin(
             "tool",
-            f"before {tool} ({call})",
-            {"tool": tool, "call_id": call, "phase": "before"},
+            f"{phase} {tool} ({call})",
+            {"tool": tool, "call_id": call, "phase": phase},
         )
     command = _EXEC_TAG.match(tag)
     if command is not None:

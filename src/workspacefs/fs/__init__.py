@@ -15,6 +15,9 @@ from ._budget import available_memory as available_memory
 from ._budget import default_memory_budget as default_memory_budget
 from ._ceilings import MemoryCeiling as MemoryCeiling
 from ._ceilings import memory_ceilings as memory_ceilings
+from ._conditional import changed_paths as changed_paths
+from ._conditional import changed_since as changed_since
+from ._conditional import content_digest as content_digest
 from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
 from ._descriptors import OpenDirectories as OpenDirectories
 from ._descriptors import Walked as Walked
@@ -134,7 +137,10 @@ __all__ = [
     "change_from_dict",
     "change_kind",
     "change_to_dict",
+    "changed_paths",
+    "changed_since",
     "clear_directory",
+    "content_digest",
     "copy_content",
     "current_cause",
     "default_memory_budget",

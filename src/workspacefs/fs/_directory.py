@@ -20,6 +20,7 @@ import contextlib
 import operator
 import os
 import stat as _stat
+import threading
 import weakref
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -38,7 +39,7 @@ from ._results import WriteMode
 
 _PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _kind_field = operator.itemgetter(1)
-_NO_LOCK = contextlib.nullcontext()  # the kernel orders a host's calls; reusable, reentrant
+_NO_LOCK = contextlib.nullcontext()  # the kernel orders a host's reads; reusable, reentrant
 _WRITE_FLAGS: dict[WriteMode, int] = {
     "create": os.O_EXCL,
     "overwrite": os.O_TRUNC,
@@ -108,6 +109,11 @@ class DirectoryBackend:
             self._fd = os.open(root, _PATH_FLAGS)
             self._root = root
         self._mount_point = mount_point
+        # A conditional write (``if_match``) is a check, then a write: the protocol's
+        # writes through this backend take turns, so none comes between the two. A
+        # host directory has no compare-and-swap, so writers outside this process
+        # (an editor, a shell) are not held off.
+        self._writing = threading.RLock()
         self._closer = weakref.finalize(self, os.close, self._fd)
 
     @property
@@ -210,4 +216,4 @@ class DirectoryBackend:
         return _NO_LOCK
 
     def mutating(self) -> AbstractContextManager[object]:
-        return _NO_LOCK
+        return self._writing

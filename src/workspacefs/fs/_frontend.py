@@ -12,6 +12,11 @@ the same by every verb, symlinks included:
   through it raises (FileNotFoundError, ELOOP, or PermissionError for an
   escape).
 * Errors are the hierarchy's, naming the workspace path.
+* A change with ``if_match`` (``write``, ``write_bytes``, ``delete``) is a
+  compare-and-swap: under the backend's write lock, the file's content must
+  still have that digest (``_digest``), else ContentChangedError and nothing
+  changes. On the in-memory tree that lock is the tree's, which the mount
+  and every client of a daemon take too, so no writer comes between.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from datetime import UTC, datetime
 
 from .._errors import (
     AlreadyExistsError,
+    ContentChangedError,
     FsError,
     InvalidArgumentError,
     IsADirectoryFsError,
@@ -35,6 +41,7 @@ from .._errors import (
     error_for,
 )
 from ._backend import Backend, Entry, Kind
+from ._conditional import content_digest
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
 from ._requests import (
@@ -80,6 +87,18 @@ def _errors_for(path: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise translate(exc, display(path)) from None
+
+
+@contextlib.contextmanager
+def _gone_is_changed(path: str, if_match: str | None) -> Iterator[None]:
+    """For a conditional change, a file (or directory on its path) gone since the
+    caller read it is a change like any other."""
+    try:
+        yield
+    except FileNotFoundError:
+        if if_match is None:
+            raise
+        raise ContentChangedError("removed since it was read", display(path)) from None
 
 
 _name = operator.itemgetter(0)
@@ -276,10 +295,12 @@ class BackendFilesystem:
         *,
         mode: WriteMode = "overwrite",
         create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
         """Write UTF-8 text (see ``Filesystem.write``)."""
         self._writable(path)
-        return self._write(path, text_payload(content, path, self._limits), mode, create_parents)
+        data = text_payload(content, path, self._limits)
+        return self._write(path, data, mode, create_parents, if_match)
 
     def write_bytes(
         self,
@@ -288,22 +309,44 @@ class BackendFilesystem:
         *,
         mode: WriteMode = "overwrite",
         create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
         """Write bytes (see ``Filesystem.write_bytes``)."""
         self._writable(path)
-        return self._write(path, bytes_payload(content, path, self._limits), mode, create_parents)
+        data = bytes_payload(content, path, self._limits)
+        return self._write(path, data, mode, create_parents, if_match)
 
-    def _write(self, path: str, data: bytes, mode: WriteMode, create_parents: bool) -> WriteResult:
+    def _unchanged(self, at: Location, norm: str, if_match: str) -> None:
+        """Raise ContentChangedError unless ``at`` is a regular file whose content has
+        the digest ``if_match``; called holding the backend's write lock."""
+        entry = at.entry
+        if entry is None:
+            raise NotFoundError("no such file", display(norm))  # see ``_gone_is_changed``
+        if entry.kind is not Kind.FILE:
+            raise ContentChangedError("no longer a regular file", display(norm))
+        blocks = self._backend.read_blocks(at.parent, at.name, entry)
+        if content_digest(blocks) != if_match:
+            raise ContentChangedError("changed since it was read", display(norm))
+
+    def _write(
+        self, path: str, data: bytes, mode: WriteMode, create_parents: bool, if_match: str | None
+    ) -> WriteResult:
         check_write_mode(mode, path)
+        if if_match is not None and mode == "create":
+            raise InvalidArgumentError("if_match (an existing file's) with mode=create", path)
         norm = self._normalize(path)
         if not norm:
             raise IsADirectoryFsError("is a directory", display(norm))
         backend = self._backend
+        make_dirs = create_parents and if_match is None  # a matched file has its directory
         with (
             _errors_for(norm),
+            _gone_is_changed(norm, if_match),
             backend.mutating(),
-            locate(backend, norm, make_dirs=create_parents) as at,
+            locate(backend, norm, make_dirs=make_dirs) as at,
         ):
+            if if_match is not None:
+                self._unchanged(at, norm, if_match)
             if at.entry is not None:
                 self._regular(at, norm)
                 if mode == "create":
@@ -311,14 +354,21 @@ class BackendFilesystem:
             backend.write(at.parent, at.name, at.entry, data, mode)
         return WriteResult(path=norm, bytes_written=len(data), mode=mode)
 
-    def delete(self, path: str, *, recursive: bool = False) -> None:
+    def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
         """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
         self._writable(path)
         norm = self._normalize(path)
         if not norm:
             raise PathEscapeError("cannot delete the workspace root", "/")
         backend = self._backend
-        with _errors_for(norm), backend.mutating(), locate(backend, norm, follow=False) as at:
+        with (
+            _errors_for(norm),
+            _gone_is_changed(norm, if_match),
+            backend.mutating(),
+            locate(backend, norm, follow=False) as at,
+        ):
+            if if_match is not None:
+                self._unchanged(at, norm, if_match)
             entry = self._existing(at, norm)
             if entry.kind is not Kind.DIRECTORY:
                 backend.unlink(at.parent, at.name)

@@ -30,6 +30,7 @@ from ..tree import (
 )
 from ..tree import attributed as _attributed
 from ._budget import MemoryUsage, default_memory_budget
+from ._conditional import changed_since
 from ._history import (
     Anchor,
     BlameEntry,
@@ -285,12 +286,19 @@ class InMemoryFilesystem(TreeFilesystem):
                 self._recorded[version.lineage] = Recorded(anchor, history)
         return version
 
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
-        """Make the live tree equal to ``snapshot`` in O(1)."""
+    def restore(
+        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> None:
+        """Make the live tree equal to ``snapshot`` in O(1) (``if_unchanged_since``: only
+        if nothing changed since that snapshot, checked under the same lock hold)."""
         if self.read_only:
             raise ReadOnlyError("read-only filesystem", "/")
         version = self.version(snapshot)
         with self._live.lock:  # publishes what the restore changed
+            if if_unchanged_since is not None:
+                changes = self.diff(if_unchanged_since)  # O(changes since it)
+                if changes.changed:
+                    raise changed_since(changes)
             self._live.restore(version)
             self._current = snapshot.snapshot_id
 

@@ -108,10 +108,23 @@ class Filesystem(Protocol):
         *,
         mode: WriteMode = "overwrite",
         create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
         """Write UTF-8 text to a file.
 
+        Args:
+            path: File to write.
+            content: The text.
+            mode: "create" (only a new file), "overwrite" or "append".
+            create_parents: Make missing parent directories.
+            if_match: Write only if the file's current content has this
+                ``content_digest`` (the digest of what the caller read), checked
+                atomically with the write: a compare-and-swap, so a change made
+                by another writer since that read is never overwritten unseen.
+
         Raises:
+            ContentChangedError: ``if_match`` given, and the file's content is not
+                that (or it is gone, or no longer a regular file); nothing written.
             FileExistsError: mode="create" and the file exists.
             FileNotFoundError: A parent is missing and create_parents is False.
             PermissionError: The filesystem is read-only.
@@ -126,14 +139,19 @@ class Filesystem(Protocol):
         *,
         mode: WriteMode = "overwrite",
         create_parents: bool = True,
+        if_match: str | None = None,
     ) -> WriteResult:
         """Write bytes to a file; same rules as ``write``."""
         ...
 
-    def delete(self, path: str, *, recursive: bool = False) -> None:
+    def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
         """Delete a file, symlink or (with ``recursive``) a directory tree.
 
+        ``if_match`` deletes a regular file only if its content still has this
+        ``content_digest``, as for ``write``.
+
         Raises:
+            ContentChangedError: ``if_match`` given and not matched; nothing deleted.
             FileNotFoundError: The path does not exist.
             IsADirectoryError: The path is a directory and recursive is False.
             PermissionError: Read-only, or the path is the root.
@@ -177,10 +195,23 @@ class SnapshotableFilesystem(Filesystem, Protocol):
         """
         ...
 
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
+    def restore(
+        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> None:
         """Return to a snapshot's state exactly.
 
+        Args:
+            snapshot: The state to return to.
+            if_unchanged_since: Restore only if the live state is still what this
+                snapshot holds, checked atomically with the restore (under the
+                tree lock in memory and in a daemon; against this process's own
+                writes on a host directory): a compare-and-swap for the whole
+                workspace, so a change another writer made since is never
+                discarded unseen.
+
         Raises:
+            ContentChangedError: ``if_unchanged_since`` given, and the workspace
+                changed since; nothing was restored.
             SnapshotNotFoundError: The snapshot is unknown or was pruned.
             SnapshotIncompatibleError: It belongs to another workspace.
             SnapshotRestoreError: Restore failed; nothing changed.

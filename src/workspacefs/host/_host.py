@@ -27,6 +27,7 @@ from ..fs import (
     FilesystemDiff,
     FilesystemSnapshot,
     Limits,
+    changed_since,
 )
 from ._archive import check_special_modes, export_directory, import_directory
 from ._snapshots import GitSnapshots
@@ -127,17 +128,26 @@ class HostFilesystem(BackendFilesystem):
         self._current = record.snapshot_id
         return record
 
-    def restore(self, snapshot: FilesystemSnapshot) -> None:
+    def restore(
+        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> None:
         """Return the directory exactly to ``snapshot``, removing what came since.
 
         Works in a new process too: the snapshot records its strategy and
-        where it is kept.
+        where it is kept. ``if_unchanged_since`` is checked holding the lock
+        this filesystem's writes take; writers outside this process are not
+        held off (a host directory has no compare-and-swap).
         """
         self._writable(self._root)
         if snapshot.root_path != self._root:
             raise SnapshotIncompatibleError("snapshot of another directory", snapshot.root_path)
-        self._strategy(snapshot.ref.kind).restore(snapshot)
-        self._current = snapshot.snapshot_id
+        with self._directory.mutating():
+            if if_unchanged_since is not None:
+                changes = self.diff(if_unchanged_since)
+                if changes.changed:
+                    raise changed_since(changes)
+            self._strategy(snapshot.ref.kind).restore(snapshot)
+            self._current = snapshot.snapshot_id
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None

@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ..fs import Filesystem
+from .._errors import ContentChangedError
+from ..fs import Filesystem, content_digest
 
 Files = Mapping[str, str | bytes]
 
@@ -314,6 +315,39 @@ class FilesystemProtocolTests:
             assert fs.read_bytes("blob.bin").content == data
             fs.write_bytes("blob.bin", b"tail", mode="append")
             assert fs.read_bytes("blob.bin").content == data + b"tail"
+
+    def test_conditional_write(self) -> None:
+        fs = self.fs()
+        seen = content_digest(fs.read_bytes("src/app.py").content)
+        if not self.check_write(fs, lambda: fs.write("src/app.py", "v2\n", if_match=seen)):
+            return
+        assert fs.read("src/app.py").content == "v2\n"
+        # The digest read before is stale now: refused, and nothing is written.
+        for write in (
+            lambda: fs.write("src/app.py", "v3\n", if_match=seen),
+            lambda: fs.write_bytes("src/app.py", b"v3\n", if_match=seen),
+            lambda: fs.write("src/app.py", "+v3\n", mode="append", if_match=seen),
+            lambda: fs.write("gone.txt", "v3\n", if_match=seen),  # not there
+            lambda: fs.write("no/dir/gone.txt", "v3\n", if_match=seen),  # nor its directory
+            lambda: fs.write("src/util", "v3\n", if_match=seen),  # not a file
+        ):
+            self.check_write(fs, write, ContentChangedError)
+        now = content_digest(b"v2\n")
+        fs.write_bytes("src/app.py", b"+", mode="append", if_match=now)
+        assert fs.read("src/app.py").content == "v2\n+"
+        self.check_write(fs, lambda: fs.write("new.txt", "x", mode="create", if_match=now),
+                         ValueError)  # fmt: skip
+
+    def test_conditional_delete(self) -> None:
+        fs = self.fs()
+        seen = content_digest(fs.read_bytes("README.md").content)
+        stale = content_digest(b"what it held before")
+        self.check_write(fs, lambda: fs.delete("README.md", if_match=stale), ContentChangedError)
+        self.check_write(fs, lambda: fs.delete("src", recursive=True, if_match=seen),
+                         ContentChangedError)  # fmt: skip
+        self.check_write(fs, lambda: fs.delete("gone.txt", if_match=seen), ContentChangedError)
+        if self.check_write(fs, lambda: fs.delete("README.md", if_match=seen)):
+            assert not fs.exists("README.md")
 
     # -- delete / mkdir --------------------------------------------------------
 

@@ -59,8 +59,15 @@ from ._undo import UndoableToolset as UndoableToolset
 if TYPE_CHECKING:
     from ._mcp import create_server as create_server
     from ._mcp import serve_stdio as serve_stdio
+    from ._stdio import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
+    from ._stdio import stdio_transport as stdio_transport
 
-_LAZY_NAMES = {"create_server": "._mcp", "serve_stdio": "._mcp"}
+_LAZY_NAMES = {
+    "create_server": "._mcp",
+    "serve_stdio": "._mcp",
+    "MAX_REQUEST_BYTES": "._stdio",
+    "stdio_transport": "._stdio",
+}
 
 
 def __getattr__(name: str) -> object:

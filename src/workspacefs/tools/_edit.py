@@ -1,6 +1,8 @@
 """``edit_file``: exact string replacement, with the refusals models learn from.
 
-The file is read whole, changed in memory and written back in one call. A
+The file is read whole, changed in memory and written back in one call, as
+a compare-and-swap (``if_match``): if another writer changed the file in
+between, nothing is written and the edit fails, asking for a new read. A
 file whose line ends are all CRLF keeps them: the model sees lines without
 ``\\r`` (read_file strips them), so ``\\n`` in its strings means CRLF there.
 
@@ -19,9 +21,11 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from .._errors import ContentChangedError
+from ..fs import content_digest
 from ._context import ToolContext
 from ._files import PATH_HELP
-from ._messages import count, failure, numbered, quote, text_lines
+from ._messages import changed_meanwhile, count, failure, numbered, quote, text_lines
 from ._result import ToolResult
 from ._tool import Tool, ToolAnnotations, ToolParams
 
@@ -194,7 +198,10 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
     else:
         updated = content.replace(needle, replacement)
     try:
-        fs.write_bytes(path, updated, mode="overwrite")
+        fs.write_bytes(path, updated, mode="overwrite", if_match=content_digest(content))
+    except ContentChangedError:
+        message = changed_meanwhile("edit", path, "edit_file", "read", "written")
+        return ToolResult.fail(f"{message} Read it again with read_file and redo the edit.")
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("edit", path, exc))
     shift = len(replacement) - len(needle)

@@ -1,4 +1,10 @@
-"""``ls``, ``glob`` and ``rm``: what is where, and removing it."""
+"""``ls``, ``glob`` and ``rm``: what is where, and removing it.
+
+``rm`` removes a regular file only if it still holds what rm read of it
+(``if_match``), so its message names what it removed and a file another
+writer replaced meanwhile is kept. A file over the read limit is removed
+without that check, and a directory tree as it is when removed.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..fs import FileEntry, Filesystem, GlobMatch
+from .._errors import ContentChangedError
+from ..fs import FileEntry, Filesystem, GlobMatch, content_digest
 from ._context import ToolContext
 from ._files import PATH_HELP
-from ._messages import count, failure, join_limited, parts, quote
+from ._messages import changed_meanwhile, count, failure, join_limited, parts, quote
 from ._result import ToolResult
 from ._tool import Tool, ToolAnnotations, ToolParams
 
@@ -173,15 +180,22 @@ def rm(params: RmParams, *, context: ToolContext) -> ToolResult[Removal]:
                 f"{count(sum(inside), 'entry', 'entries')} in it; pass recursive=true to remove "
                 "it and everything in it."
             )
-        fs.delete(path, recursive=params.recursive)
+        size, if_match = stat.size_bytes, None
+        if stat.is_file and not stat.is_symlink:
+            data = fs.read_bytes(path)
+            if not data.truncated:  # over the read limit: no digest to hold it to
+                size, if_match = data.size_bytes, content_digest(data.content)
+        fs.delete(path, recursive=params.recursive, if_match=if_match)
+    except ContentChangedError:
+        message = changed_meanwhile("remove", path, "rm", "looked at", "removed")
+        return ToolResult.fail(f"{message} Look at it again, and remove it if it should still go.")
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("remove", path, exc))
     removal = Removal(stat.path, *inside)
     if stat.is_symlink:
         return ToolResult.ok(f"Removed symlink {quote(stat.path)}.", removal)
     if not is_dir:
-        size = count(stat.size_bytes, "byte")
-        return ToolResult.ok(f"Removed file {quote(stat.path)} ({size}).", removal)
+        return ToolResult.ok(f"Removed file {quote(stat.path)} ({count(size, 'byte')}).", removal)
     detail = parts(
         (removal.files, "file", "files"),
         (removal.directories, "directory", "directories"),

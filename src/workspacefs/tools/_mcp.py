@@ -5,7 +5,8 @@ The low-level server is used so the advertised schemas are exactly the ones
 tool result: a refused call has ``isError`` and the model reads why; even a
 bug in a handler is logged and returned as an error result, so the server
 keeps serving. Calls run one at a time in a worker thread, since handlers
-are synchronous and the undo history is ordered.
+are synchronous and the undo history is ordered. Over stdio the transport
+is this package's (``_stdio``): every line is bounded and answered.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import anyio.to_thread
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from ..fs import Filesystem
 from ._context import ToolContext
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._schemas import input_schema
+from ._stdio import stdio_transport
 from ._tool import Tool
 from ._toolset import filesystem_tools
 from ._undo import UndoableToolset
@@ -123,7 +124,7 @@ def _request_id(ctx: ServerRequestContext[Any]) -> str | None:
 
 
 async def _serve(server: Server[Any]) -> None:
-    async with stdio_server() as (read, write):
+    async with stdio_transport() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

@@ -52,6 +52,15 @@ def failure(action: str, path: str, exc: BaseException) -> str:
     return f"Cannot {action} {quote(path)}: {cause(exc)}."
 
 
+def changed_meanwhile(action: str, path: str, tool: str, looked: str, undone: str) -> str:
+    """The failure of a change whose compare-and-swap found ``path`` changed by another
+    writer after the tool ``looked`` at it (``if_match``)."""
+    return (
+        f"Cannot {action} {quote(path)}: it changed after {tool} {looked} it (another writer "
+        f"changed it meanwhile), so nothing was {undone}."
+    )
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 file``, ``2,000 files``."""
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

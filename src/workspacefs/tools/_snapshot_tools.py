@@ -6,11 +6,13 @@ import json
 
 from pydantic import ConfigDict, Field
 
+from .._errors import ContentChangedError
 from ..fs import (
     DEFAULT_LIMITS,
     FilesystemDiff,
     FilesystemSnapshot,
     SnapshotableFilesystem,
+    changed_paths,
     normalize_path,
 )
 from ._context import ToolContext
@@ -81,16 +83,32 @@ def restore(params: RestoreParams, *, context: ToolContext) -> ToolResult[Filesy
     snaps = _snapshots(context)
     if isinstance(snaps, str):
         return ToolResult.fail(snaps)
+    now: FilesystemSnapshot | None = None
     try:
         record = snaps.find(params.id_or_tag)
-        undone = snaps.diff(record)
-        snaps.restore(record)
+        # What is discarded is kept, and the restore happens only if nothing changed
+        # since it was kept: another writer's change is never thrown away unseen.
+        now = snaps.snapshot()
+        undone = snaps.diff(record, now)
+        snaps.restore(record, if_unchanged_since=now)
+    except ContentChangedError:
+        assert now is not None  # only the conditional restore raises it
+        meanwhile = changed_paths(snaps.diff(now))  # for the message only
+        snaps.forget(now)
+        return ToolResult.fail(
+            f"Cannot restore snapshot `{params.id_or_tag}`: another writer changed the "
+            f"workspace while it was restoring ({meanwhile}), so nothing was restored. Try again."
+        )
     except (OSError, ValueError) as exc:
         return ToolResult.fail(f"Cannot restore snapshot `{params.id_or_tag}`: {cause(exc)}.")
     if not undone.changed:
+        snaps.forget(now)  # nothing is in it that the restored snapshot lacks
         return ToolResult.ok(f"Restored {describe(record)}; nothing had changed since.", record)
     undid = summary(len(undone.added), len(undone.modified), len(undone.deleted))
-    message = f"Restored {describe(record)}. Undid the changes since it ({undid})."
+    message = (
+        f"Restored {describe(record)}. Undid the changes since it ({undid}); the state "
+        f"before is kept as {describe(now)}: restore it to bring them back."
+    )
     return ToolResult.ok(message, record)
 
 

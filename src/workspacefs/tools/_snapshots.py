@@ -79,6 +79,14 @@ class WorkspaceSnapshots:
             self._records.append(record)
             return record
 
+    def forget(self, snapshot: FilesystemSnapshot) -> None:
+        """Stop listing a snapshot taken here, and delete it where the backend can."""
+        with self._lock:
+            self._records = [r for r in self._records if r.snapshot_id != snapshot.snapshot_id]
+        delete = getattr(self._fs, "delete_snapshot", None)
+        if callable(delete):
+            delete(snapshot)
+
     def list(self) -> Sequence[FilesystemSnapshot]:
         """The snapshots taken here, oldest first."""
         with self._lock:
@@ -119,10 +127,13 @@ class WorkspaceSnapshots:
             raise SnapshotNotFoundError(f"id prefix matches {len(found)} snapshots", name)
         raise SnapshotNotFoundError("no snapshot has this tag or id", name)
 
-    def restore(self, ref: SnapshotRef) -> FilesystemSnapshot:
-        """Return the workspace to a snapshot; the snapshot restored."""
+    def restore(
+        self, ref: SnapshotRef, *, if_unchanged_since: FilesystemSnapshot | None = None
+    ) -> FilesystemSnapshot:
+        """Return the workspace to a snapshot; the snapshot restored
+        (``if_unchanged_since``: only if nothing changed since, see ``Filesystem``)."""
         record = self.find(ref)
-        self._fs.restore(record)
+        self._fs.restore(record, if_unchanged_since=if_unchanged_since)
         return record
 
     def diff(self, base: SnapshotRef, target: SnapshotRef | None = None) -> FilesystemDiff:

@@ -2,13 +2,19 @@
 
 ``UndoableToolset`` runs tools on one snapshotable workspace and takes an
 O(1) snapshot (git commit on a host directory) before every call of a
-mutating tool, tagged ``undo:<tool>:<call id>`` (``_undo_tag``). When nothing changed since
-the last one (a failed call, a run of reads) that snapshot is reused rather
-than a new one taken; read-only tools never snapshot. Any earlier call can
-then be undone, and what each call changed is one diff away.
+mutating tool, tagged ``undo:<tool>:<call id>`` (``_undo_tag``), and one after
+a call that changed something, tagged ``after:<tool>:<call id>``. When nothing
+changed since the last one (a failed call, a run of reads) that snapshot is
+reused rather than a new one taken; read-only tools never snapshot. Any
+earlier call can then be undone, and what each call changed is one diff away.
 
-The history assumes the tools are the only writers: a change made around
-them (through the mount, say) is counted as part of the next mutating call.
+Undoing returns the whole workspace to a snapshot, so it would also discard
+what other writers (the mount, a container, another client) changed after
+the calls it undoes. It refuses instead (ContentChangedError, nothing undone):
+the workspace must be as the last call left it, checked atomically with the
+restore (``if_unchanged_since``), and no other writer may have changed it
+between the calls undone. A change made while a call runs is counted as part
+of that call.
 """
 
 from __future__ import annotations
@@ -17,12 +23,18 @@ import dataclasses
 import itertools
 import re
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
-from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem
+from .._errors import (
+    AlreadyExistsError,
+    ContentChangedError,
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+)
+from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem, changed_paths
 from ._context import ToolContext
 from ._patch import unified_diff
 from ._registry import ToolRegistry
@@ -34,16 +46,17 @@ _MAX_TAG = 128
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]|\.(?=\.)")
 
 
-def _undo_tag(tool: str, call_id: str) -> str:
+def _undo_tag(tool: str, call_id: str, phase: str = "undo") -> str:
     """The tag of the snapshot taken before call ``call_id`` of ``tool``:
-    ``undo:<tool>:<call id>``, which git persistence keeps as a ref name.
+    ``undo:<tool>:<call id>`` (``after:...`` for the one after it), which git
+    persistence keeps as a ref name.
 
     Tool names and the call ids models give (``call_...``, ``toolu_...``) pass
     as they are; a character a git ref name cannot hold becomes ``_`` (as do a
     ``..`` and a ``.lock`` ending), and a long id is cut, since a snapshot that
     cannot be persisted would fail the whole persist of the workspace later.
     """
-    tag = f"undo:{_UNSAFE.sub('_', tool)}:{_UNSAFE.sub('_', call_id)}"[:_MAX_TAG].rstrip(".")
+    tag = f"{phase}:{_UNSAFE.sub('_', tool)}:{_UNSAFE.sub('_', call_id)}"[:_MAX_TAG].rstrip(".")
     return tag[: -len(".lock")] + "_lock" if tag.endswith(".lock") else tag
 
 
@@ -57,6 +70,8 @@ class ToolCall:
         arguments: The raw arguments it was called with.
         result: What it returned.
         before: The state just before it ran; None for a read-only call.
+        after: The state just after it ran; None for a read-only call, and
+            ``before`` itself for one that changed nothing.
     """
 
     call_id: str
@@ -64,6 +79,7 @@ class ToolCall:
     arguments: Mapping[str, Any] = field(repr=False)
     result: ToolResult[Any] = field(repr=False)
     before: FilesystemSnapshot | None
+    after: FilesystemSnapshot | None = None
 
 
 class UndoableToolset:
@@ -144,9 +160,11 @@ class UndoableToolset:
                 result = self._tools.call(name, arguments, context=context)
             except BaseException as exc:  # a buggy handler may have changed things
                 failed: ToolResult[Any] = ToolResult.fail(f"{name} raised {exc!r}")
-                self._record(ToolCall(call_id, name, dict(arguments or {}), failed, before))
+                after = self._settle(before, name, call_id)
+                self._record(ToolCall(call_id, name, dict(arguments or {}), failed, before, after))
                 raise
-            self._record(ToolCall(call_id, name, dict(arguments or {}), result, before))
+            after = self._settle(before, name, call_id)
+            self._record(ToolCall(call_id, name, dict(arguments or {}), result, before, after))
             return result
 
     def _record(self, call: ToolCall) -> None:
@@ -162,6 +180,15 @@ class UndoableToolset:
         self._last = self._fs.snapshot(tag=_undo_tag(tool, call_id))
         return self._last
 
+    def _settle(
+        self, before: FilesystemSnapshot | None, tool: str, call_id: str
+    ) -> FilesystemSnapshot | None:
+        """The state after a call: ``before`` if it changed nothing, else a new snapshot."""
+        if before is None or not self._fs.diff(before).changed:
+            return before
+        self._last = self._fs.snapshot(tag=_undo_tag(tool, call_id, "after"))
+        return self._last
+
     def _index(self, call_id: str) -> int:
         for index, call in enumerate(self._history):
             if call.call_id == call_id:
@@ -169,7 +196,10 @@ class UndoableToolset:
         raise SnapshotNotFoundError("no such call in the undo history", call_id)
 
     def _after(self, index: int) -> FilesystemSnapshot | None:
-        """The state after call ``index``: the next snapshot, None meaning live."""
+        """The state after call ``index``: its own snapshot after, else the next
+        snapshot, None meaning live."""
+        if self._history[index].after is not None:
+            return self._history[index].after
         for call in self._history[index + 1 :]:
             if call.before is not None:
                 return call.before
@@ -186,11 +216,41 @@ class UndoableToolset:
             dropped = self._history[index:]
             target = next((call.before for call in dropped if call.before is not None), None)
             if target is not None:
-                self._fs.restore(target)
+                self._between(dropped)
+                last = [call for call in dropped if call.before is not None][-1]
+                left = last.after or last.before  # as the last call left the workspace
+                assert left is not None
+                try:
+                    self._fs.restore(target, if_unchanged_since=left)
+                except ContentChangedError:
+                    changes = self._fs.diff(left)  # for the message only
+                    raise ContentChangedError(
+                        f"another writer changed the workspace after call {last.call_id} "
+                        f"({changed_paths(changes)}); undoing would discard that too, so "
+                        "nothing was undone",
+                        None,
+                    ) from None
                 self._last = target
             del self._history[index:]
             self._forget(dropped)
             return tuple(dropped)
+
+    def _between(self, calls: Sequence[ToolCall]) -> None:
+        """Raise ContentChangedError if another writer changed the workspace between
+        two of ``calls``: undoing them would discard that change too."""
+        mutating = [call for call in calls if call.before is not None]
+        for earlier, later in itertools.pairwise(mutating):
+            left = earlier.after or earlier.before
+            if left is None or later.before is None or later.before is left:
+                continue  # reused: nothing changed in between
+            changes = self._fs.diff(left, later.before)
+            if changes.changed:
+                raise ContentChangedError(
+                    f"another writer changed the workspace between calls {earlier.call_id} and "
+                    f"{later.call_id} ({changed_paths(changes)}); undoing would discard that "
+                    "too, so nothing was undone",
+                    None,
+                )
 
     def undo(self) -> ToolCall | None:
         """Undo the latest call that changed the workspace (and any calls after it).
@@ -237,9 +297,13 @@ class UndoableToolset:
         delete = getattr(self._fs, "delete_snapshot", None)
         if not callable(delete):
             return
-        kept = {call.before.snapshot_id for call in self._history if call.before is not None}
+
+        def held(calls: Sequence[ToolCall]) -> dict[uuid.UUID, FilesystemSnapshot]:
+            return {s.snapshot_id: s for c in calls for s in (c.before, c.after) if s is not None}
+
+        kept = held(self._history)
         if self._last is not None:
-            kept.add(self._last.snapshot_id)
-        for snapshot in {c.before.snapshot_id: c.before for c in calls if c.before}.values():
-            if snapshot.snapshot_id not in kept:
+            kept[self._last.snapshot_id] = self._last
+        for snapshot_id, snapshot in held(calls).items():
+            if snapshot_id not in kept:
                 delete(snapshot)
