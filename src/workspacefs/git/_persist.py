@@ -477,10 +477,10 @@ def persist(
     refuse_oversized(version, changed, state, None if existing is None else existing.odb, limit)
     repository = existing or open_repository(repo, create=True)
     identity = identity or Identity()
-    big = changed is None or len(changed) > PACK_THRESHOLD
-    writer = _Writer(repository, compression, big, version, state, changed, progress)
     history = encode_history(history_to_persist(fs, snapshot, state))
+    big = changed is None or len(changed) > PACK_THRESHOLD
     try:
+        writer = _Writer(repository, compression, big, version, state, changed, progress)
         try:
             tree = writer.build()
             meta_tree, history_text = writer.meta_root(history)
