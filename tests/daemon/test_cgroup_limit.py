@@ -15,8 +15,6 @@ import errno
 import json
 import os
 import shutil
-import zipfile
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from memory_limit import MemoryLimit, memory_limit
 from workspacefs import NoSpaceError
 from workspacefs.daemon import MountRecord, connect
 from workspacefs.fs import Limits
+from zipbomb import zero_bomb
 
 from .support import cli, cli_json, cli_ok, stop
 
@@ -182,48 +181,11 @@ def test_writing_past_the_limit_from_a_container(limited: Limited) -> None:
     limited.assert_survived()
 
 
-class _RepeatedBlock:
-    """zlib's raw deflate of one block, ended by a full flush so that it does not depend
-    on what came before: a stream of that block repeated is the same bytes repeated.
-    Stands in for ``zipfile``'s compressor so that 3 GiB of zeros cost one block's
-    compression, not 3 GiB of it (seconds on a busy machine)."""
-
-    def __init__(self, block: bytes) -> None:
-        compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
-        self.block = block
-        self.compressed = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
-        self.end = compressor.flush()
-
-    def compress(self, data: bytes) -> bytes:
-        assert data is self.block
-        return self.compressed
-
-    def flush(self) -> bytes:
-        return self.end
-
-
 @pytest.fixture(scope="module")
 def zeros_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace archive of about 3 MB holding one file of 3 GiB of zeros, its size
     declared in the manifest (so the zip-bomb ratio check lets it through)."""
-    path = tmp_path_factory.mktemp("zip") / "zeros.zip"
-    size = 3 << 30
-    zeros = bytes(PIECE)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        info = zipfile.ZipInfo("files/zeros.bin")
-        info.compress_type = zipfile.ZIP_DEFLATED
-        with archive.open(info, "w", force_zip64=True) as member:
-            member._compressor = _RepeatedBlock(zeros)  # type: ignore[attr-defined]
-            for _ in range(size // PIECE):
-                member.write(zeros)
-        manifest = {"format": "workspacefs-archive", "version": 1, "file_count": 1,
-                    "total_bytes": size, "sizes": {"zeros.bin": size}}  # fmt: skip
-        archive.writestr("manifest.json", json.dumps(manifest))
-    assert path.stat().st_size < 8 << 20
-    with zipfile.ZipFile(path) as archive, archive.open("files/zeros.bin") as member:
-        assert archive.getinfo("files/zeros.bin").file_size == size
-        assert member.read(2 * PIECE) == bytes(2 * PIECE)
-    return path
+    return zero_bomb(tmp_path_factory.mktemp("zip") / "zeros.zip", 3 << 30)
 
 
 def test_importing_an_archive_past_the_limit(limited: Limited, zeros_zip: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workspacefs import HostMount, InMemoryFilesystem
+from workspacefs import HostMount, InMemoryFilesystem, NoSpaceError
 
 
 @pytest.fixture
@@ -99,3 +99,26 @@ def test_hydrate_keeps_sparse_files_sparse(tmp_path: Path) -> None:
     assert fs.read_bytes("p/sparse.img", offset=1 << 30, limit=18).content == b"data in the middle"
     assert fs.read_bytes("p/sparse.img", offset=size - 4, limit=4).content == bytes(4)
     assert fs.memory_usage().held < 1 << 20
+
+
+def test_hydrate_past_the_budget_is_refused_before_copying(tmp_path: Path) -> None:
+    """Files holding more data than the budget has free: ENOSPC before the first block is
+    copied (the data a file holds, not its size: a sparse one still fits)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "dense.bin").write_bytes(os.urandom(24 << 20))
+    with open(root / "sparse.img", "wb") as sparse:
+        sparse.truncate(64 << 30)
+    fs = InMemoryFilesystem(memory_budget=16 << 20)
+    fs.write_bytes("kept.txt", b"kept\n")
+    fs.tree.budget.take_peak()
+    held = fs.memory_usage().held
+    with pytest.raises(NoSpaceError, match=r"host files hold .* of 16,777,216 bytes") as caught:
+        fs.hydrate_from_host(HostMount(str(root), mount_path="p"), allowed_roots=[tmp_path])
+    assert caught.value.filename == str(root)
+    assert fs.tree.budget.take_peak() == held  # not one block was copied meanwhile
+    assert [entry.name for entry in fs.list()] == ["kept.txt"]
+    (root / "dense.bin").unlink()
+    fs.hydrate_from_host(HostMount(str(root), mount_path="p"), allowed_roots=[tmp_path])
+    assert fs.stat("p/sparse.img").size_bytes == 64 << 30
+    assert fs.memory_usage().held == held

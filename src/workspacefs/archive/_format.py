@@ -30,11 +30,18 @@ import and on export alike. Export runs every import check before it
 publishes the archive, so an archive that was written can always be imported.
 
 Export and import stream: file content moves in 1 MiB blocks, so neither
-holds a second copy of the workspace in memory.
+holds a second copy of the workspace in memory. What is known before a byte
+moves is checked before a byte moves: export refuses files whose sizes pass
+``max_total_bytes`` before it compresses anything (ZIP holds no holes: a
+64 GiB sparse file would be 64 GiB to compress), and import refuses an
+archive whose declared sizes do not fit the target (``ArchiveTarget.reserve``:
+a workspace's free memory budget, a directory's free disk space) before it
+writes anything.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat as _stat
@@ -42,7 +49,7 @@ import zipfile
 from datetime import UTC, datetime
 from typing import IO
 
-from .._errors import FsError, LimitExceededError
+from .._errors import FsError, LimitExceededError, NoSpaceError
 from ._names import needs_escaping
 from ._plan import MAX_LINK_TARGET, check_path, check_tree, member_key, plan
 from ._types import (
@@ -69,6 +76,7 @@ def _checked_entries(source: ArchiveSource, limits: ArchiveLimits) -> tuple[list
     entries: list[Entry] = []
     seen: set[str] = set()
     escaping = False
+    total = 0
     for entry in source.entries():
         kind = _stat.S_IFMT(entry.mode)
         if kind not in (_stat.S_IFREG, _stat.S_IFDIR, _stat.S_IFLNK):
@@ -77,6 +85,9 @@ def _checked_entries(source: ArchiveSource, limits: ArchiveLimits) -> tuple[list
         if entry.path in seen:
             raise ArchiveError("duplicate entry", entry.path)
         seen.add(entry.path)
+        if kind == _stat.S_IFREG:
+            total += entry.size
+            _check_total(entry, total, limits)
         if kind == _stat.S_IFLNK:
             target = symlink_target(entry)
             raw = target.encode("utf-8", "surrogateescape")
@@ -91,6 +102,19 @@ def _checked_entries(source: ArchiveSource, limits: ArchiveLimits) -> tuple[list
             )
     links_out = check_tree(entries, 2)
     return entries, 2 if escaping or links_out else 1
+
+
+def _check_total(entry: Entry, total: int, limits: ArchiveLimits) -> None:
+    """Refuse, naming the file, once the files' sizes pass what import accepts."""
+    if total <= limits.max_total_bytes:
+        return
+    files = "" if total == entry.size else f", which brings the files to {total:,} bytes"
+    raise LimitExceededError(
+        f"{entry.path} is {entry.size:,} bytes{files}, over the archive limit of "
+        f"{limits.max_total_bytes:,} bytes (an archive holds no holes: a sparse file "
+        "is stored at its full size)",
+        entry.path,
+    )
 
 
 def write_archive(
@@ -139,12 +163,9 @@ def write_archive(
                         while block := content.read(BLOCK):
                             out.write(block)
                             written += len(block)
-                            if total + written > limits.max_total_bytes:
-                                raise LimitExceededError(
-                                    f"over {limits.max_total_bytes:,} bytes: an archive this "
-                                    "large would be refused",
-                                    entry.path,
-                                )
+                            # A host file may grow after it was listed: checked as it comes.
+                            _check_total(Entry(entry.path, entry.mode, 0, written),
+                                         total + written, limits)  # fmt: skip
                     sizes[key] = written
                     total += written
                     files += 1
@@ -218,6 +239,8 @@ def read_archive(
             planned, _ = plan(archive, limits)
         except (zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError) as exc:
             raise ArchiveError(f"corrupt archive: {exc}", os.fspath(path)) from None
+        declared = sum(p.info.file_size for p in planned if _stat.S_ISREG(p.entry.mode))
+        target.reserve(declared)
         target.begin()
         try:
             for item in planned:
@@ -238,6 +261,9 @@ def read_archive(
             target.abort()
             if isinstance(exc, FsError):
                 raise
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise NoSpaceError(f"no space left for the archive's files: {exc.strerror}",
+                                   exc.filename) from exc  # fmt: skip
             raise ArchiveError(f"corrupt archive: {exc}", os.fspath(path)) from None
         except BaseException:
             target.abort()

@@ -7,7 +7,7 @@ import stat as _stat
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 
-from .._errors import NotFoundError
+from .._errors import NoSpaceError, NotFoundError
 from ..fs import InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Directory, File, Symlink, Tree, TreeView
 from ._types import Entry, Reader, file_content, symlink_target
@@ -79,6 +79,18 @@ class TreeArchiveTarget:
     def _live(self) -> Tree:
         assert self._tree is not None, "begin() comes first"
         return self._tree
+
+    def reserve(self, nbytes: int) -> None:
+        # Until the import commits, the transaction keeps what the workspace held (to
+        # undo), so the archive's files come on top of it: the budget's free part.
+        budget = self._fs.tree.budget
+        if budget.limit is not None and nbytes > (budget.free or 0):
+            raise NoSpaceError(
+                f"the archive's files expand to {nbytes:,} bytes, more than the workspace's "
+                f"memory budget has free ({budget.free:,} of {budget.limit:,} bytes); raise "
+                "the budget or delete files or snapshots first",
+                None,
+            )
 
     def begin(self) -> None:
         self._transaction = self._fs.transaction()

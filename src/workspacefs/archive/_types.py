@@ -79,6 +79,11 @@ class ArchiveSource(Protocol):
 class ArchiveTarget(Protocol):
     """What a backend offers to import into: applied only after validation."""
 
+    def reserve(self, nbytes: int) -> None:
+        """Raise ``NoSpaceError`` unless ``nbytes`` of file content (what the archive
+        declares, all checked) fit where the import goes; called before ``begin``."""
+        ...
+
     def begin(self) -> None:
         """Empty the workspace (the backend can undo until ``commit``)."""
         ...

@@ -266,7 +266,7 @@ def prune(
         max_count=keep,
         max_age_hours=max_age,
         keep_tagged=not include_tagged,
-        max_snapshot_bytes=None if max_bytes is None else _bytes(max_bytes),
+        max_snapshot_bytes=None if max_bytes is None else size_option(max_bytes, "--max-bytes"),
     )
     with workspace(point) as fs:
         result = fs.prune(policy, dry_run=dry_run)
@@ -287,12 +287,12 @@ def prune(
         stdout.print(f"  {describe(record)}")
 
 
-def _bytes(text: str) -> int:
-    """``--max-bytes``: ``10000``, ``64K``, ``500MiB``, ``1.5G`` (binary units, as
-    ``size`` prints them); 0 is a size."""
+def size_option(text: str, option: str) -> int:
+    """A size given to ``option``: ``10000``, ``64K``, ``500MiB``, ``1.5G`` (binary
+    units, as ``size`` prints them); 0 is a size."""
     from ..sandbox import parse_size
 
     try:
-        return parse_size(text, "--max-bytes", minimum=0)
+        return parse_size(text, option, minimum=0)
     except InvalidArgumentError as exc:
         raise typer.BadParameter(str(exc.strerror)) from None

@@ -10,7 +10,7 @@ import typer
 
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._output import emit_json, stdout, working
-from ._snapshots import describe, find_snapshot
+from ._snapshots import describe, find_snapshot, size_option
 
 
 @app.command(epilog="Example: workspacefs persist ./ws --tag reviewed --remote ../backup.git")
@@ -23,14 +23,24 @@ def persist(
     remote: Annotated[
         str | None, typer.Option("--remote", metavar="URL", help="Then push to this git remote.")
     ] = None,
+    max_file_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-file-size",
+            metavar="SIZE",
+            help="Refuse files larger than this (e.g. 8G; default: the workspace's memory "
+            "budget). Git stores a sparse file at its full size.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Snapshot the workspace and write it to its git repository (incremental)."""
     point, _ = split_mountpoint(args or [], 0, 0)
+    limit = None if max_file_size is None else size_option(max_file_size, "--max-file-size")
     with workspace(point) as fs:
         record = None if snapshot is None else find_snapshot(fs, snapshot)
         with working("persisting", quiet=as_json):
-            result = fs.persist(record, tag=tag, remote=remote)
+            result = fs.persist(record, tag=tag, remote=remote, max_file_bytes=limit)
     if as_json:
         emit_json({**dataclasses.asdict(result), "snapshot": result.snapshot.to_dict()})
         return

@@ -126,7 +126,12 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         route("/blame", lambda a, r: w.blame(a["path"], a.get("snapshot"))),
         route("/export", lambda a, r: w.export(a["path"], a.get("at"))),
         route("/import", lambda a, r: w.import_(a["path"], a.get("limits"))),
-        route("/persist", lambda a, r: w.persist(a.get("snapshot"), a.get("tag"), a.get("remote"))),
+        route(
+            "/persist",
+            lambda a, r: w.persist(
+                a.get("snapshot"), a.get("tag"), a.get("remote"), a.get("max_file_bytes")
+            ),
+        ),
         route("/push", lambda a, r: w.push(a["url"])),
         route("/forks", lambda a, r: w.list_forks(), "GET"),
         route("/forks", lambda a, r: w.fork(a.get("name"), a.get("snapshot"))),

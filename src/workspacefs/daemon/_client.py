@@ -508,13 +508,19 @@ class RemoteFilesystem(_RemoteFiles):
         *,
         tag: str | None = None,
         remote: str | None = None,
+        max_file_bytes: int | None = None,
     ) -> PersistResult:
         """Persist ``snapshot`` (None: a new one, tagged ``tag``) to the workspace's git
-        repository, incrementally; then push to ``remote`` if given."""
+        repository, incrementally; then push to ``remote`` if given.
+
+        A file larger than ``max_file_bytes`` (default: the workspace's memory
+        budget; see ``git.persist``) is refused before anything is written, or
+        any snapshot taken."""
         body = {
             "snapshot": None if snapshot is None else snapshot.to_dict(),
             "tag": tag,
             "remote": remote,
+            "max_file_bytes": max_file_bytes,
         }
         result = self._connection.request("POST", "/persist", body)
         return PersistResult(**{**result, "snapshot": decode_snapshot(result["snapshot"])})

@@ -302,11 +302,23 @@ class Workspace:
         archive_limits = ArchiveLimits(**limits) if limits else ArchiveLimits()
         return {"files": import_archive(self.fs, _absolute(path), limits=archive_limits)}
 
-    def persist(self, record: Json | None, tag: str | None, remote: str | None) -> Json:
+    def persist(
+        self,
+        record: Json | None,
+        tag: str | None,
+        remote: str | None,
+        max_file_bytes: int | None = None,
+    ) -> Json:
         """Persist a snapshot (a new one if ``record`` is None) to the workspace's
-        repository, then push it to ``remote`` if given."""
-        snapshot = self.fs.snapshot(tag=tag) if record is None else decode_snapshot(record)
-        persisted = git.persist(self.fs, snapshot, self.info.repository)
+        repository, then push it to ``remote`` if given. A file past ``max_file_bytes``
+        (``git.persist``) is refused before the new snapshot is even taken."""
+        repository = self.info.repository
+        if record is None:
+            git.check_persistable(self.fs, None, repository, max_file_bytes=max_file_bytes)
+            snapshot = self.fs.snapshot(tag=tag)
+        else:
+            snapshot = decode_snapshot(record)
+        persisted = git.persist(self.fs, snapshot, repository, max_file_bytes=max_file_bytes)
         if remote:
             git.push(self.info.repository, remote, workspace=self.fs.workspace_id)
         return {

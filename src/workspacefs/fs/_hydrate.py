@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from .._errors import (
     InvalidArgumentError,
     LimitExceededError,
+    NoSpaceError,
     NotFoundError,
     PathEscapeError,
 )
@@ -207,6 +208,7 @@ def hydrate(
                 f"host files total {total:,} bytes, over max_bytes {mount.max_bytes:,}",
                 mount.host_path,
             )
+        _reserve(tree, chosen, mount.host_path)
         budget = mount.max_bytes
         for item in chosen:
             target_path = f"{destination}/{item.path}".strip("/") if item.path else destination
@@ -227,6 +229,27 @@ def hydrate(
         os.close(handle)
         backend.close()
     return len(chosen)
+
+
+def _reserve(tree: Tree, chosen: list[_Item], shown: str) -> None:
+    """Refuse (ENOSPC) before copying anything if the files' data cannot fit in what
+    the budget has free. Data, not sizes: holes are not copied (``_data_blocks``), so
+    a file counts its allocated blocks, at most its size. The transaction keeps what
+    the copies replace until it ends, hence the free part. The budget's own check of
+    each write stays the safety net (a host file may grow meanwhile)."""
+    budget = tree.budget
+    if budget.limit is None:
+        return
+    data = sum(
+        min(item.info.st_size, item.info.st_blocks * 512) for item in chosen if item.target is None
+    )
+    free = budget.free or 0
+    if data > free:
+        raise NoSpaceError(
+            f"host files hold {data:,} bytes of data, more than the workspace's memory "
+            f"budget has free ({free:,} of {budget.limit:,} bytes)",
+            shown,
+        )
 
 
 def _mode(mode: int, mount: HostMount) -> int:

@@ -31,6 +31,7 @@ from ._objects import workspace_name as workspace_name
 from ._objects import write_trees as write_trees
 from ._persist import PersistedSnapshot as PersistedSnapshot
 from ._persist import Progress as Progress
+from ._persist import check_persistable as check_persistable
 from ._persist import persist as persist
 from ._refs import RefNamespace as RefNamespace
 from ._refs import branch_prefix as branch_prefix

@@ -108,6 +108,52 @@ class PackWriter:
         while pending:
             yield from self._drain(pending.popleft())
 
+    def add_stream(self, kind: int, size: int, pieces: Iterable[bytes]) -> pygit2.Oid:
+        """Add one object of ``size`` bytes that arrive in ``pieces``: each is hashed,
+        compressed and written before the next is asked for, so memory holds one
+        piece, never the object (a large file). Returns its id.
+
+        Raises:
+            ValueError: ``pieces`` held more or fewer than ``size`` bytes (nothing is kept).
+        """
+        start = self._offset
+        digest = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], size))
+        compressor = zlib.compressobj(self._level)
+        header = _entry_header(kind, size)
+        crc = zlib.crc32(header)
+        self._file.write(header)
+        written = len(header)
+        received = 0
+        try:
+            for piece in pieces:
+                received += len(piece)
+                digest.update(piece)
+                packed = compressor.compress(piece)
+                crc = zlib.crc32(packed, crc)
+                self._file.write(packed)
+                written += len(packed)
+            packed = compressor.flush()
+            crc = zlib.crc32(packed, crc)
+            self._file.write(packed)
+            written += len(packed)
+            if received != size:
+                raise ValueError(f"object of {size:,} bytes came with {received:,}")
+        except BaseException:
+            self._rewind(start)
+            raise
+        oid = digest.digest()
+        if oid in self._entries:  # the same content twice: keep the first copy
+            self._rewind(start)
+        else:
+            self._entries[oid] = (start, crc)
+            self._offset = start + written
+        return pygit2.Oid(raw=oid)
+
+    def _rewind(self, offset: int) -> None:
+        """Drop what was written from ``offset`` on."""
+        self._file.seek(offset)
+        self._file.truncate()
+
     def _drain(self, future: Future[list[tuple[bytes, bytes]]]) -> Iterator[pygit2.Oid]:
         for oid, packed in future.result():
             self._append(oid, packed)

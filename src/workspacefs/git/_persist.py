@@ -19,6 +19,13 @@ Incremental: the tree's change sets say which inodes changed since the last
 persisted version; only their directories and the directories above them
 are rewritten, every other subtree keeps its id, and unchanged files keep
 their blob ids without being read or hashed.
+
+Bounded memory: a file larger than ``STREAM_ABOVE`` goes into a pack in
+pieces (``PackWriter.add_stream``), never as one ``bytes``. A git blob holds
+no holes, so a file is written (and read back, and checked out) at its full
+size whatever the tree holds of it: one larger than ``max_file_bytes`` (by
+default the workspace's memory budget, see ``persist``) is refused before
+anything is written.
 """
 
 from __future__ import annotations
@@ -27,14 +34,19 @@ import base64
 import contextlib
 import json
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pygit2
 from pygit2.enums import ObjectType
 
-from .._errors import InvalidArgumentError, SnapshotCreationError, SnapshotNotFoundError
+from .._errors import (
+    InvalidArgumentError,
+    LimitExceededError,
+    SnapshotCreationError,
+    SnapshotNotFoundError,
+)
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
 from ._history import (
@@ -65,6 +77,10 @@ META_BLOB = b"meta"
 DIR_PREFIX = b"d:"
 PACK_THRESHOLD = 1000
 """Persists touching more inodes than this write one pack instead of loose objects."""
+STREAM_ABOVE = 1 << 20
+"""Files larger than this go to git in pieces of this size, through a pack (pygit2
+offers no streamed write of loose objects but ``create_blob_fromiobase``, which
+copies the whole file to a temporary file first)."""
 
 ObjectSink = Callable[[int, bytes], pygit2.Oid]
 """Writes one object (kind, raw data) and returns its id."""
@@ -122,17 +138,19 @@ class _Writer:
 
     def __init__(
         self,
-        odb: pygit2.Odb,
-        sink: ObjectSink,
-        pack: PackWriter | None,
+        repository: pygit2.Repository,
+        compression: int,
+        big: bool,
         version: Version,
         state: PersistState,
         changed: set[int] | None,
         progress: ProgressHook | None,
     ) -> None:
-        self.odb = odb
-        self.sink = sink
-        self.pack = pack
+        self.repository = repository
+        self.compression = compression
+        self.odb = repository.odb
+        self.pack = PackWriter(repository, compression=compression) if big else None
+        self.sink: ObjectSink = self.pack.add if self.pack is not None else self.odb.write
         self.version = version
         self.state = state
         self.changed = changed  # None: everything is new
@@ -179,31 +197,43 @@ class _Writer:
     def blob_for(self, ino: int, node: File | Symlink) -> pygit2.Oid:
         if ino in self.blobs:  # written ahead, in parallel
             return self.blobs[ino][1]
-        unchanged = self.changed is not None and ino not in self.changed
-        cached = self.state.blobs.get(ino)
         key = content_key(node)
-        if cached is not None and (unchanged or cached[0] == key):
-            self.blobs[ino] = cached
-            return cached[1]
-        oid = stored_blob(node, self.odb)
-        if oid is None:
+        found = reusable_blob(self.state, self.changed, self.odb, ino, node)
+        if found is not None:
+            self.blobs[ino] = found
+            return found[1]
+        if isinstance(node, File) and node.size > STREAM_ABOVE:
+            oid = self.streaming_pack().add_stream(ObjectType.BLOB, node.size, blob_pieces(node))
+        else:
             oid = self.sink(ObjectType.BLOB, blob_bytes(node))
-            self.objects += 1
+        self.objects += 1
         self.blobs[ino] = (key, oid)
         return oid
 
+    def streaming_pack(self) -> PackWriter:
+        """The pack large files stream into: this persist's pack, made on first use
+        by a persist that writes loose objects otherwise."""
+        if self.pack is None:
+            self.pack = PackWriter(self.repository, compression=self.compression)
+        return self.pack
+
     def write_all_blobs(self, pack: PackWriter) -> None:
-        """A first persist: hash and compress every file in parallel into the pack."""
+        """A first persist: hash and compress every small file in parallel into the
+        pack; each large one is streamed there after them."""
         nodes = [
             (ino, node)
             for _, ino, node in self.version.walk()
             if isinstance(node, File | Symlink) and stored_blob(node, self.odb) is None
         ]
         unique = list(dict(nodes).items())  # hard links: one blob per inode
-        data = ((ObjectType.BLOB, blob_bytes(node)) for _, node in unique)
-        for (ino, node), oid in zip(unique, pack.add_many(data), strict=True):
+        small = [(i, n) for i, n in unique if not (isinstance(n, File) and n.size > STREAM_ABOVE)]
+        data = ((ObjectType.BLOB, blob_bytes(node)) for _, node in small)
+        for (ino, node), oid in zip(small, pack.add_many(data), strict=True):
             self.blobs[ino] = (content_key(node), oid)
             self.objects += 1
+        for ino, node in unique:
+            if ino not in self.blobs:
+                self.blob_for(ino, node)
 
     def build(self) -> pygit2.Oid:
         """Write the workspace tree and the metadata trees below the root; return the
@@ -316,17 +346,75 @@ def content_key(node: File | Symlink) -> Hashable:
     return ("link", node.target) if isinstance(node, Symlink) else node.content_key
 
 
-def stored_blob(node: File | Symlink, odb: pygit2.Odb) -> pygit2.Oid | None:
+def stored_blob(node: File | Symlink, odb: pygit2.Odb | None) -> pygit2.Oid | None:
     """The blob id of a file not loaded yet whose blob this repository already has."""
     key = node.deferred_key if isinstance(node, File) else None
-    return key if isinstance(key, pygit2.Oid) and key in odb else None
+    return key if isinstance(key, pygit2.Oid) and odb is not None and key in odb else None
+
+
+def reusable_blob(
+    state: PersistState,
+    changed: set[int] | None,
+    odb: pygit2.Odb | None,
+    ino: int,
+    node: File | Symlink,
+) -> tuple[Hashable, pygit2.Oid] | None:
+    """(content key, blob id) of a file or symlink the repository already holds
+    (``odb``; None: a repository yet to be made), or None if it must be written."""
+    cached = state.blobs.get(ino)
+    unchanged = changed is not None and ino not in changed
+    if cached is not None and (unchanged or cached[0] == content_key(node)):
+        return cached
+    oid = stored_blob(node, odb)
+    return None if oid is None else (content_key(node), oid)
+
+
+def refuse_oversized(
+    version: Version,
+    changed: set[int] | None,
+    state: PersistState,
+    odb: pygit2.Odb | None,
+    limit: int,
+) -> None:
+    """Raise ``LimitExceededError`` if persisting ``version`` would write a blob of a
+    file larger than ``limit``: O(changes), like the persist it guards.
+
+    Raises:
+        LimitExceededError: Names the first such file, its size and the limit.
+    """
+    if changed is None:
+        candidates: Iterator[tuple[int, Node]] = ((ino, n) for _, ino, n in version.walk())
+    else:
+        candidates = ((ino, n) for ino in changed if (n := version.get(ino)) is not None)
+    for ino, node in candidates:
+        if not isinstance(node, File) or node.size <= limit:
+            continue
+        if reusable_blob(state, changed, odb, ino, node) is not None:
+            continue
+        paths = version.paths(ino)
+        if not paths:
+            continue  # not reachable from the root: not persisted
+        raise LimitExceededError(
+            f"{paths[0]} is {node.size:,} bytes, over the limit of {limit:,} for one file "
+            "in git (by default the workspace's memory budget): a git blob holds no holes, "
+            "so the file would be written, and loaded back, at its full size. Delete or "
+            "shrink it, or raise the limit (max_file_bytes=..., "
+            "workspacefs persist --max-file-size SIZE)",
+            paths[0],
+        )
 
 
 def blob_bytes(node: File | Symlink) -> bytes:
-    """What git stores for a file or symlink."""
+    """What git stores for a symlink or a small file (see ``blob_pieces``)."""
     if isinstance(node, Symlink):
         return encode_name(node.target)
     return node.read(0, node.size)
+
+
+def blob_pieces(node: File) -> Iterator[bytes]:
+    """What git stores for a file, ``STREAM_ABOVE`` bytes at a time (holes as zeros)."""
+    for offset in range(0, node.size, STREAM_ABOVE):
+        yield node.read(offset, STREAM_ABOVE)
 
 
 def _message(record: FilesystemSnapshot, number: int, meta_commit: pygit2.Oid) -> str:
@@ -352,6 +440,7 @@ def persist(
     identity: Identity | None = None,
     progress: ProgressHook | None = None,
     compression: int = DEFAULT_COMPRESSION,
+    max_file_bytes: int | None = None,
 ) -> PersistedSnapshot:
     """Write ``snapshot`` of ``fs`` as a commit in the bare repository ``repo``.
 
@@ -360,10 +449,21 @@ def persist(
     default: fast; 0 stores uncompressed, fastest, larger; ``git gc`` may
     recompress later). The repository is created if missing. Only what changed since the last
     snapshot persisted there from this tree is written; refs are updated
-    last, so a failure leaves no ref to a half-written snapshot.
+    last, so a failure leaves no ref to a half-written snapshot. File content
+    goes to git in pieces, so memory never holds a whole file.
+
+    ``max_file_bytes`` bounds the size of one file (default: the workspace's
+    memory budget). A git blob cannot hold holes: a sparse file is written,
+    and read back and checked out, at its full size, so a 64 GiB sparse file
+    (free in the tree: ``truncate -s 64G``) would cost 64 GiB of work and disk
+    to every reader of the repository. The budget is the natural bound: it is
+    the most the workspace could hold of the file written out, and so the most
+    a load of the snapshot can be asked to take back.
 
     Raises:
         SnapshotNotFoundError: The snapshot is not (or no longer) in ``fs``.
+        LimitExceededError: A file to write is larger than ``max_file_bytes``;
+            checked before anything is written (the repository is not even made).
         SnapshotCreationError: The repository cannot be written.
     """
     version = fs.version(snapshot)
@@ -372,28 +472,24 @@ def persist(
     if snapshot.tag:
         refs.tag(snapshot.tag)
     repo = repo if repo is not None else default_repository(workspace)
-    repository = open_repository(repo, create=True)
-    path = os.path.realpath(repository.path)
+    existing, state, changed = _incremental(fs, version, repo)
+    limit = fs.memory_budget if max_file_bytes is None else max_file_bytes
+    refuse_oversized(version, changed, state, None if existing is None else existing.odb, limit)
+    repository = existing or open_repository(repo, create=True)
     identity = identity or Identity()
-    state = state_for(fs, path)
-    changed = None
-    if state.version is not None and state.version.tree_id == version.tree_id:
-        changed = Tree.changes_between(state.version, version)
-    big = changed is None or len(changed) > PACK_THRESHOLD
-    pack = PackWriter(repository, compression=compression) if big else None
-    sink: ObjectSink = pack.add if pack is not None else repository.odb.write
-    writer = _Writer(repository.odb, sink, pack, version, state, changed, progress)
     history = encode_history(history_to_persist(fs, snapshot, state))
+    big = changed is None or len(changed) > PACK_THRESHOLD
     try:
+        writer = _Writer(repository, compression, big, version, state, changed, progress)
         try:
             tree = writer.build()
             meta_tree, history_text = writer.meta_root(history)
         except BaseException:
-            if pack is not None:
-                pack.abort()
+            if writer.pack is not None:
+                writer.pack.abort()
             raise
-        if pack is not None:
-            pack.finish()  # objects must be visible before commits name them
+        if writer.pack is not None:
+            writer.pack.finish()  # objects must be visible before commits name them
         parents, meta_parents = _parents(state, version)
         number = refs.next_number(repository)
         signature = identity.signature(snapshot.created_at)
@@ -423,6 +519,49 @@ def persist(
     return PersistedSnapshot(
         str(commit), str(meta_commit), refs.snapshot(number), number, writer.objects + 2
     )
+
+
+def check_persistable(
+    fs: InMemoryFilesystem,
+    snapshot: FilesystemSnapshot | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    *,
+    max_file_bytes: int | None = None,
+) -> None:
+    """Refuse now what ``persist`` would refuse for its size, changing nothing: for
+    a caller that takes a snapshot only to persist it (the daemon's ``persist``).
+
+    Args:
+        snapshot: What would be persisted; None: the live tree as it is now.
+        repo, max_file_bytes: As for ``persist``.
+
+    Raises:
+        LimitExceededError: As ``persist`` would, before writing anything.
+    """
+    if snapshot is not None:
+        version = fs.version(snapshot)
+    else:
+        with fs.tree.lock:
+            version = fs.tree.snapshot()  # O(1), as ``frozen_view`` freezes
+    repo = repo if repo is not None else default_repository(fs.workspace_id)
+    existing, state, changed = _incremental(fs, version, repo)
+    limit = fs.memory_budget if max_file_bytes is None else max_file_bytes
+    refuse_oversized(version, changed, state, None if existing is None else existing.odb, limit)
+
+
+def _incremental(
+    fs: InMemoryFilesystem, version: Version, repo: str | os.PathLike[str]
+) -> tuple[pygit2.Repository | None, PersistState, set[int] | None]:
+    """(the repository if it exists, ``fs``'s state in it, the inodes changed since
+    the version persisted there last; None: everything is to be written)."""
+    location = os.fspath(repo)
+    existing = open_repository(location) if os.path.exists(location) else None
+    path = os.path.realpath(existing.path if existing is not None else location)
+    state = state_for(fs, path)
+    changed = None
+    if state.version is not None and state.version.tree_id == version.tree_id:
+        changed = Tree.changes_between(state.version, version)
+    return existing, state, changed
 
 
 def _parents(state: PersistState, version: Version) -> tuple[list[pygit2.Oid], list[pygit2.Oid]]:

@@ -24,7 +24,7 @@ import secrets
 import stat as _stat
 from collections.abc import Iterator
 
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, NoSpaceError
 from ..archive import (
     DEFAULT_ARCHIVE_LIMITS,
     ArchiveLimits,
@@ -114,6 +114,17 @@ class HostArchiveTarget:
         # The directories being filled, the staging directory first: (path, descriptor,
         # entry whose mode and mtime it gets when finished).
         self._open: list[tuple[str, int, Entry | None]] = []
+
+    def reserve(self, nbytes: int) -> None:
+        # Staged beside the old content, which goes only once the new is in place.
+        info = os.statvfs(self._root)
+        free = info.f_bavail * info.f_frsize
+        if nbytes > free:
+            raise NoSpaceError(
+                f"the archive's files expand to {nbytes:,} bytes, more than the file system "
+                f"holding the directory has free ({free:,} bytes)",
+                None,
+            )
 
     def begin(self) -> None:
         self._staging = STAGING_PREFIX + secrets.token_hex(8)
