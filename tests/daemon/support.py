@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from interpreter import SOURCE_ROOT as SOURCE_ROOT
@@ -77,13 +77,19 @@ class Daemons:
 
 
 def cli(
-    *args: str, cwd: str | Path | None = None, timeout: float = 120
+    *args: str,
+    cwd: str | Path | None = None,
+    timeout: float = 120,
+    preexec_fn: Callable[[], object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the ``workspacefs`` command in a subprocess, as a user would."""
+    """Run the ``workspacefs`` command in a subprocess, as a user would (``preexec_fn``
+    runs in the child before it starts: e.g. ``MemoryLimit.preexec``, which a daemon
+    the command spawns inherits)."""
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT, "COLUMNS": "200"}
     return subprocess.run(
         [sys.executable, "-m", "workspacefs.cli", *args],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False,
+        preexec_fn=preexec_fn,
     )  # fmt: skip
 
 
