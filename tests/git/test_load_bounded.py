@@ -25,6 +25,7 @@ from interpreter import child_env
 from memory_limit import memory_limit
 from workspacefs import InMemoryFilesystem, LimitExceededError, NoSpaceError, SnapshotError
 from workspacefs import git as wgit
+from workspacefs.tree import CHUNK_SIZE
 
 MIB = 1 << 20
 BIG = 256 * MIB
@@ -97,21 +98,35 @@ def test_a_lazy_file_streams_in_bounded_pieces(zero_repo: Path) -> None:
 
 
 def test_lazy_files_read_exactly_from_packs_and_loose_objects(tmp_path: Path) -> None:
-    data = os.urandom(6 * MIB + 123)
+    data = os.urandom(MIB) + bytes(5 * MIB) + os.urandom(123)
     fs = InMemoryFilesystem(workspace_id="ws")
     fs.write_bytes("packed.bin", data)  # a first persist writes a pack
     wgit.persist(fs, fs.snapshot(), tmp_path / "repo.git")
     fs.write_bytes("loose.bin", data[::-1])  # a small second persist: loose objects
     fs.write_bytes("tiny.txt", b"tiny")
     wgit.persist(fs, fs.snapshot(), tmp_path / "repo.git")
-    loaded = wgit.load(tmp_path / "repo.git", "2", workspace="ws")
+    # Streamed, each file costs what is not zeros; read whole, 6 MiB first.
+    loaded = wgit.load(tmp_path / "repo.git", "2", workspace="ws", memory_budget=4 * MIB)
     for name, expected in (("packed.bin", data), ("loose.bin", data[::-1]), ("tiny.txt", b"tiny")):
         got = b"".join(
             loaded.read_bytes(name, offset=offset).content
             for offset in range(0, len(expected), 16 * MIB)
         )
         assert hashlib.md5(got).digest() == hashlib.md5(expected).digest(), name
-    assert loaded.memory_usage().held == 2 * len(data) + 4
+    assert loaded.memory_usage().held < 2 * (MIB + 2 * CHUNK_SIZE)
+
+
+def test_lazy_files_stream_from_an_alternate_object_directory(tmp_path: Path) -> None:
+    data = bytes(5 * MIB) + b"end"
+    shared = Forge(tmp_path / "shared.git")
+    blob = shared.blob(data)  # loose, in the other repository only
+    forge = Forge(tmp_path / "repo.git")
+    (forge.path / "objects/info/alternates").write_text(str(shared.path / "objects") + "\n")
+    forge.root({"f.bin": (record(FILE, size=len(data)), blob)})
+    # Streamed, it costs its last chunk; read whole, it would need 5 MiB first.
+    fs = wgit.load(forge.path, "1", workspace="ws", memory_budget=1 * MIB)
+    assert fs.read_bytes("f.bin").content == data
+    assert fs.memory_usage().held == 3
 
 
 def test_a_file_over_the_budget_is_no_space_and_changes_nothing(tmp_path: Path) -> None:
