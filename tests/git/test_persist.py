@@ -86,8 +86,12 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     fs = sample_workspace()
     snapshot = fs.snapshot(tag="sample")
     persisted = wgit.persist(fs, snapshot, tmp_path / "repo.git")
-    loaded = wgit.load(tmp_path / "repo.git", "sample", workspace=fs.workspace_id)
+    # Exact when asked to keep what a repository may not bring in unasked (setuid here).
+    loaded = wgit.load(tmp_path / "repo.git", "sample", workspace=fs.workspace_id,
+                       special_modes=True)  # fmt: skip
     assert picture(loaded) == picture(fs.at(snapshot))
+    unasked = wgit.load(tmp_path / "repo.git", "sample", workspace=fs.workspace_id)
+    assert unasked.tree.node(unasked.tree.resolve_path("src/pkg/app.py") or 0).mode == 0o100755
     assert loaded.current_snapshot_id == snapshot.snapshot_id
     assert persisted.ref.startswith(f"refs/workspacefs/{fs.workspace_id}/snapshots/")
 
@@ -187,7 +191,7 @@ def test_push_fetch_and_load_elsewhere(tmp_path: Path) -> None:
     pygit2.init_repository(str(remote), bare=True)
     wgit.push(local, str(remote))
     wgit.fetch(other, f"file://{remote}")
-    moved = wgit.load(other, "v1", workspace=fs.workspace_id)
+    moved = wgit.load(other, "v1", workspace=fs.workspace_id, special_modes=True)
     assert picture(moved) == picture(fs.at(fs.snapshots()[0]))
 
 
@@ -315,7 +319,7 @@ def test_random_trees_round_trip(
     repo = tmp_path_factory.mktemp("prop") / "repo.git"
     snapshot = workspace.snapshot()
     wgit.persist(workspace, snapshot, repo)
-    loaded = wgit.load(repo, "1", workspace=workspace.workspace_id)
+    loaded = wgit.load(repo, "1", workspace=workspace.workspace_id, special_modes=True)
     assert picture(loaded) == picture(workspace.at(snapshot))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from workspacefs.tree import CHUNK_SIZE, ROOT_INO, Tree
+from workspacefs.tree import CHUNK_SIZE, ROOT_INO, MemoryBudget, Tree
 
 MIB = 1 << 20
 
@@ -27,9 +27,9 @@ class Blob:
     def key(self) -> object:
         return ("blob", id(self))
 
-    def load(self) -> bytes:
+    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
         data, self._data = self._data, b""
-        return data
+        yield data
 
 
 @pytest.fixture

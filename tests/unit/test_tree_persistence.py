@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
-from workspacefs.tree import CHUNK_SIZE, ROOT_INO, File, Tree, TreeView
+import errno
+from collections.abc import Iterator
+
+import pytest
+
+from workspacefs import NoSpaceError
+from workspacefs.tree import CHUNK_SIZE, ROOT_INO, File, MemoryBudget, Tree, TreeView
 
 
 class Stored:
-    """Content held elsewhere, as a git blob would be."""
+    """Content held elsewhere, as a git blob would be, handed out in pieces of
+    ``piece`` bytes."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, piece: int = 1 << 20) -> None:
         self.data = data
+        self.piece = piece
         self.loads = 0
+        self.closed = 0
 
     @property
     def key(self) -> object:
         return ("stored", self.data)
 
-    def load(self) -> bytes:
+    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
         self.loads += 1
-        return self.data
+        try:
+            for start in range(0, len(self.data), self.piece):
+                yield self.data[start : start + self.piece]
+        finally:
+            self.closed += 1
 
 
 def file_in(view: TreeView, ino: int) -> File:
@@ -81,6 +94,47 @@ def test_deferred_content_and_its_key() -> None:
     assert node.deferred_key is None
     assert node.content_key != deferred  # loading names the bytes anew
     assert content.loads == 1
+
+
+@pytest.mark.parametrize("piece", [1, 1000, CHUNK_SIZE - 1, CHUNK_SIZE, CHUNK_SIZE + 7, 1 << 20])
+def test_deferred_content_arrives_in_pieces_of_any_size(piece: int) -> None:
+    data = bytes(range(256)) * 1000 + bytes(3 * CHUNK_SIZE) + b"tail"  # a hole inside
+    tree = Tree()
+    ino = tree.create_deferred(ROOT_INO, "f", Stored(data, piece), len(data))
+    assert tree.read(ino, 0, len(data)) == data
+    node = file_in(tree, ino)
+    slices = [data[start : start + CHUNK_SIZE] for start in range(0, len(data), CHUNK_SIZE)]
+    assert node.held == sum(len(part) for part in slices if any(part))  # zero chunks: holes
+    assert tree.budget.held == node.held
+
+
+@pytest.mark.parametrize("declared", [10, 3])
+def test_deferred_content_of_another_size_is_eio_and_keeps_nothing(declared: int) -> None:
+    tree = Tree()
+    content = Stored(b"hello" * 100_000, piece=1000)
+    ino = tree.create_deferred(ROOT_INO, "f", content, declared * 100_000)
+    with pytest.raises(OSError) as caught:
+        tree.read(ino, 0, 1)
+    assert caught.value.errno == errno.EIO
+    assert tree.budget.held == 0
+    assert file_in(tree, ino).deferred_key == content.key  # still deferred
+    assert content.closed == content.loads == 1  # the source was let go at once
+
+
+def test_deferred_content_past_the_budget_keeps_nothing() -> None:
+    tree = Tree(budget=MemoryBudget(4 * CHUNK_SIZE))
+    content = Stored(b"x" * (8 * CHUNK_SIZE), piece=CHUNK_SIZE)
+    ino = tree.create_deferred(ROOT_INO, "f", content, 8 * CHUNK_SIZE)
+    zeros = tree.create_deferred(ROOT_INO, "z", Stored(bytes(64 * CHUNK_SIZE)), 64 * CHUNK_SIZE)
+    for _ in range(2):
+        with pytest.raises(NoSpaceError):
+            tree.read(ino, 0, 1)
+        assert tree.budget.held == 0
+    assert content.loads == content.closed == 2
+    assert tree.read(zeros, 0, 3) == bytes(3)  # zeros are holes: nothing to hold
+    assert tree.budget.held == 0
+    tree.budget.limit = 8 * CHUNK_SIZE
+    assert tree.read(ino, 8 * CHUNK_SIZE - 1, 1) == b"x"
 
 
 def test_history_keys_name_versions_and_their_ancestry() -> None:

@@ -189,7 +189,8 @@ def write_archive(
 
 
 def _zip_time(mtime_ns: int) -> tuple[int, int, int, int, int, int]:
-    moment = datetime.fromtimestamp(max(mtime_ns / 1e9, 315532800), UTC)  # ZIP starts in 1980
+    # A ZIP header holds 1980 to 2107; the manifest keeps the exact time.
+    moment = datetime.fromtimestamp(min(max(mtime_ns // 10**9, 315532800), 4354819198), UTC)
     return (moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second)
 
 

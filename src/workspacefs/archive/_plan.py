@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import FsError, InvalidContentError, LimitExceededError, PathEscapeError
-from ..fs import Kind, Limits, LinkReach, link_reach, normalize_path
+from ..fs import Kind, Limits, LinkReach, link_reach, normalize_path, recorded_time
 from ._names import escape, unescape
 from ._types import BLOCK, FORMAT, MANIFEST, PREFIX, VERSIONS, ArchiveError, ArchiveLimits, Entry
 
@@ -180,7 +180,7 @@ def plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[Planned]
             if not target or "\0" in target:
                 raise ArchiveError("symlink target is empty or holds a NUL byte", info.filename)
         mtime = mtimes.get(key, 0)
-        mtime = mtime if isinstance(mtime, int) and not isinstance(mtime, bool) else 0
+        mtime = recorded_time(mtime, "mtime") if type(mtime) is int else 0
         planned[path] = Planned(info, Entry(path, mode, mtime, info.file_size, target))
     check_tree((p.entry for p in planned.values()), version)
     files = sum(1 for p in planned.values() if not _stat.S_ISDIR(p.entry.mode))

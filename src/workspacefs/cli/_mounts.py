@@ -42,6 +42,22 @@ def mount(
             help="Let idle CPUs sleep while the mount serves (slower requests, no polling).",
         ),
     ] = False,
+    load_limits: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--load-limit",
+            metavar="NAME=N",
+            help="Raise a limit of loading REPO.git (max_entries, max_total_bytes, "
+            "max_record_bytes); repeatable.",
+        ),
+    ] = None,
+    special_modes: Annotated[
+        bool,
+        typer.Option(
+            "--special-modes",
+            help="Keep the setuid/setgid/sticky bits and device nodes REPO.git records.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted."""
@@ -61,12 +77,14 @@ def mount(
         options = DaemonOptions(
             mountpoint, source, persist, read_only,
             allow_other=not private, latency_hint=not no_latency_hint,
+            load_limits=tuple(load_limits or ()), special_modes=special_modes,
         )  # fmt: skip
         raise typer.Exit(run_daemon(options, ready))
     with working(f"mounting {mountpoint}", quiet=as_json):
         record = start(
             mountpoint, source=source, repository=persist, read_only=read_only,
             allow_other=not private, latency_hint=not no_latency_hint,
+            load_limits=load_limits or (), special_modes=special_modes,
         )  # fmt: skip
     if as_json:
         emit_json(record.to_dict())

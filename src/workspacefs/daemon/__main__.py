@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--read-only", action="store_true")
     parser.add_argument("--no-allow-other", dest="allow_other", action="store_false")
     parser.add_argument("--no-latency-hint", dest="latency_hint", action="store_false")
+    parser.add_argument("--load-limit", dest="load_limits", action="append", default=[])
+    parser.add_argument("--special-modes", action="store_true")
     parser.add_argument("--ready-fd", type=int, help="write one JSON line here once serving")
     parser.add_argument("--detach", action="store_true", help="fork; the parent exits at once")
     args = parser.parse_args(argv)
@@ -41,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         read_only=args.read_only,
         allow_other=args.allow_other,
         latency_hint=args.latency_hint,
+        load_limits=tuple(args.load_limits),
+        special_modes=args.special_modes,
     )
 
     def to_stdout(message: dict[str, object]) -> None:

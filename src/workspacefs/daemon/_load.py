@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterable
 
 from .. import git
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
@@ -30,8 +32,38 @@ def _only_workspace(repository: str) -> tuple[str, int]:
     return next(iter(newest.items()))
 
 
-def load_source(source: Source, mount_point: str) -> InMemoryFilesystem:
-    """A new live workspace holding what ``source`` names."""
+def parse_load_limits(settings: Iterable[str]) -> git.LoadLimits:
+    """``git.LoadLimits`` with the ``NAME=N`` ``settings`` (``--load-limit``).
+
+    Raises:
+        InvalidArgumentError: A setting names no limit or its value is no count.
+    """
+    known = [field.name for field in dataclasses.fields(git.LoadLimits)]
+    changes: dict[str, int] = {}
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or name not in known:
+            raise InvalidArgumentError(
+                f"--load-limit takes NAME=N, NAME one of {', '.join(known)}", setting
+            )
+        try:
+            changes[name] = int(value.replace("_", ""))
+        except ValueError:
+            raise InvalidArgumentError("--load-limit: the value is not a count", setting) from None
+        if changes[name] < 0:
+            raise InvalidArgumentError("--load-limit: the value is negative", setting)
+    return dataclasses.replace(git.DEFAULT_LOAD_LIMITS, **changes)
+
+
+def load_source(
+    source: Source,
+    mount_point: str,
+    *,
+    limits: git.LoadLimits = git.DEFAULT_LOAD_LIMITS,
+    special_modes: bool = False,
+) -> InMemoryFilesystem:
+    """A new live workspace holding what ``source`` names; ``limits`` and
+    ``special_modes`` apply to a git source (``git.load``)."""
     if source.kind == "git":
         assert source.path is not None
         try:
@@ -41,7 +73,10 @@ def load_source(source: Source, mount_point: str) -> InMemoryFilesystem:
                 raise
             workspace, newest = "", 0
         ref = source.ref or str(newest)
-        return git.load(source.path, ref, workspace=workspace or None, mount_point=mount_point)
+        return git.load(
+            source.path, ref, workspace=workspace or None, mount_point=mount_point,
+            limits=limits, special_modes=special_modes,
+        )  # fmt: skip
     fs = InMemoryFilesystem(mount_point=mount_point)
     # What the workspace starts with is blamed on where it came from.
     with attributed(Cause.call(label=f"loaded from {source.kind} {source.path}")):

@@ -19,6 +19,9 @@ class DaemonOptions:
         allow_other: Let other users and containers into the mount.
         latency_hint: Keep idle CPUs quick to wake while the mount serves
             (``mount(latency_hint=...)``; root only).
+        load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
+        special_modes: Keep the setuid, setgid and sticky bits and the device
+            nodes a git source records (``git.load(special_modes=True)``).
     """
 
     mountpoint: str
@@ -27,6 +30,8 @@ class DaemonOptions:
     read_only: bool = False
     allow_other: bool = True
     latency_hint: bool = True
+    load_limits: tuple[str, ...] = ()
+    special_modes: bool = False
 
 
 def canonical_mountpoint(path: str | os.PathLike[str]) -> str:

@@ -27,7 +27,7 @@ from .. import git
 from .._errors import BusyError
 from ..fuse import Mount, mount
 from ._app import create_app
-from ._load import load_source
+from ._load import load_source, parse_load_limits
 from ._options import DaemonOptions, canonical_mountpoint
 from ._runtime import (
     DaemonLock,
@@ -85,7 +85,10 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     with contextlib.suppress(FileNotFoundError):
         paths.record.unlink()  # a dead daemon's
     source = parse_source(options.source)
-    fs = load_source(source, mountpoint)
+    fs = load_source(
+        source, mountpoint, limits=parse_load_limits(options.load_limits),
+        special_modes=options.special_modes,
+    )  # fmt: skip
     repository = options.repository or source.repository or git.default_repository(fs.workspace_id)
     info = WorkspaceInfo(
         mountpoint=mountpoint,

@@ -8,9 +8,11 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .._errors import BackendUnavailableError, BusyError
+from ._load import parse_load_limits
 from ._options import DaemonOptions, canonical_mountpoint
 from ._runtime import MountRecord, RuntimePaths, is_alive, read_record
 from ._sources import parse_source
@@ -39,6 +41,10 @@ def daemon_command(options: DaemonOptions, *, ready_fd: int | None, detach: bool
         command.append("--no-allow-other")
     if not options.latency_hint:
         command.append("--no-latency-hint")
+    for setting in options.load_limits:
+        command += ["--load-limit", setting]
+    if options.special_modes:
+        command.append("--special-modes")
     if ready_fd is not None:
         command += ["--ready-fd", str(ready_fd)]
     if detach:
@@ -87,6 +93,8 @@ def start(
     read_only: bool = False,
     allow_other: bool = True,
     latency_hint: bool = True,
+    load_limits: Sequence[str] = (),
+    special_modes: bool = False,
     timeout: float = START_TIMEOUT,
 ) -> MountRecord:
     """Start a daemon for a new workspace at ``mountpoint``; return once it serves.
@@ -99,6 +107,9 @@ def start(
         allow_other: Let other users and containers into the mount.
         latency_hint: Keep idle CPUs quick to wake while the mount serves
             (root only; see ``workspacefs.fuse.mount``).
+        load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
+        special_modes: Keep the setuid, setgid and sticky bits and the devices a
+            git source records.
         timeout: Seconds to wait for the mount.
 
     Raises:
@@ -113,6 +124,7 @@ def start(
         owner = f" (daemon pid {other.pid})" if other else ""
         raise BusyError(f"a workspace is already mounted here{owner}", point)
     parsed = parse_source(source)  # refuse a bad --from here, before any process starts
+    parse_load_limits(load_limits)  # and bad limits
     options = DaemonOptions(
         mountpoint=point,
         source=None if source is None else _absolute_source(source, parsed.path),
@@ -120,6 +132,8 @@ def start(
         read_only=read_only,
         allow_other=allow_other,
         latency_hint=latency_hint,
+        load_limits=tuple(load_limits),
+        special_modes=special_modes,
     )
     read_end, write_end = os.pipe()
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)

@@ -39,6 +39,7 @@ from ._history import SnapshotChanges as SnapshotChanges
 from ._history import change_from_dict as change_from_dict
 from ._history import change_kind as change_kind
 from ._history import change_to_dict as change_to_dict
+from ._hydrate import SPECIAL_BITS as SPECIAL_BITS
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
 from ._limits import Limits as Limits
@@ -50,6 +51,13 @@ from ._paths import normalize as normalize_path
 from ._paths import strip_mount_point as strip_mount_point
 from ._protocol import Filesystem as Filesystem
 from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
+from ._recorded import FIRST_TIME_NS as FIRST_TIME_NS
+from ._recorded import LAST_TIME_NS as LAST_TIME_NS
+from ._recorded import MAX_FILE_SIZE as MAX_FILE_SIZE
+from ._recorded import MAX_ID as MAX_ID
+from ._recorded import recorded_id as recorded_id
+from ._recorded import recorded_int as recorded_int
+from ._recorded import recorded_time as recorded_time
 from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
 from ._replace import clear_directory as clear_directory
 from ._replace import copy_content as copy_content
@@ -87,6 +95,11 @@ __all__ = [
     "CAUSE_VARIABLE",
     "DEFAULT_LIMITS",
     "DIRECTORY_FLAGS",
+    "FIRST_TIME_NS",
+    "LAST_TIME_NS",
+    "MAX_FILE_SIZE",
+    "MAX_ID",
+    "SPECIAL_BITS",
     "TEMPORARY_PREFIX",
     "AttributedFilesystem",
     "Backend",
@@ -156,6 +169,9 @@ __all__ = [
     "open_regular",
     "openat2_available",
     "read_blocks",
+    "recorded_id",
+    "recorded_int",
+    "recorded_time",
     "remove_entry",
     "replace_directory",
     "replace_file",

@@ -33,6 +33,8 @@ from ._persist import PersistedSnapshot as PersistedSnapshot
 from ._persist import Progress as Progress
 from ._persist import check_persistable as check_persistable
 from ._persist import persist as persist
+from ._records import DEFAULT_LOAD_LIMITS as DEFAULT_LOAD_LIMITS
+from ._records import LoadLimits as LoadLimits
 from ._refs import RefNamespace as RefNamespace
 from ._refs import branch_prefix as branch_prefix
 from ._refs import branch_ref as branch_ref

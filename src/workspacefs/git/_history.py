@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import pygit2
 
+from .._errors import LimitExceededError
 from ..fs import (
     Cause,
     FilesystemSnapshot,
@@ -114,11 +115,21 @@ def without_history(entries: list[TreeEntry]) -> list[TreeEntry]:
     return [entry for entry in entries if entry[0] != HISTORY_BLOB]
 
 
-def recorded_history(odb: pygit2.Odb, meta_commit: pygit2.Commit) -> list[SnapshotChanges] | None:
+def recorded_history(
+    odb: pygit2.Odb, meta_commit: pygit2.Commit, max_bytes: int
+) -> list[SnapshotChanges] | None:
     """The steps a metadata commit records, or None if it records none (it was
-    written before attribution existed)."""
+    written before attribution existed). A record over ``max_bytes`` is refused
+    (LimitExceededError) before it is read."""
     for name, _, oid in read_tree(odb, meta_commit.tree_id):
         if name == HISTORY_BLOB:
+            size = odb.read_header(oid)[1]
+            if size > max_bytes:
+                raise LimitExceededError(
+                    f"the history recorded with {meta_commit.id} has {size:,} bytes, over the "
+                    f"limit of {max_bytes:,} (max_record_bytes of git.LoadLimits)",
+                    None,
+                )
             return decode_history(read_blob(odb, oid))
     _, _, body = meta_commit.message.partition("\n\n")
     body = body.strip()

@@ -9,48 +9,35 @@ earlier snapshot made, and their causes, are read commit by commit when
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import stat as _stat
 import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 import pygit2
+from pygit2.enums import ObjectType
 
-from .._errors import SnapshotError
+from .._errors import LimitExceededError, SnapshotError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges, SnapshotRef
-from ..tree import ROOT_INO, File, Tree
+from ..tree import PATH_MAX, ROOT_INO, File, Tree
+from ._blobs import BlobContent, BlobStore
 from ._history import recorded_history
-from ._objects import EMPTY_TREE, decode_name, encode_name, read_blob, read_tree
-from ._persist import DIR_PREFIX, META_BLOB, Progress, ProgressHook, resolve_commit
+from ._objects import EMPTY_TREE, MODE_LINK, MODE_TREE, decode_name, encode_name, read_blob
+from ._persist import Progress, ProgressHook, resolve_commit
+from ._records import (
+    DEFAULT_LOAD_LIMITS,
+    Entry,
+    LoadLimits,
+    Record,
+    check_room,
+    measure,
+    read_checked_tree,
+    sized,
+)
 from ._repo import open_repository
 from ._state import state_for
-
-
-class BlobContent:
-    """A file's bytes in a git object database, read on first use."""
-
-    __slots__ = ("_lock", "_odb", "_oid")
-
-    def __init__(self, odb: pygit2.Odb, oid: pygit2.Oid, lock: threading.Lock) -> None:
-        self._odb = odb
-        self._oid = oid
-        self._lock = lock
-
-    @property
-    def key(self) -> pygit2.Oid:
-        return self._oid
-
-    def load(self) -> bytes:
-        with self._lock:  # libgit2 objects are not shared across threads unguarded
-            try:
-                return read_blob(self._odb, self._oid)
-            except (pygit2.GitError, KeyError, ValueError) as exc:
-                raise SnapshotError(f"stored content {self._oid} is damaged: {exc}", None) from exc
 
 
 def trailers(message: str) -> dict[str, str]:
@@ -88,6 +75,9 @@ def load(
     workspace: str | None = None,
     mount_point: str | None = None,
     progress: ProgressHook | None = None,
+    limits: LoadLimits = DEFAULT_LOAD_LIMITS,
+    special_modes: bool = False,
+    memory_budget: int | None = None,
 ) -> InMemoryFilesystem:
     """Load a persisted snapshot as a new live workspace.
 
@@ -97,10 +87,22 @@ def load(
     is its id, so it can be restored again) and persisting it back to the
     same repository is incremental.
 
+    Every directory's record is read and checked before anything is built
+    (``_records``): a snapshot past ``limits`` is refused, owners and modes the
+    kernel cannot show are refused, times are clamped to years 1 to 9999.
+    Setuid, setgid and sticky bits are dropped and device nodes refused unless
+    ``special_modes`` (nothing from a repository brings privileges in unless
+    asked). Files stay in the repository until first read, then stream into the
+    workspace's memory budget (``memory_budget``, as ``InMemoryFilesystem``
+    takes it): one that does not fit fails that read with ``NoSpaceError``.
+
     Raises:
         NotFoundError: No repository at ``repo``.
         SnapshotNotFoundError: ``ref`` names no snapshot.
-        SnapshotError: The commit or its metadata is damaged.
+        LimitExceededError: The snapshot is past ``limits`` (the message names
+            the limit and how to raise it).
+        NoSpaceError: Its entries alone need more memory than the process has.
+        SnapshotError: The commit or its metadata is damaged or refused.
     """
     repository = open_repository(repo)
     git_dir = os.path.realpath(repository.path)
@@ -108,15 +110,25 @@ def load(
     record = snapshot_record(commit, git_dir)
     odb = repository.odb
     try:
-        meta_commit = repository[trailers(commit.message)["Workspacefs-Meta"]]
-        if not isinstance(meta_commit, pygit2.Commit):
-            raise SnapshotError(f"{commit.id}: its metadata is not a commit", git_dir)
-        history = GitHistory(repository, commit, record)
+        meta_id = pygit2.Oid(hex=trailers(commit.message)["Workspacefs-Meta"])
+        sized(odb, meta_id, ObjectType.COMMIT, "the metadata commit", limits)
+        meta_commit = repository[meta_id]
+        assert isinstance(meta_commit, pygit2.Commit)
+        records, entries = measure(odb, meta_commit.tree_id, limits, special_modes)
+        check_room(entries)
+        history = GitHistory(repository, commit, record, limits)
         recorded = history if history.present() else None
-        fs = InMemoryFilesystem(workspace_id=record.workspace_id, mount_point=mount_point)
+        fs = InMemoryFilesystem(
+            workspace_id=record.workspace_id, mount_point=mount_point, memory_budget=memory_budget
+        )
         with fs.transaction() as tree:
-            dirs = _populate(tree, odb, commit.tree_id, meta_commit.tree_id, progress)
+            dirs = _populate(
+                tree, BlobStore(repository), commit.tree_id, meta_commit.tree_id, records,
+                limits, progress,
+            )  # fmt: skip
         version = fs.adopt_snapshot(record, history=recorded)
+    except LimitExceededError:
+        raise
     except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
         raise SnapshotError(f"cannot load {ref!r}: {exc}", git_dir) from exc
     state = state_for(fs, git_dir)
@@ -141,13 +153,19 @@ class GitHistory:
         repository: The repository holding the commits.
         commit: The loaded snapshot's commit.
         record: Its record, which stands for the in-memory one its history names.
+        limits: ``max_record_bytes`` bounds each commit's record of history.
     """
 
     def __init__(
-        self, repository: pygit2.Repository, commit: pygit2.Commit, record: FilesystemSnapshot
+        self,
+        repository: pygit2.Repository,
+        commit: pygit2.Commit,
+        record: FilesystemSnapshot,
+        limits: LoadLimits = DEFAULT_LOAD_LIMITS,
     ) -> None:
         self._repository = repository
         self._record = record
+        self._limits = limits
         self._lock = threading.Lock()  # libgit2 objects are not shared across threads unguarded
         self._read: list[list[SnapshotChanges]] = []
         self._next: pygit2.Commit | None = commit
@@ -188,11 +206,13 @@ class GitHistory:
         return True
 
     def _steps(self, commit: pygit2.Commit) -> list[SnapshotChanges] | None:
-        return recorded_changes(self._repository, commit)
+        return recorded_changes(self._repository, commit, self._limits)
 
 
 def recorded_changes(
-    repository: pygit2.Repository, commit: pygit2.Commit
+    repository: pygit2.Repository,
+    commit: pygit2.Commit,
+    limits: LoadLimits = DEFAULT_LOAD_LIMITS,
 ) -> list[SnapshotChanges] | None:
     """The changes a snapshot commit records with their causes: its snapshot's, then
     each earlier one's back to its parent commit's snapshot (newest first); None if
@@ -202,10 +222,13 @@ def recorded_changes(
         SnapshotError: The commit or its record is damaged.
     """
     try:
-        meta = repository[trailers(commit.message)["Workspacefs-Meta"]]
-        if not isinstance(meta, pygit2.Commit):
-            raise TypeError(f"{meta.id} is not a commit")
-        return recorded_history(repository.odb, meta)
+        meta_id = pygit2.Oid(hex=trailers(commit.message)["Workspacefs-Meta"])
+        sized(repository.odb, meta_id, ObjectType.COMMIT, "the metadata commit", limits)
+        meta = repository[meta_id]
+        assert isinstance(meta, pygit2.Commit)
+        return recorded_history(repository.odb, meta, limits.max_record_bytes)
+    except LimitExceededError:
+        raise
     except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
         raise SnapshotError(
             f"the history recorded with {commit.id} is damaged: {exc}", repository.path
@@ -214,70 +237,73 @@ def recorded_changes(
 
 def _populate(
     tree: Tree,
-    odb: pygit2.Odb,
+    store: BlobStore,
     root_tree: pygit2.Oid,
     root_meta: pygit2.Oid,
+    records: dict[pygit2.Oid, Record],
+    limits: LoadLimits,
     progress: ProgressHook | None,
 ) -> tuple[dict[int, pygit2.Oid], dict[int, pygit2.Oid]]:
-    """Create every node; return each directory's workspace and metadata tree ids."""
-    lock = threading.Lock()
+    """Create every node from the checked ``records``; return each directory's
+    workspace and metadata tree ids."""
+    odb = store.odb
     dir_trees: dict[int, pygit2.Oid] = {}
     meta_trees: dict[int, pygit2.Oid] = {}
-    attributes: list[tuple[int, dict[str, Any]]] = []
+    attributes: list[tuple[int, Entry]] = []
     groups: dict[int, int] = {}
-    stack: list[tuple[int, pygit2.Oid, pygit2.Oid]] = [(ROOT_INO, root_tree, root_meta)]
+    own = records[root_meta].own
+    if own is not None:
+        attributes.append((ROOT_INO, own))
+    stack: list[tuple[int, pygit2.Oid, pygit2.Oid, str]] = [(ROOT_INO, root_tree, root_meta, "")]
     while stack:
-        directory, tree_oid, meta_oid = stack.pop()
+        directory, tree_oid, meta_oid, path = stack.pop()
         dir_trees[directory] = tree_oid
         meta_trees[directory] = meta_oid
-        blobs = (
-            {name: oid for name, _, oid in read_tree(odb, tree_oid)}
-            if tree_oid != EMPTY_TREE
-            else {}
-        )
-        subtrees = {name: oid for name, _, oid in read_tree(odb, meta_oid)}
-        meta: dict[str, dict[str, Any]] = json.loads(
-            read_blob(odb, subtrees[META_BLOB]).decode("utf-8", "surrogateescape")
-        )
-        if not isinstance(meta, dict):
-            raise ValueError(f"metadata of directory {directory} is not an object")
-        if "." in meta:
-            attributes.append((ROOT_INO, meta.pop(".")))
-        for name, entry in meta.items():
-            raw = encode_name(entry.get("stored_as", name))  # the name in the git tree
-            mode = entry["mode"]
-            kind = _stat.S_IFMT(mode)
-            group = entry.get("link")
-            if group is not None and group in groups:
-                tree.link(groups[group], directory, name)
+        record = records[meta_oid]
+        listed: dict[bytes, tuple[int, pygit2.Oid]] = {}
+        if tree_oid != EMPTY_TREE:
+            what = f"the tree of {path or '/'}"
+            for name, mode, oid in read_checked_tree(odb, tree_oid, what, limits):
+                listed[name] = (mode, oid)
+        for entry in record.entries:
+            where = f"{path}/{entry.name}"
+            if entry.link is not None and entry.link in groups:
+                tree.link(groups[entry.link], directory, entry.name)
                 continue
-            if kind == _stat.S_IFDIR:
-                child = tree.mkdir(directory, name, mode)
-                meta_tree = subtrees[DIR_PREFIX + encode_name(name)]
-                stack.append((child, blobs.get(raw, EMPTY_TREE), meta_tree))
-            elif kind == _stat.S_IFREG:
-                content = BlobContent(odb, blobs[raw], lock)
-                child = tree.create_deferred(directory, name, content, entry["size"], mode)
-            elif kind == _stat.S_IFLNK:
-                child = tree.symlink(directory, name, decode_name(read_blob(odb, blobs[raw])))
+            git_mode, oid = listed.get(encode_name(entry.stored_as), (0, EMPTY_TREE))
+            kind = entry.kind  # git_mode 0: the git tree holds nothing under that name
+            if kind == _stat.S_IFDIR and git_mode in (0, MODE_TREE):
+                child = tree.mkdir(directory, entry.name, entry.mode)
+                stack.append((child, oid, record.subdirs[entry.name], where))
+            elif kind == _stat.S_IFREG and _stat.S_ISREG(git_mode):
+                content = BlobContent(store, oid)
+                child = tree.create_deferred(directory, entry.name, content, entry.size, entry.mode)
+            elif kind == _stat.S_IFLNK and git_mode == MODE_LINK:
+                child = tree.symlink(directory, entry.name, _link_target(odb, oid, where))
+            elif kind not in (_stat.S_IFDIR, _stat.S_IFREG, _stat.S_IFLNK) and git_mode == 0:
+                child = tree.mknod(directory, entry.name, entry.mode, entry.rdev)
             else:
-                child = tree.mknod(directory, name, mode, entry.get("rdev", 0))
-            if group is not None:
-                groups[group] = child
+                held = f"mode {git_mode:o}" if git_mode else "nothing"
+                raise ValueError(f"{where}: recorded with mode {entry.mode:#o}, git holds {held}")
+            if entry.link is not None:
+                groups[entry.link] = child
             attributes.append((child, entry))
         if progress is not None and len(dir_trees) % 256 == 0:
             progress(Progress("directories", len(dir_trees), len(dir_trees) + len(stack)))
     # Attributes last: creating entries touches their directories' times.
     for ino, entry in attributes:
-        for name, value in entry.get("xattrs", {}).items():
-            tree.setxattr(ino, base64.b64decode(name), base64.b64decode(value))
+        for name, value in entry.xattrs:
+            tree.setxattr(ino, name, value)
         tree.setattr(
-            ino,
-            mode=entry["mode"],
-            uid=entry["uid"],
-            gid=entry["gid"],
-            atime_ns=entry["atime"],
-            mtime_ns=entry["mtime"],
-            ctime_ns=entry["ctime"],
-        )
+            ino, mode=entry.mode, uid=entry.uid, gid=entry.gid,
+            atime_ns=entry.atime, mtime_ns=entry.mtime, ctime_ns=entry.ctime,
+        )  # fmt: skip
     return dir_trees, meta_trees
+
+
+def _link_target(odb: pygit2.Odb, oid: pygit2.Oid, where: str) -> str:
+    """A symlink's target, its blob's size checked before it is read."""
+    kind, size = odb.read_header(oid)
+    if kind != ObjectType.BLOB or not 0 < size < PATH_MAX:
+        raise ValueError(f"{where}: a symlink target of {size:,} bytes (PATH_MAX is {PATH_MAX})")
+    return decode_name(read_blob(odb, oid))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import stat as _stat
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Protocol
 
 from ._budget import MemoryBudget
@@ -135,8 +135,10 @@ class Content(Protocol):
         """Identifies the content: equal keys mean equal bytes (e.g. a blob id)."""
         ...
 
-    def load(self) -> bytes:
-        """The bytes; called at most once per file node."""
+    def pieces(self, budget: MemoryBudget) -> Iterator[Bytes]:
+        """The bytes in order, in pieces of bounded size. Content that must be
+        read whole first asks ``budget`` for its size (``reserve``), so it is
+        refused before it is read; the file counts what it keeps of the pieces."""
         ...
 
 
@@ -241,30 +243,64 @@ class File(Node):
         node._size = size
         return node
 
-    def _load(self, *, reserve: bool = False) -> None:
-        """Fill the chunks from deferred content. Safe on a frozen node: the
-        bytes it reads are the bytes it already stood for.
+    def _load(self) -> None:
+        """Fill the chunks from deferred content, a piece at a time. Safe on a
+        frozen node: the bytes it reads are the bytes it already stood for.
 
-        A write that needs the content first asks the budget for it
-        (``reserve``); a read loads it regardless, as reads never fail for
-        want of space. Chunks of zeros stay holes.
+        Each chunk asks the budget before it is kept, reads and writes alike,
+        so content past the budget raises ``NoSpaceError`` having kept nothing
+        (the file stays deferred; chunks of zeros stay holes and cost nothing).
+        Content longer or shorter than the file's size is EIO, also keeping
+        nothing; reading stops at the first byte too many.
         """
         content = self.lazy
         if content is None:
             return
-        if reserve:
-            self.budget.reserve(self._size)
-        data = memoryview(content.load()).cast("B")
-        if len(data) != self._size:
-            raise OSError(errno.EIO, f"stored content has {len(data)} bytes, expected {self._size}")
-        chunks = {}
-        for index, start in enumerate(range(0, len(data), CHUNK_SIZE)):
-            piece = data[start : start + CHUNK_SIZE]
-            if not is_zero(piece):
-                chunks[index] = Chunk(self.budget, piece)
+        chunks: dict[int, Chunk] = {}
+        pending = bytearray()  # the start of a chunk split across pieces
+        loaded = 0
+        pieces = content.pieces(self.budget)
+        try:
+            for piece in pieces:
+                view = memoryview(piece).cast("B")
+                if loaded + len(view) > self._size:
+                    raise OSError(
+                        errno.EIO, f"stored content is longer than {self._size} bytes expected"
+                    )
+                pos = 0
+                if pending:
+                    pos = min(len(view), CHUNK_SIZE - len(pending))
+                    pending += view[:pos]
+                    if len(pending) == CHUNK_SIZE:
+                        self._keep(chunks, loaded // CHUNK_SIZE, memoryview(pending))
+                        pending = bytearray()
+                while len(view) - pos >= CHUNK_SIZE:
+                    self._keep(chunks, (loaded + pos) // CHUNK_SIZE, view[pos : pos + CHUNK_SIZE])
+                    pos += CHUNK_SIZE
+                pending += view[pos:]
+                loaded += len(view)
+            if loaded != self._size:
+                raise OSError(
+                    errno.EIO, f"stored content has {loaded} bytes, expected {self._size}"
+                )
+            if pending:
+                self._keep(chunks, loaded // CHUNK_SIZE, memoryview(pending))
+        except BaseException:
+            chunks.clear()  # now, not when the traceback holding this frame goes
+            raise
+        finally:
+            close = getattr(pieces, "close", None)
+            if close is not None:
+                close()  # a generator stopped early lets its source go now
         self.chunks = chunks
         self._allocated = sum(map(len, chunks.values()))
         self.lazy = None
+
+    def _keep(self, chunks: dict[int, Chunk], index: int, data: memoryview) -> None:
+        """Keep ``data`` as chunk ``index`` of a load, if it holds anything but zeros."""
+        if not is_zero(data):
+            self.budget.reserve(len(data))
+            chunks[index] = Chunk(self.budget, data)
 
     def same_data(self, other: File) -> bool:
         """True if both files hold the same bytes (cheap when data is shared)."""
@@ -322,7 +358,7 @@ class File(Node):
         Raises NoSpaceError, having changed nothing, if the bytes it would add
         do not fit in the budget.
         """
-        self._own_data(epoch, reserve=True)
+        self._own_data(epoch)
         view = memoryview(data).cast("B")
         total = len(view)
         if self.budget.limit is not None:
@@ -381,7 +417,7 @@ class File(Node):
                 self.lazy = None
                 self.chunks, self.owned, self.data_epoch = {}, None, epoch
             else:
-                self._load(reserve=True)
+                self._load()
         if size < self._size:
             self._fill(size, self._size, epoch, zero=True, allocate=False)
         self._size = size
@@ -398,7 +434,7 @@ class File(Node):
         memory than the budget has left.
         """
         if self.lazy is not None:
-            self._load(reserve=True)
+            self._load()
         stop = min(end, self._size) if keep_size else end
         beyond = max(0, end - max(start, self._size)) if allocate and keep_size else 0
         self._fill(start, stop, epoch, zero=zero, allocate=allocate, extra=beyond)
@@ -411,7 +447,7 @@ class File(Node):
         if start >= end:
             self.budget.reserve(extra)
             return
-        self._own_data(epoch, reserve=True)
+        self._own_data(epoch)
         plan = self._fill_plan(start, end, zero=zero, allocate=allocate)
         self.budget.reserve(sum(cost for *_, cost in plan) + extra)
         owned = self.owned
@@ -477,9 +513,9 @@ class File(Node):
             plan.append((index, lo, hi, length, cost))
         return plan
 
-    def _own_data(self, epoch: int, *, reserve: bool = False) -> None:
+    def _own_data(self, epoch: int) -> None:
         if self.lazy is not None:
-            self._load(reserve=reserve)
+            self._load()
         if self.data_epoch != epoch:
             self.chunks = dict(self.chunks)
             self.owned = None

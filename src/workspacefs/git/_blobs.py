@@ -1,0 +1,278 @@
+"""File contents read from a git object database in bounded pieces.
+
+libgit2, and so pygit2, reads an object whole: ``Odb.read``, ``Blob.data`` and even
+``BlobIO`` (measured: 1,056 MiB of RSS to stream a 512 MiB blob). A file loaded
+lazily may be far bigger than memory (an 8 GiB blob of zeros is 8 MB in a pack), so
+a blob over ``WHOLE_READ_MAX`` is inflated here, a piece at a time, from where git
+keeps it (gitformat-pack(5), as ``_pack`` writes it):
+
+* a loose object, ``objects/xx/yyyy...``: one zlib stream of ``blob <size>\\0`` and
+  the bytes;
+* an object a pack stores whole: found through the pack's index (version 2: fan-out
+  table, sorted ids, CRCs, offsets), then a type and size header and a zlib stream.
+
+A packed blob stored as a delta cannot be streamed: git rebuilds it from its base
+in memory, and so does libgit2. It is read whole, like every blob up to
+``WHOLE_READ_MAX`` and any blob not found where this module looks (alternates are
+followed), but only after its size, from its header (libgit2 reads a delta's
+result size without rebuilding it), is checked against the memory budget: what
+cannot fit is refused before it is read.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import threading
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import pygit2
+from pygit2.enums import ObjectType
+
+from .._errors import FsError, SnapshotError
+from ..tree import MemoryBudget
+from ._objects import read_blob
+
+WHOLE_READ_MAX = 4 << 20
+"""Blobs up to this size are read whole through libgit2 (fast, and small)."""
+PIECE = 1 << 20
+"""Most inflated bytes one piece of a streamed blob holds."""
+_INPUT = 1 << 16  # compressed bytes read at a time
+_ALTERNATES_MAX = 16  # object directories followed through alternates (git stops at 5 deep)
+_BLOB = 3  # a pack entry's type for a blob stored whole (6 and 7 are deltas)
+
+
+class BlobStore:
+    """The object database of one repository, as the files loaded from it read it.
+
+    Args:
+        repository: The repository; its object directory is read directly too.
+    """
+
+    __slots__ = ("_lock", "_objects", "_odb")
+
+    def __init__(self, repository: pygit2.Repository) -> None:
+        self._odb = repository.odb
+        self._objects = os.path.join(repository.path, "objects")
+        self._lock = threading.Lock()  # libgit2 objects are not shared across threads unguarded
+
+    @property
+    def odb(self) -> pygit2.Odb:
+        """The object database (for use before the files are shared between threads)."""
+        return self._odb
+
+    def header(self, oid: pygit2.Oid) -> tuple[int, int]:
+        """(type, size) of an object, without reading it."""
+        with self._lock:
+            kind, size = self._odb.read_header(oid)
+        return int(kind), size
+
+    def read_whole(self, oid: pygit2.Oid) -> bytes:
+        """The bytes of a blob, whole (check its size first)."""
+        with self._lock:
+            return read_blob(self._odb, oid)
+
+    def pieces(self, oid: pygit2.Oid, budget: MemoryBudget) -> Iterator[bytes]:
+        """The bytes of a blob in pieces of at most ``PIECE`` bytes, or whole if it
+        is small or cannot be streamed (after asking ``budget`` for its size).
+
+        Raises:
+            SnapshotError: The object is missing, not a blob, or damaged.
+            NoSpaceError: It must be read whole and ``budget`` has no room for it.
+        """
+        try:
+            kind, size = self.header(oid)
+            if kind != ObjectType.BLOB:
+                raise ValueError("not a blob")
+            stream = None if size <= WHOLE_READ_MAX else _stream(self._objects, oid, size)
+            if stream is None:
+                budget.reserve(size)
+                yield self.read_whole(oid)
+                return
+            yield from stream
+        except FsError:
+            raise  # the budget's NoSpaceError, first of all
+        except (pygit2.GitError, LookupError, ValueError, zlib.error, struct.error, OSError) as exc:
+            raise SnapshotError(f"stored content {oid} is damaged: {exc}", None) from exc
+
+
+class BlobContent:
+    """A file's bytes in a git object database, read on first use (``tree.Content``)."""
+
+    __slots__ = ("_oid", "_store")
+
+    def __init__(self, store: BlobStore, oid: pygit2.Oid) -> None:
+        self._store = store
+        self._oid = oid
+
+    @property
+    def key(self) -> pygit2.Oid:
+        return self._oid
+
+    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
+        return self._store.pieces(self._oid, budget)
+
+
+def _stream(objects: str, oid: pygit2.Oid, size: int) -> Iterator[bytes] | None:
+    """The blob's bytes inflated piece by piece from where git keeps it; None if it
+    is stored as a delta or not found here."""
+    hexsha = str(oid)
+    for directory in _object_directories(objects):
+        try:
+            loose = open(os.path.join(directory, hexsha[:2], hexsha[2:]), "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            pass
+        else:
+            return _loose(loose, size)
+        packed = _find_packed(directory, oid.raw)
+        if packed is not None:
+            return _packed(*packed, size)
+    return None
+
+
+def _object_directories(objects: str) -> list[str]:
+    """``objects`` and the object directories its alternates name, transitively."""
+    found: list[str] = []
+    queue = [objects]
+    while queue and len(found) < _ALTERNATES_MAX:
+        directory = os.path.realpath(queue.pop(0))
+        if directory in found:
+            continue
+        found.append(directory)
+        try:
+            with open(os.path.join(directory, "info", "alternates"), encoding="utf-8") as lines:
+                queue += [
+                    os.path.join(directory, line.strip())
+                    for line in lines
+                    if line.strip() and not line.startswith("#")
+                ]
+        except OSError:
+            continue
+    return found
+
+
+def _loose(handle: BinaryIO, size: int) -> Iterator[bytes]:
+    """Inflate a loose object's ``blob <size>\\0`` header now, its bytes when iterated."""
+    try:
+        inflater = zlib.decompressobj()
+        head = b""
+        while b"\0" not in head:
+            if len(head) > 32:
+                raise ValueError("no loose object header")
+            data = inflater.unconsumed_tail or handle.read(_INPUT)
+            more = inflater.decompress(data, 32)
+            if not more and not data:
+                raise ValueError("loose object ends in its header")
+            head += more
+        header, _, first = head.partition(b"\0")
+        if header != b"blob %d" % size:
+            raise ValueError(f"loose object header {header[:32]!r} is not a blob of {size}")
+    except BaseException:
+        handle.close()
+        raise
+    return _inflate(handle, inflater, first, size)
+
+
+def _packed(pack: str, offset: int, size: int) -> Iterator[bytes] | None:
+    """The pack entry at ``offset``: its header checked now, its bytes when iterated;
+    None if it is a delta."""
+    handle = open(pack, "rb")  # noqa: SIM115 (closed by _inflate)
+    try:
+        handle.seek(offset)
+        data = handle.read(_INPUT)
+        if not data:
+            raise ValueError(f"{pack} ends before offset {offset}")
+        byte = data[0]
+        kind, found, shift, pos = (byte >> 4) & 7, byte & 15, 4, 1
+        while byte & 0x80:
+            byte = data[pos]
+            found |= (byte & 0x7F) << shift
+            shift, pos = shift + 7, pos + 1
+        if kind != _BLOB:
+            handle.close()
+            return None  # a delta (or not a blob: the whole read says which)
+        if found != size:
+            raise ValueError(f"pack entry holds {found} bytes, its header says {size}")
+        inflater = zlib.decompressobj()
+        first = inflater.decompress(data[pos:], PIECE)
+    except BaseException:
+        handle.close()
+        raise
+    return _inflate(handle, inflater, first, size)
+
+
+def _inflate(
+    handle: BinaryIO, inflater: zlib._Decompress, first: bytes, size: int
+) -> Iterator[bytes]:
+    """``first``, then the rest of the zlib stream, ``PIECE`` bytes at most at a time."""
+    with handle:
+        produced = len(first)
+        if first:
+            yield first
+        while not inflater.eof:
+            data = inflater.unconsumed_tail or handle.read(_INPUT)
+            piece = inflater.decompress(data, PIECE)  # b"" in: what zlib still holds out
+            if not piece and not data:
+                raise ValueError("the object's zlib stream is cut short")
+            produced += len(piece)
+            if produced > size:
+                raise ValueError(f"the object inflates past its {size} bytes")
+            if piece:
+                yield piece
+        if produced != size:
+            raise ValueError(f"the object inflates to {produced} bytes, not {size}")
+
+
+def _find_packed(directory: str, raw: bytes) -> tuple[str, int] | None:
+    """(pack path, offset) of the object ``raw`` in a pack of ``directory``."""
+    packs = os.path.join(directory, "pack")
+    try:
+        names = sorted(os.listdir(packs))
+    except FileNotFoundError:
+        return None
+    for name in names:
+        if name.startswith("pack-") and name.endswith(".idx"):
+            index = os.path.join(packs, name)
+            try:
+                offset = _index_lookup(index, raw)
+            except FileNotFoundError:
+                continue  # removed by a repack meanwhile
+            if offset is not None:
+                return index[: -len(".idx")] + ".pack", offset
+    return None
+
+
+def _index_lookup(path: str, raw: bytes) -> int | None:
+    """The offset of object ``raw`` in the pack a version 2 index describes, if any."""
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size < 8 + 1024:
+            raise ValueError(f"{path} is too short for a pack index")
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as index:
+            if index[:8] != b"\xfftOc\x00\x00\x00\x02":
+                raise ValueError(f"{path} is not a version 2 pack index")
+            count = struct.unpack_from(">I", index, 8 + 255 * 4)[0]
+            first = raw[0]
+            low = struct.unpack_from(">I", index, 8 + (first - 1) * 4)[0] if first else 0
+            high = struct.unpack_from(">I", index, 8 + first * 4)[0]
+            names = 8 + 1024
+            middle = low
+            while low < high:  # ids are sorted: bisect within the fan-out bucket
+                middle = (low + high) // 2
+                found = index[names + middle * 20 : names + middle * 20 + 20]
+                if found == raw:
+                    break
+                if found < raw:
+                    low = middle + 1
+                else:
+                    high = middle
+            else:
+                return None
+            offsets = names + count * 24  # after the ids and their CRC-32s
+            offset: int = struct.unpack_from(">I", index, offsets + middle * 4)[0]
+            if offset & 0x80000000:  # an index into the table of 8-byte offsets
+                large = offsets + count * 4 + (offset & 0x7FFFFFFF) * 8
+                offset = struct.unpack_from(">Q", index, large)[0]
+            return offset
