@@ -33,6 +33,8 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
 def plant(root: Path) -> None:
     """The state before: a file, an empty directory, a link to a directory and one to a file."""
     (root / "notes.txt").write_text("notes\n")
+    (root / "build").mkdir()
+    (root / "build" / "app.py").write_text("built\n")
     (root / "venv" / "bin").mkdir(parents=True)
     os.symlink("src", root / "docs")
     os.symlink("notes.txt", root / "latest")
@@ -48,6 +50,8 @@ def change(root: Path) -> None:
     (root / "notes.txt").unlink()
     os.symlink("README.md", root / "notes.txt")  # a file became a link
     os.chmod(root / "README.md", 0o755)
+    shutil.rmtree(root / "build")
+    os.symlink("src", root / "build")  # a directory became a link: build/app.py is gone
     (root / "src" / "app.py").write_text("print('changed')\n")
 
 
@@ -90,8 +94,8 @@ def test_patch_shows_links_as_git_does(workspace: Path, tmp_path: Path) -> None:
     cli_ok("snapshot", str(workspace), "--tag", "start")
     change(workspace)
     assert cli_ok("diff", str(workspace), "start").splitlines() == [
-        "A\tsrclink", "A\tvenv/bin/python", "M\tREADME.md", "M\tlatest", "M\tnotes.txt",
-        "M\tsrc/app.py", "D\tdocs",
+        "A\tbuild", "A\tsrclink", "A\tvenv/bin/python", "M\tREADME.md", "M\tlatest",
+        "M\tnotes.txt", "M\tsrc/app.py", "D\tbuild/app.py", "D\tdocs",
     ]  # fmt: skip
     patch = cli_ok("diff", str(workspace), "start", "--patch")
     assert "# demo" not in patch  # the links to README.md are shown, not followed

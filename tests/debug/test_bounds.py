@@ -31,7 +31,8 @@ def linked_history() -> tuple[InMemoryFilesystem, FilesystemSnapshot, Filesystem
     fs = InMemoryFilesystem(workspace_id="links", mount_point="/workspace")
     fs.write("README.md", "# demo\n")
     fs.write("notes.txt", "notes\n")
-    fs.mkdir("src")
+    fs.write("src/out.txt", "other\n")
+    fs.write("build/out.txt", "old\n")
     fs.mkdir("venv/bin")
     with fs.transaction() as tree:
         link(tree, "docs", "src")
@@ -43,11 +44,29 @@ def linked_history() -> tuple[InMemoryFilesystem, FilesystemSnapshot, Filesystem
         tree.unlink(1, "latest")
         link(tree, "latest", "README.md")
         tree.unlink(1, "docs")
+        build = tree.resolve_path("build")
+        assert build is not None
+        tree.unlink(build, "out.txt")
+        tree.rmdir(1, "build")
+        link(tree, "build", "src")  # a directory became a link: build/out.txt is gone
     after = fs.snapshot(tag="after")
     return fs, before, after
 
 
 LINK_PATCH = """\
+diff --git a/build b/build
+new file mode 120000
+--- /dev/null
++++ b/build
+@@ -0,0 +1 @@
++src
+\\ No newline at end of file
+diff --git a/build/out.txt b/build/out.txt
+deleted file mode 100644
+--- a/build/out.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-old
 diff --git a/docs b/docs
 deleted file mode 120000
 --- a/docs
@@ -105,7 +124,8 @@ def test_patch_shows_links_as_git_does(linked: tuple[DebugTarget, str, str]) -> 
         client.get("/api/diff/file", params={"from": before, "to": after, "path": "latest"})
     )
     assert one["status"] == "modified"
-    assert one["unified"] == "\n".join(LINK_PATCH.splitlines()[7:15])
+    section = LINK_PATCH.split("diff --git a/latest")[1].split("diff --git")[0]
+    assert one["unified"] == "diff --git a/latest" + section.rstrip("\n")
 
 
 def many_changes(count: int) -> tuple[InMemoryFilesystem, str]:

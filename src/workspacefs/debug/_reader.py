@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from .._errors import IsADirectoryFsError, NotFoundError
+from .._errors import IsADirectoryFsError, NotADirectoryFsError, NotFoundError
 from ..fs import (
     MAX_ENTRIES,
-    FileStat,
     Filesystem,
+    FilesystemSource,
     InMemoryFilesystem,
     TreeFilesystem,
     node_entry,
@@ -28,8 +28,6 @@ from ._model import TreeEntry, depth_first
 
 BLOCK = 1 << 20
 """Bytes read per call when a file is streamed."""
-
-_LINK_MODE = 0o120777
 
 
 def _join(directory: str, name: str) -> str:
@@ -86,26 +84,18 @@ Pager = Callable[..., list[TreeEntry]]
 
 
 class ProtocolReader:
-    """Reads any ``Filesystem`` through the protocol (a remote workspace, say)."""
+    """Reads any ``Filesystem`` through the protocol (a remote workspace, say); a path
+    is looked up as ``FilesystemSource`` does, never through a link."""
 
     def __init__(self, filesystem: Filesystem) -> None:
         self._fs = filesystem
+        self._source = FilesystemSource(filesystem)
         pager = getattr(filesystem, "entries", None)
         self._pager: Pager | None = pager if callable(pager) else None
 
     @staticmethod
     def _arg(path: str) -> str:
         return path or "."
-
-    def _entry(self, path: str, info: FileStat) -> TreeEntry:
-        if info.is_symlink:  # stat describes what the link leads to: read the link itself
-            target = self._fs.readlink(self._arg(path))
-            return TreeEntry(path, "symlink", len(target), _LINK_MODE, target)
-        if info.is_directory:
-            return TreeEntry(path, "directory", 0, info.mode)
-        if info.is_file:
-            return TreeEntry(path, "file", info.size_bytes, info.mode)
-        return TreeEntry(path, "other", 0, info.mode)
 
     def _pages(self, path: str, after: str, recursive: bool) -> Iterator[TreeEntry]:
         assert self._pager is not None
@@ -119,13 +109,15 @@ class ProtocolReader:
     def list(self, path: str) -> Sequence[TreeEntry]:
         if self._pager is not None:
             return _by_path(list(self._pages(path, "", recursive=False)))
+        if self.stat(path).kind != "directory":
+            raise NotADirectoryFsError("not a directory", path)
         entries = []
         for item in self._fs.list(self._arg(path)):
             child = _join(path, item.name)
             if item.is_directory and not item.is_symlink:
                 entries.append(TreeEntry(child, "directory"))
             else:
-                entries.append(self._entry(child, self._fs.stat(child)))
+                entries.append(self.stat(child))
         return _by_path(entries)
 
     def walk(self, after: str = "") -> Iterator[TreeEntry]:
@@ -134,10 +126,10 @@ class ProtocolReader:
         return depth_first(lambda e: self.list("" if e is None else e.path), after=after)
 
     def stat(self, path: str) -> TreeEntry:
-        try:
-            return self._entry(path, self._fs.stat(self._arg(path)))
-        except NotADirectoryError as exc:  # a path through a file names nothing
-            raise NotFoundError("no such file or directory", path) from exc
+        found = self._source.entry(path)
+        if found is None:
+            raise NotFoundError("no such file or directory", path)
+        return found
 
     def _check_file(self, path: str) -> None:
         entry = self.stat(path)
@@ -148,13 +140,7 @@ class ProtocolReader:
 
     def read(self, path: str, limit: int) -> bytes:
         self._check_file(path)
-        data = bytearray()
-        while len(data) < limit:
-            chunk = self._fs.read_bytes(path, offset=len(data), limit=min(BLOCK, limit - len(data)))
-            data += chunk.content
-            if not chunk.truncated or not chunk.content:
-                break
-        return bytes(data)
+        return self._source.read(path, limit)
 
     def blocks(self, path: str) -> Iterator[bytes]:
         self._check_file(path)

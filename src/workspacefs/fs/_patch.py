@@ -60,14 +60,39 @@ class PatchSource(Protocol):
 
 class FilesystemSource:
     """A ``PatchSource`` over any ``Filesystem``, through the protocol (``stat``,
-    ``readlink``, ``read_bytes``)."""
+    ``readlink``, ``read_bytes``).
+
+    The protocol follows a symlink met on the way to a path; a patch must not:
+    ``d/x`` names nothing in a state where ``d`` is a link. So the directories
+    above each path are checked to be no links, each once per source.
+    """
 
     def __init__(self, filesystem: Filesystem) -> None:
         self._fs = filesystem
+        self._directories: dict[str, bool] = {}  # path -> a real directory, no link
+
+    def _reached(self, path: str) -> bool:
+        """True if every directory above ``path`` is a directory, not a link."""
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            above = "/".join(parts[:depth])
+            known = self._directories.get(above)
+            if known is None:
+                try:
+                    info = self._fs.stat(above)
+                    known = info.is_directory and not info.is_symlink
+                except (FileNotFoundError, NotADirectoryError):
+                    known = False
+                self._directories[above] = known
+            if not known:
+                return False
+        return True
 
     def entry(self, path: str) -> TreeEntry | None:
+        if not self._reached(path):
+            return None
         try:
-            info = self._fs.stat(path)
+            info = self._fs.stat(path or ".")
         except (FileNotFoundError, NotADirectoryError):
             return None
         if info.is_symlink:  # stat describes what the link leads to: read the link itself
