@@ -147,7 +147,7 @@ def test_sigterm_stops_the_server_in_the_middle_of_a_request(changed: Path) -> N
         asking = threading.Thread(target=ask)
         asking.start()
         # The request is under way once the server reads the workspace for it.
-        threading.Event().wait(1.5)
+        threading.Event().wait(1.0)
         assert not answered, "the patch of every file came back too soon to interrupt"
         server.send_signal(signal.SIGTERM)
         assert server.wait(15) == 0  # a liveness bound, not a timing
