@@ -6,13 +6,14 @@ leaves the workspace is reported as a link to nothing, never followed.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from workspacefs import Filesystem, HostFilesystem, InMemoryFilesystem
+from workspacefs import Filesystem, HostFilesystem, InMemoryFilesystem, InvalidArgumentError
 
 LINKS = {
     "inside-file": "real/file.txt",
@@ -75,3 +76,20 @@ def test_escaping_link_raises_permission_error(fs: Filesystem) -> None:
         fs.read("escape-rel")
     with pytest.raises(PermissionError):
         fs.read("escape-abs/passwd")
+
+
+@pytest.mark.parametrize("name", sorted(LINKS))
+def test_readlink_gives_the_target_as_written(fs: Filesystem, name: str) -> None:
+    assert fs.readlink(name) == LINKS[name]
+    assert fs.readlink(f"/workspace/{name}") == LINKS[name]
+
+
+def test_readlink_of_what_is_no_link(fs: Filesystem) -> None:
+    for path in ("real/file.txt", "real", "inside-dir/file.txt"):
+        with pytest.raises(InvalidArgumentError, match="not a symlink") as raised:
+            fs.readlink(path)
+        assert raised.value.errno == errno.EINVAL
+    with pytest.raises(FileNotFoundError):
+        fs.readlink("missing")
+    with pytest.raises(PermissionError):
+        fs.readlink("../outside")

@@ -4,6 +4,7 @@ protocol only, git, archives, session dumps, checkpoints."""
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
 from .conftest import APP_V1, APP_V2, LOGO, STATES, STEPS, TAGS, Case, json_of, paths
 
@@ -116,7 +117,7 @@ def test_diff_of_one_file_is_difflibs_unified_diff(case: Case) -> None:
     expected = difflib.unified_diff(
         APP_V1.splitlines(), APP_V2.splitlines(), "a/src/app.py", "b/src/app.py", lineterm=""
     )
-    assert body["unified"] == "\n".join(expected)
+    assert body["unified"] == "\n".join(["diff --git a/src/app.py b/src/app.py", *expected])
     [hunk] = body["hunks"]
     assert [(line["op"], line["old"], line["new"]) for line in hunk["lines"]][-3:] == [
         ("-", 5, None),
@@ -126,20 +127,34 @@ def test_diff_of_one_file_is_difflibs_unified_diff(case: Case) -> None:
 
 
 def test_diff_of_added_deleted_binary_and_large_files(case: Case) -> None:
-    def diff_file(path: str, base: str = "start", target: str = "last") -> dict[str, object]:
+    def diff_file(path: str, base: str = "start", target: str = "last") -> dict[str, Any]:
         params = {"from": case.ids[base], "to": case.ids[target], "path": path}
-        found: dict[str, object] = json_of(case.client.get("/api/diff/file", params=params))
+        found: dict[str, Any] = json_of(case.client.get("/api/diff/file", params=params))
         return found
 
     added = diff_file("src/util.py")
     assert (added["status"], added["old"]) == ("added", None)
-    assert added["unified"] == "--- /dev/null\n+++ b/src/util.py\n@@ -0,0 +1 @@\n+X = 1"
+    assert added["unified"].splitlines() == [
+        "diff --git a/src/util.py b/src/util.py",
+        "new file mode 100644",
+        "--- /dev/null",
+        "+++ b/src/util.py",
+        "@@ -0,0 +1 @@",
+        "+X = 1",
+    ]
     deleted = diff_file("README.md")
     assert (deleted["status"], deleted["new"]) == ("deleted", None)
     logo = diff_file("assets/logo.bin")
-    assert (logo["status"], logo["binary"], logo["hunks"]) == ("unchanged", True, [])
+    assert (logo["status"], logo["binary"], logo["hunks"], logo["unified"]) == (
+        "unchanged", True, [], "",
+    )  # fmt: skip
     big = diff_file("logs/big.log")
     assert (big["status"], big["too_large"]) == ("added", True)
+    size = len(STATES["last"]["logs/big.log"])
+    assert big["unified"].splitlines()[-1] == (
+        f"Binary files /dev/null and b/logs/big.log differ (0 -> {size:,} bytes, "
+        "over the 1,048,576-byte limit)"
+    )
 
 
 def test_diff_with_a_patch(case: Case) -> None:
@@ -147,10 +162,14 @@ def test_diff_with_a_patch(case: Case) -> None:
     body = json_of(case.client.get("/api/diff", params=params))
     assert "+    return 0" in body["patch"].splitlines()
     assert "+++ b/src/util.py" in body["patch"].splitlines()
-    assert body["patch_lines_left_out"] == 0
+    assert (body["patch_truncated"], body["patch_stopped"], body["patch_files_left_out"]) == (
+        False, None, 0,
+    )  # fmt: skip
     cut = json_of(case.client.get("/api/diff", params={**params, "max_lines": "3"}))
-    assert len(cut["patch"].splitlines()) == 3
-    assert cut["patch_lines_left_out"] > 0
+    assert cut["patch"].splitlines() == body["patch"].splitlines()[:3]
+    assert (cut["patch_truncated"], cut["patch_stopped"], cut["patch_files_left_out"]) == (
+        True, "max_lines", 2,
+    )  # fmt: skip
 
 
 def test_seed_routes_default_to_the_newest_snapshot(case: Case) -> None:

@@ -1,5 +1,5 @@
-"""Line diffs: the same unified diff as difflib (so as ``diff -u``), and changed lines
-that are exactly the lines a reader must look at."""
+"""Line diffs: the patch's hunks are difflib's (so ``diff -u``'s), the hunks the UI draws
+are the same, and changed lines are exactly the lines a reader must look at."""
 
 from __future__ import annotations
 
@@ -8,17 +8,20 @@ import difflib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workspacefs.debug._text import changed_lines, decode_text, hunks, split_lines, unified
+from workspacefs.debug._text import changed_lines, decode_text, hunks, split_lines
+from workspacefs.fs._patch import hunks as patch_hunks
 
 # Few distinct lines, so that versions share lines and hunks interleave.
 LINES = st.lists(st.sampled_from(["a", "b", "c", "", "  d", "é"]), max_size=30)
 
 
 @given(LINES, LINES)
-def test_unified_matches_difflib(old: list[str], new: list[str]) -> None:
-    ours = list(unified("a/f", "b/f", hunks(old, new)))
-    theirs = list(difflib.unified_diff(old, new, "a/f", "b/f", lineterm=""))
+def test_patch_hunks_match_difflib_and_the_drawn_hunks(old: list[str], new: list[str]) -> None:
+    ours = list(patch_hunks([line + "\n" for line in old], [line + "\n" for line in new]))
+    theirs = list(difflib.unified_diff(old, new, "a/f", "b/f", lineterm=""))[2:]
     assert ours == theirs
+    drawn = [hunk.header for hunk in hunks(old, new)]
+    assert [line for line in ours if line.startswith("@@")] == drawn
 
 
 @given(LINES, LINES)

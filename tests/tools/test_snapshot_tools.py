@@ -91,7 +91,8 @@ def test_diff_between_two_snapshots_not_just_since_start(make: MakeWorkspace) ->
     assert "to the live workspace: 1 file: 1 modified." in live
     assert "keep.txt" in live
     if isinstance(ws.fs, InMemoryFilesystem | RemoteFilesystem):  # they can read a snapshot
-        patch = ["--- a/a.txt", "+++ b/a.txt", "@@ -1 +1,2 @@", " alpha", "+beta"]
+        patch = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1 +1,2 @@",
+                 " alpha", "+beta"]  # fmt: skip
         assert "\n".join(patch) in first
         assert "-same\n+live" in live
     else:
@@ -111,7 +112,9 @@ def test_diff_patch_is_capped() -> None:
     message = tools.call("diff", {"from": "before", "max_lines": 10}, context=context).message
     patch = message.split("\n\n", 1)[1].splitlines()
     assert len(patch) == 11
-    assert patch[-1].startswith("[... 193 more patch lines not shown; pass path=")
+    assert patch[-1].startswith(
+        "[... patch cut at max_lines=10: 1 more changed file not shown in full; pass path="
+    )
 
 
 def test_snapshot_tools_on_a_filesystem_without_snapshots() -> None:

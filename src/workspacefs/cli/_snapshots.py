@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import sys
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
+from ..fs import FilesystemSource, patch_lines
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import changes_json, print_files
 from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
     from ..daemon import RemoteFilesystem
-    from ..fs import Filesystem, FilesystemSnapshot, SpaceUsage
+    from ..fs import FilesystemSnapshot, SpaceUsage
 
 MIN_PREFIX = 4
 
@@ -77,33 +79,13 @@ def restore(
         stdout.print(f"Restored {describe(record)}")
 
 
-def _content(fs: Filesystem, path: str) -> bytes | None:
-    if not fs.exists(path):
-        return None
-    data = b""
-    while True:
-        part = fs.read_bytes(path, offset=len(data))
-        data += part.content
-        if not part.truncated or not part.content:
-            return data
-
-
-def unified_patch(before: Filesystem, after: Filesystem, paths: list[str]) -> str:
-    """A unified diff of ``paths`` between two states, as ``git diff`` prints it."""
-    out: list[str] = []
-    for path in paths:
-        old, new = _content(before, path), _content(after, path)
-        try:
-            old_text = [] if old is None else old.decode().splitlines(keepends=True)
-            new_text = [] if new is None else new.decode().splitlines(keepends=True)
-        except UnicodeDecodeError:
-            out.append(f"Binary files a/{path} and b/{path} differ\n")
-            continue
-        left = "/dev/null" if old is None else f"a/{path}"
-        right = "/dev/null" if new is None else f"b/{path}"
-        for line in difflib.unified_diff(old_text, new_text, left, right):
-            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+def _write_lines(lines: Iterable[str]) -> None:
+    """Print a patch as it is made; names that are not UTF-8 go out as their bytes."""
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    for line in lines:
+        out.write(line.encode("utf-8", "surrogateescape") + b"\n")
+    out.flush()
 
 
 @app.command(epilog="Example: workspacefs diff ./ws before-refactor --patch")
@@ -118,29 +100,35 @@ def diff(
         base = find_snapshot(fs, rest[0])
         target = find_snapshot(fs, rest[1]) if len(rest) > 1 else None
         changes = fs.diff(base, target)
-        text = None
+        lines: Iterator[str] | None = None
         if patch:
             after = fs if target is None else fs.at(target)
             paths = sorted([*changes.added, *changes.modified, *changes.deleted])
-            text = unified_patch(fs.at(base), after, paths)
-    if as_json:
-        result: dict[str, Any] = {
-            "base": str(base.snapshot_id),
-            "target": None if target is None else str(target.snapshot_id),
-            "added": list(changes.added),
-            "modified": list(changes.modified),
-            "deleted": list(changes.deleted),
-            "unchanged_count": changes.unchanged_count,
-        }
-        if text is not None:
-            result["patch"] = text
-        emit_json(result)
-    elif text is not None:
-        print(text, end="")
-    else:
-        for mark, names in (("A", changes.added), ("M", changes.modified), ("D", changes.deleted)):
-            for name in names:
-                print(f"{mark}\t{name}")
+            # Made file by file while it is printed: a file over PATCH_TEXT_LIMIT is
+            # named with its sizes, never read, so memory stays bounded.
+            lines = patch_lines(FilesystemSource(fs.at(base)), FilesystemSource(after), paths)
+        if as_json:
+            result: dict[str, Any] = {
+                "base": str(base.snapshot_id),
+                "target": None if target is None else str(target.snapshot_id),
+                "added": list(changes.added),
+                "modified": list(changes.modified),
+                "deleted": list(changes.deleted),
+                "unchanged_count": changes.unchanged_count,
+            }
+            if lines is not None:
+                result["patch"] = "".join(line + "\n" for line in lines)
+            emit_json(result)
+        elif lines is not None:
+            _write_lines(lines)
+        else:
+            for mark, names in (
+                ("A", changes.added),
+                ("M", changes.modified),
+                ("D", changes.deleted),
+            ):
+                for name in names:
+                    print(f"{mark}\t{name}")
 
 
 @app.command(epilog="Example: workspacefs log ./ws --space")

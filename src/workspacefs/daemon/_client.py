@@ -34,6 +34,7 @@ from .._errors import BackendUnavailableError, NotPermittedError, ReadOnlyError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     CAUSE_VARIABLE,
+    MAX_ENTRIES,
     BlameEntry,
     Cause,
     FileEntry,
@@ -47,6 +48,7 @@ from ..fs import (
     SnapshotChanges,
     SnapshotRetentionPolicy,
     SpaceUsage,
+    TreeEntry,
     WriteMode,
     WriteResult,
     attributed,
@@ -60,6 +62,7 @@ from ._wire import (
     PREFIX,
     Json,
     decode_diff,
+    decode_entries,
     decode_entry,
     decode_error,
     decode_glob,
@@ -263,9 +266,21 @@ class _RemoteFiles:
         """Metadata of a path, not following a final symlink."""
         return decode_stat(self._call("stat", path=path))
 
+    def readlink(self, path: str) -> str:
+        """The target of the symlink at ``path`` as written, never followed."""
+        return str(self._call("readlink", path=path))
+
     def list(self, path: str = ".") -> Sequence[FileEntry]:
         """The entries of a directory, sorted by name."""
         return [decode_entry(e) for e in self._call("list", path=path)]
+
+    def entries(
+        self, path: str = ".", *, after: str = "", limit: int = MAX_ENTRIES, recursive: bool = True
+    ) -> builtins.list[TreeEntry]:
+        """A page of the listing below the directory ``path`` in one call (see
+        ``TreeFilesystem.entries``): thousands of entries per round trip."""
+        found = self._call("entries", path=path, after=after, limit=limit, recursive=recursive)
+        return decode_entries(found)
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
         """Paths matching a glob pattern below ``path``, sorted."""

@@ -25,6 +25,7 @@ from ..fs import (
     GrepMatch,
     ReadBytesResult,
     ReadResult,
+    TreeEntry,
     WriteResult,
 )
 
@@ -148,6 +149,17 @@ def decode_diff(data: Json) -> FilesystemDiff:
         deleted=tuple(data["deleted"]),
         unchanged_count=data["unchanged_count"],
     )
+
+
+def encode_entries(entries: Sequence[TreeEntry]) -> list[list[Any]]:
+    """A page of ``TreeEntry`` values as JSON, each a short array (a page of a large
+    listing holds thousands): ``[path, kind, size, mode, target]``."""
+    return [[e.path, e.kind, e.size, e.mode, e.target] for e in entries]
+
+
+def decode_entries(data: Sequence[Sequence[Any]]) -> list[TreeEntry]:
+    """The entries ``encode_entries`` wrote."""
+    return [TreeEntry(*item) for item in data]
 
 
 def decode_snapshot(data: Json) -> FilesystemSnapshot:

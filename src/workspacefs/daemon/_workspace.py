@@ -21,7 +21,13 @@ from typing import Any
 from .. import git
 from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
 from ..archive import ArchiveLimits, export_archive, import_archive
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotRetentionPolicy, TreeFilesystem
+from ..fs import (
+    MAX_ENTRIES,
+    FilesystemSnapshot,
+    InMemoryFilesystem,
+    SnapshotRetentionPolicy,
+    TreeFilesystem,
+)
 from ..fuse import Mount
 from ._forks import Forks
 from ._wire import (
@@ -29,6 +35,7 @@ from ._wire import (
     Json,
     decode_snapshot,
     encode_diff,
+    encode_entries,
     encode_plain,
     encode_read,
     encode_read_bytes,
@@ -88,7 +95,9 @@ class Workspace:
             "read_bytes": self._read_bytes,
             "exists": self._exists,
             "stat": self._stat,
+            "readlink": self._readlink,
             "list": self._list,
+            "entries": self._entries,
             "glob": self._glob,
             "grep": self._grep,
             "write": self._write,
@@ -153,6 +162,16 @@ class Workspace:
 
     def _stat(self, a: Json) -> Json:
         return encode_stat(self.target(a.get("at")).stat(a["path"]))
+
+    def _readlink(self, a: Json) -> str:
+        return self.target(a.get("at")).readlink(a["path"])
+
+    def _entries(self, a: Json) -> list[list[Any]]:
+        found = self.target(a.get("at")).entries(
+            a.get("path", "."), after=a.get("after", ""), limit=a.get("limit", MAX_ENTRIES),
+            recursive=a.get("recursive", True),
+        )  # fmt: skip
+        return encode_entries(found)
 
     def _list(self, a: Json) -> list[Json]:
         return [encode_plain(e) for e in self.target(a.get("at")).list(a.get("path", "."))]

@@ -13,18 +13,24 @@ Routes (all GET; errors as in ``_http``):
 * ``/api/causes`` who made each snapshot's changes, for the timeline, and
   ``/api/snapshots/{id}/changes`` one snapshot's changes with their causes;
 * ``/api/diff/file?from=&to=&path=`` one file's hunks;
-* seed 003's ``/api/filesystem/meta``, ``/api/filesystem/tree`` and
-  ``/api/filesystem/file?path=``, on the newest snapshot unless ``?snapshot=``.
+* seed 003's ``/api/filesystem/meta``, ``/api/filesystem/tree[?limit=&after=]``
+  and ``/api/filesystem/file?path=``, on the newest snapshot unless ``?snapshot=``.
 
 Handlers are plain functions: Starlette runs them in worker threads, so a
-slow archive or git read never blocks the event loop.
+slow archive or git read never blocks the event loop. The heavy ones (a
+patch, the whole tree) are bounded by their parameters and by a deadline
+per request, and answer with what they have, marked as cut short, when it
+passes or when the server is stopping; no file over ``TEXT_LIMIT`` is read
+for a text view or a patch.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from typing import Any
 from urllib.parse import quote
@@ -38,7 +44,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .._errors import NotFoundError
+from ..fs import PatchSource, build_patch, file_patch
 from ._http import (
+    MAX_PATH,
     ApiError,
     JsonResponse,
     SecurityHeaders,
@@ -49,9 +57,10 @@ from ._http import (
     positive_int,
     query,
 )
+from ._live import LiveTarget
 from ._model import PathAttribution, SnapshotSummary, TreeEntry, merged
 from ._target import DebugTarget
-from ._text import Hunk, changed_lines, decode_text, hunks, split_lines, unified
+from ._text import Hunk, changed_lines, decode_text, hunks, split_lines
 
 TIMELINE_CAUSES = 3
 """Causes the timeline shows per snapshot (the rest are counted)."""
@@ -63,6 +72,10 @@ PATCH_LINES = 2_000
 """Lines ``/api/diff?patch=1`` returns unless ``max_lines`` says otherwise."""
 MAX_PATCH_LINES = 50_000
 """The most ``max_lines`` may ask for."""
+TREE_LIMIT = 1_000_000
+"""Most files one ``/api/filesystem/tree`` answer lists (and the most ``limit`` may ask for)."""
+REQUEST_SECONDS = 10.0
+"""How long a heavy request works before it answers with what it has, marked so."""
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Host headers accepted by default: a page on another site that resolves its own
@@ -82,8 +95,23 @@ def _static(name: str) -> bytes:
 class _Api:
     """The handlers, bound to one target."""
 
-    def __init__(self, target: DebugTarget) -> None:
+    def __init__(
+        self, target: DebugTarget, request_seconds: float, stopping: threading.Event
+    ) -> None:
         self.target = target
+        self.request_seconds = request_seconds
+        self.stopping = stopping
+
+    def _deadline(self) -> _Deadline:
+        return _Deadline(time.monotonic() + self.request_seconds, self.stopping)
+
+    def _source(self, snapshot: str) -> PatchSource:
+        """One side of a patch: a live target's state is read by one reader (so one
+        request freezes the live tree once and looks a snapshot up once)."""
+        if isinstance(self.target, LiveTarget):
+            reader = self.target.reader(snapshot)
+            return _Source(reader.stat, reader.read)
+        return _Source(partial(self.target.stat, snapshot), partial(self.target.read, snapshot))
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -131,7 +159,8 @@ class _Api:
         return entry, text
 
     def _version(self, snapshot: str, path: str) -> _Version:
-        """One side of a comparison: absent, text (a symlink as ``-> target``), or not text."""
+        """One side of a comparison: absent, text (a symlink's is its target, as git
+        shows a link), or not text."""
         try:
             entry, text = self._text(snapshot, path)
         except NotFoundError:
@@ -141,7 +170,7 @@ class _Api:
                 raise
             return _Version(self.target.stat(snapshot, path), None, exc.code)
         if text is None:
-            return _Version(entry, f"-> {entry.target}\n", "text")
+            return _Version(entry, entry.target or "", "text")
         return _Version(entry, text, "text")
 
     # -- the UI's routes ---------------------------------------------------------------
@@ -199,7 +228,7 @@ class _Api:
             raise ApiError(400, "is_directory", "is a directory", path=path)
         if entry.kind != "file":
             raise ApiError(404, "not_found", "not a regular file", path=path)
-        blocks = self.target.blocks(snapshot, path)
+        blocks = _until(self.target.blocks(snapshot, path), self.stopping)
         name = quote(entry.name or "file", safe="")
         return StreamingResponse(
             blocks,
@@ -244,6 +273,7 @@ class _Api:
         return merged(steps) if current == base else None
 
     def diff(self, request: Request) -> Response:
+        deadline = self._deadline()
         base, target = query(request, "from"), query(request, "to")
         changes = self.target.diff(base, target)
         body: dict[str, Any] = {"from": base, "to": target, **changes.to_json()}
@@ -257,41 +287,19 @@ class _Api:
             }
         if request.query_params.get("patch") in ("1", "true", "yes"):
             limit = positive_int(request, "max_lines", PATCH_LINES, MAX_PATCH_LINES)
-            lines, more = self._patch(base, target, changes.added, changes.modified,
-                                      changes.deleted, limit)  # fmt: skip
-            body["patch"] = "\n".join(lines)
-            body["patch_lines_left_out"] = more
+            paths = sorted({*changes.added, *changes.modified, *changes.deleted})
+            before, after = self._source(base), self._source(target)
+            patch = build_patch(
+                before, after, paths, max_lines=limit, expired=deadline.expired, limit=TEXT_LIMIT
+            )
+            body["patch"] = "\n".join(patch.lines)
+            body["patch_truncated"] = patch.truncated
+            stopped: str | None = patch.stopped
+            if stopped == "deadline":  # or the server stopping: say which
+                stopped = deadline.reason() or stopped
+            body["patch_stopped"] = stopped
+            body["patch_files_left_out"] = patch.files_left_out
         return JsonResponse(body)
-
-    def _patch(
-        self,
-        base: str,
-        target: str,
-        added: Sequence[str],
-        modified: Sequence[str],
-        deleted: Sequence[str],
-        limit: int,
-    ) -> tuple[list[str], int]:
-        shown: list[str] = []
-        more = 0
-        for path in sorted({*added, *modified, *deleted}):
-            for line in self._file_patch(base, target, path):
-                if len(shown) < limit:
-                    shown.append(line)
-                else:
-                    more += 1
-        return shown, more
-
-    def _file_patch(self, base: str, target: str, path: str) -> Iterator[str]:
-        old, new = self._version(base, path), self._version(target, path)
-        if old.text is None or new.text is None:
-            yield f"Binary or large file {path} differs"
-            return
-        old_lines, new_lines = split_lines(old.text), split_lines(new.text)
-        if max(len(old_lines), len(new_lines)) > DIFF_LINE_LIMIT:
-            yield f"Large file {path} differs"
-            return
-        yield from unified(old.name(path, "a"), new.name(path, "b"), hunks(old_lines, new_lines))
 
     def diff_file(self, request: Request) -> Response:
         base, target = query(request, "from"), query(request, "to")
@@ -314,8 +322,8 @@ class _Api:
             status = "modified"
         elif old.text is not None and new.text is not None:
             status = "unchanged" if old.text == new.text else "modified"
-        else:
-            status = "unchanged" if self._same_bytes(base, target, path) else "modified"
+        else:  # no text to compare: the target's own diff knows, without reading bytes
+            status = self.target.diff(base, target).status(path)
         return JsonResponse(
             {
                 "from": base,
@@ -331,15 +339,11 @@ class _Api:
                     "new": download_url(target, path) if _is_file(new.entry) else None,
                 },
                 "hunks": [hunk.to_json() for hunk in found],
-                "unified": "\n".join(unified(old.name(path, "a"), new.name(path, "b"), found)),
+                "unified": "\n".join(
+                    file_patch(path, self._source(base), self._source(target), limit=TEXT_LIMIT)
+                ),
             }
         )
-
-    def _same_bytes(self, base: str, target: str, path: str) -> bool:
-        """Whether two versions of a file that is no text hold the same bytes."""
-        old = _rechunk(self.target.blocks(base, path))
-        new = _rechunk(self.target.blocks(target, path))
-        return all(a == b for a, b in itertools.zip_longest(old, new))
 
     # -- seed 003 ----------------------------------------------------------------------
 
@@ -360,12 +364,18 @@ class _Api:
 
     def filesystem_tree(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
-        files = (entry for entry in self.target.walk(snapshot) if entry.kind != "directory")
-        chunks = json_array_chunks(files)
+        limit = positive_int(request, "limit", TREE_LIMIT, TREE_LIMIT)
+        after = query(request, "after", "")
+        if len(after) > MAX_PATH or "\0" in after:
+            raise ApiError(400, "bad_request", "after must be a path the tree listed")
+        deadline = self._deadline()
+        walked = self.target.walk(snapshot, after=after)
+        files = (entry for entry in walked if entry.kind != "directory")
+        chunks = json_array_chunks(files, limit=limit, stop=deadline.reason)
         # The first chunk is made before the response starts, so that an error there
         # still gets its status; the rest streams while the tree is walked.
         first = next(chunks)
-        return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
+        return StreamingResponse(_chain(first, chunks), media_type="application/json")
 
     def filesystem_file(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
@@ -400,15 +410,50 @@ def _is_file(entry: TreeEntry | None) -> bool:
     return entry is not None and entry.kind == "file"
 
 
-def _rechunk(blocks: Iterator[bytes], size: int = 1 << 16) -> Iterator[bytes]:
-    buffer = b""
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def _until(blocks: Iterator[bytes], stopping: threading.Event) -> Iterator[bytes]:
+    """``blocks`` until the server stops (a download of any size ends then)."""
     for block in blocks:
-        buffer += block
-        while len(buffer) >= size:
-            yield buffer[:size]
-            buffer = buffer[size:]
-    if buffer:
-        yield buffer
+        if stopping.is_set():
+            return
+        yield block
+
+
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    """When a heavy request stops working: at ``end`` (``time.monotonic``), or as soon
+    as the server is stopping."""
+
+    end: float
+    stopping: threading.Event
+
+    def reason(self) -> str | None:
+        """``stopping``, ``deadline``, or None while the request may go on."""
+        if self.stopping.is_set():
+            return "stopping"
+        return "deadline" if time.monotonic() >= self.end else None
+
+    def expired(self) -> bool:
+        """True once the request should answer with what it has."""
+        return self.reason() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """One state of a target as one side of a patch (``PatchSource``)."""
+
+    stat: Callable[[str], TreeEntry]
+    read: Callable[[str, int], bytes]
+
+    def entry(self, path: str) -> TreeEntry | None:
+        try:
+            return self.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
 
 _EXPECTED = (ApiError, HTTPException, OSError, ValueError, LookupError)
@@ -416,15 +461,25 @@ _EXPECTED = (ApiError, HTTPException, OSError, ValueError, LookupError)
 ``Exception`` is the last resort (logged, 500)."""
 
 
-def create_app(target: DebugTarget, *, allowed_hosts: Sequence[str] | None = None) -> Starlette:
+def create_app(
+    target: DebugTarget,
+    *,
+    allowed_hosts: Sequence[str] | None = None,
+    request_seconds: float = REQUEST_SECONDS,
+    stopping: threading.Event | None = None,
+) -> Starlette:
     """The debug UI's ASGI app over ``target``.
 
     Args:
         target: What to show.
         allowed_hosts: Host header values served (default: 127.0.0.1,
             localhost and ::1); ``["*"]`` serves any.
+        request_seconds: How long a heavy request (a patch, the whole tree) works
+            before it answers with what it has, marked as cut short.
+        stopping: Set when the server stops: requests under way then answer at
+            once with what they have, and downloads end.
     """
-    api = _Api(target)
+    api = _Api(target, request_seconds, stopping or threading.Event())
     pages = {path: (_static(name), media) for path, (name, media) in _STATIC.items()}
 
     def page(request: Request) -> Response:

@@ -14,6 +14,8 @@ two newest, which the page opens on, before the server starts) and a few are kep
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import os
 import stat as _stat
@@ -43,6 +45,7 @@ from ._model import (
     TargetInfo,
     TreeEntry,
     depth_first,
+    tree_key,
 )
 from ._reader import BLOCK
 
@@ -291,8 +294,9 @@ class ArchivesTarget:
             raise NotADirectoryFsError("not a directory", path)
         return sorted((index.entries[p] for p in index.children[path]), key=lambda e: e.path)
 
-    def walk(self, snapshot: str) -> Iterator[TreeEntry]:
-        return iter(self._index(snapshot).order)
+    def walk(self, snapshot: str, *, after: str = "") -> Iterator[TreeEntry]:
+        order = self._index(snapshot).order  # keys grow along it: find the start by bisection
+        return itertools.islice(order, bisect.bisect_right(order, after, key=tree_key), None)
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:
         return self._index(snapshot).entry(path)

@@ -214,7 +214,7 @@ class GitTarget:
                 raise SnapshotError(f"damaged snapshot {snapshot}: {exc}", self._path) from exc
         return sorted(entries, key=lambda entry: entry.path)
 
-    def walk(self, snapshot: str) -> Iterator[TreeEntry]:
+    def walk(self, snapshot: str, *, after: str = "") -> Iterator[TreeEntry]:
         with self._lock:
             _, root = self._resolve(snapshot, "")  # an unknown snapshot raises now
         trees: dict[str, pygit2.Oid] = {}
@@ -237,28 +237,30 @@ class GitTarget:
                 except (KeyError, ValueError, pygit2.GitError) as exc:
                     raise SnapshotError(f"damaged snapshot {snapshot}: {exc}", self._path) from exc
 
-        return depth_first(children)
+        return depth_first(children, after=after)
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:
         with self._lock:
             mode, found = self._resolve(snapshot, path)
             return self._entry(path, mode, found.id)
 
-    def _blob(self, snapshot: str, path: str) -> bytes:
+    def _blob(self, snapshot: str, path: str) -> pygit2.Blob:
         with self._lock:
             mode, found = self._resolve(snapshot, path)
             if isinstance(found, pygit2.Tree):
                 raise IsADirectoryFsError("is a directory", path)
             if _kind(mode) != "file" or not isinstance(found, pygit2.Blob):
                 raise NotFoundError("not a regular file", path)
-            return bytes(found.data)
+            return found
+
+    # libgit2 inflates a blob whole: the views below copy only what they hand out.
 
     def read(self, snapshot: str, path: str, limit: int) -> bytes:
-        return self._blob(snapshot, path)[:limit]
+        return bytes(memoryview(self._blob(snapshot, path))[:limit])
 
     def blocks(self, snapshot: str, path: str) -> Iterator[bytes]:
-        data = self._blob(snapshot, path)  # libgit2 inflates a blob whole anyway
-        return (data[start : start + BLOCK] for start in range(0, len(data), BLOCK))
+        data = memoryview(self._blob(snapshot, path))
+        return (bytes(data[start : start + BLOCK]) for start in range(0, len(data), BLOCK))
 
     def diff(self, base: str, target: str) -> Changes:
         before, after = self._find(base), self._find(target)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -151,20 +151,42 @@ def checked_path(raw: str) -> str:
     return "/".join(part for part in parts if part not in ("", "."))
 
 
-def json_array_chunks(files: Iterator[TreeEntry]) -> Iterator[bytes]:
+def json_array_chunks(
+    files: Iterator[TreeEntry], *, limit: int, stop: Callable[[], str | None]
+) -> Iterator[bytes]:
     """The seed's tree, ``[{"path", "size_bytes", "kind"}, ...]``, in chunks of
-    ``TREE_CHUNK`` entries (the first chunk opens the array)."""
-    opening = b"["
+    ``TREE_CHUNK`` entries (the first chunk opens the array), at most ``limit``
+    entries.
+
+    ``stop`` is asked after each chunk for a reason to end early (a deadline).
+    A listing cut short, by ``limit`` or by ``stop``, ends with a marker element
+    ``{"truncated": true, "reason": ..., "after": <the last path listed>}``: the
+    next page is ``?after=`` that path.
+    """
+    opening, shown, last = b"[", 0, ""
+    reason: str | None = None
     while True:
-        chunk = list(itertools.islice(files, TREE_CHUNK))
-        if not chunk:
-            yield b"[]" if opening == b"[" else b"]"
-            return
-        text = ",".join(
-            json.dumps({"path": e.path, "size_bytes": e.size, "kind": e.kind}) for e in chunk
-        )
-        yield opening + text.encode("ascii")
+        wanted = min(TREE_CHUNK, limit - shown)
+        chunk = list(itertools.islice(files, wanted))
+        if chunk:
+            text = ",".join(
+                json.dumps({"path": e.path, "size_bytes": e.size, "kind": e.kind}) for e in chunk
+            )
+            yield opening + text.encode("ascii")
+            opening, shown, last = b",", shown + len(chunk), chunk[-1].path
+        if len(chunk) < wanted:
+            break  # the walk is over
+        if shown >= limit:
+            reason = "limit" if next(files, None) is not None else None
+            break
+        reason = stop()
+        if reason is not None:
+            break
+    if reason is not None:
+        marker = {"truncated": True, "reason": reason, "after": last}
+        yield opening + json.dumps(marker).encode("ascii")
         opening = b","
+    yield b"[]" if opening == b"[" else b"]"
 
 
 def positive_int(request: Request, name: str, default: int, cap: int) -> int:

@@ -177,25 +177,27 @@ class LiveTarget:
             return {}
         return {"record": self._record(snapshot).to_dict()}
 
-    def _reader(self, snapshot: str) -> StateReader:
+    def reader(self, snapshot: str) -> StateReader:
+        """A reader of one state, for a request that reads many of its paths: the live
+        tree is frozen once, a snapshot looked up once."""
         if snapshot == LIVE:
             return reader_for(self._fs)
         return reader_for(self._fs.at(self._record(snapshot)))
 
     def list(self, snapshot: str, path: str) -> Sequence[TreeEntry]:
-        return self._reader(snapshot).list(path)
+        return self.reader(snapshot).list(path)
 
-    def walk(self, snapshot: str) -> Iterator[TreeEntry]:
-        return self._reader(snapshot).walk()
+    def walk(self, snapshot: str, *, after: str = "") -> Iterator[TreeEntry]:
+        return self.reader(snapshot).walk(after)
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:
-        return self._reader(snapshot).stat(path)
+        return self.reader(snapshot).stat(path)
 
     def read(self, snapshot: str, path: str, limit: int) -> bytes:
-        return self._reader(snapshot).read(path, limit)
+        return self.reader(snapshot).read(path, limit)
 
     def blocks(self, snapshot: str, path: str) -> Iterator[bytes]:
-        return self._reader(snapshot).blocks(path)
+        return self.reader(snapshot).blocks(path)
 
     def diff(self, base: str, target: str) -> Changes:
         if base == target:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from ..fs import Cause, SnapshotChanges
-
-EntryKind = Literal["file", "directory", "symlink", "other"]
+from ..fs import EntryKind as EntryKind  # one path's entry is the fs layer's
+from ..fs import TreeEntry as TreeEntry
+from ..fs import depth_first as depth_first
+from ..fs import tree_key as tree_key
 
 LIVE = "live"
 """The snapshot id that names a live workspace's current state."""
@@ -155,68 +157,6 @@ class SnapshotSummary:
             "source": self.source,
             "space": None if self.space is None else self.space.to_json(),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class TreeEntry:
-    """One path of a snapshot.
-
-    Attributes:
-        path: Relative to the workspace root ("" is the root).
-        kind: ``file``, ``directory``, ``symlink`` or ``other`` (fifos, devices).
-        size: Bytes for a file, the target's length for a symlink, 0 otherwise.
-        mode: The full ``st_mode`` where known (0 if not).
-        target: A symlink's target.
-    """
-
-    path: str
-    kind: EntryKind
-    size: int = 0
-    mode: int = 0
-    target: str | None = None
-
-    @property
-    def name(self) -> str:
-        """The last segment of the path."""
-        return self.path.rpartition("/")[2]
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        data: dict[str, Any] = {
-            "name": self.name,
-            "path": self.path,
-            "kind": self.kind,
-            "size": self.size,
-            "mode": self.mode,
-        }
-        if self.target is not None:
-            data["target"] = self.target
-        return data
-
-
-def tree_order(entry: TreeEntry) -> str:
-    """The key that sorts one directory's entries as git does: a directory's name as if
-    it ended with "/". Walking a tree depth first in this order lists its files sorted
-    by path, as ``git ls-tree -r`` does."""
-    return entry.name + "/" if entry.kind == "directory" else entry.name
-
-
-def depth_first(
-    children: Callable[[TreeEntry | None], Iterable[TreeEntry]],
-) -> Iterator[TreeEntry]:
-    """Every entry below the root, depth first in ``tree_order``, lazily.
-
-    ``children(None)`` lists the root, ``children(entry)`` a directory, in any order.
-    """
-    stack = [iter(sorted(children(None), key=tree_order))]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        yield entry
-        if entry.kind == "directory":
-            stack.append(iter(sorted(children(entry), key=tree_order)))
 
 
 @dataclass(frozen=True, slots=True)

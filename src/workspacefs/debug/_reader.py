@@ -1,46 +1,41 @@
 """Reading one state of a workspace (a snapshot view, or the live tree) for the API.
 
-Any ``Filesystem`` works through the protocol: ``list`` then ``stat`` per
-entry, ``read_bytes`` in blocks. An in-memory view (``TreeFilesystem``) is
-read from its frozen tree instead, which lists 50,000 files in tens of
-milliseconds rather than one protocol call per file.
+An in-memory view (``TreeFilesystem``) is read from its frozen tree, which
+lists 50,000 files in tens of milliseconds. Any other ``Filesystem`` is read
+through the protocol: a daemon's ``RemoteFilesystem`` lists in pages of
+thousands of entries (``entries``, one round trip a page); one without that
+verb falls back to ``list`` then ``stat`` per entry. Files are read in
+blocks of ``BLOCK`` bytes, never whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .._errors import IsADirectoryFsError, NotADirectoryFsError, NotFoundError
-from ..fs import FileStat, Filesystem, InMemoryFilesystem, TreeFilesystem
-from ..tree import Directory, File, Node, Symlink, Tree, TreeView
+from ..fs import (
+    MAX_ENTRIES,
+    Filesystem,
+    FilesystemSource,
+    InMemoryFilesystem,
+    TreeFilesystem,
+    node_entry,
+    tree_entries,
+    tree_key,
+)
+from ..tree import Directory, File, Tree, TreeView
 from ._model import TreeEntry, depth_first
 
 BLOCK = 1 << 20
 """Bytes read per call when a file is streamed."""
 
 
-def _node_entry(path: str, node: Node) -> TreeEntry:
-    if isinstance(node, File):
-        return TreeEntry(path, "file", node.size, node.mode)
-    if isinstance(node, Directory):
-        return TreeEntry(path, "directory", 0, node.mode)
-    if isinstance(node, Symlink):
-        return TreeEntry(path, "symlink", len(node.target), node.mode, node.target)
-    return TreeEntry(path, "other", 0, node.mode)
-
-
-def _stat_entry(path: str, info: FileStat) -> TreeEntry:
-    if info.is_symlink:
-        return TreeEntry(path, "symlink", info.size_bytes, info.mode)
-    if info.is_directory:
-        return TreeEntry(path, "directory", 0, info.mode)
-    if info.is_file:
-        return TreeEntry(path, "file", info.size_bytes, info.mode)
-    return TreeEntry(path, "other", 0, info.mode)
-
-
 def _join(directory: str, name: str) -> str:
     return f"{directory}/{name}" if directory else name
+
+
+def _by_path(entries: Sequence[TreeEntry]) -> list[TreeEntry]:
+    return sorted(entries, key=lambda entry: entry.path)
 
 
 class TreeReader:
@@ -49,39 +44,24 @@ class TreeReader:
     def __init__(self, view: TreeView) -> None:
         self._view = view
 
-    def _node(self, path: str) -> Node:
+    def list(self, path: str) -> Sequence[TreeEntry]:
+        return _by_path(list(tree_entries(self._view, path, recursive=False)))
+
+    def walk(self, after: str = "") -> Iterator[TreeEntry]:
+        return tree_entries(self._view, after=after)
+
+    def stat(self, path: str) -> TreeEntry:
         ino = self._view.resolve_path(path)
         node = None if ino is None else self._view.get(ino)
         if node is None:
             raise NotFoundError("no such file or directory", path)
-        return node
-
-    def list(self, path: str) -> Sequence[TreeEntry]:
-        node = self._node(path)
-        if not isinstance(node, Directory):
-            raise NotADirectoryFsError("not a directory", path)
-        view = self._view
-        entries = [
-            _node_entry(_join(path, name), view.node(ino)) for name, ino in node.entries.items()
-        ]
-        return sorted(entries, key=lambda entry: entry.path)
-
-    def walk(self) -> Iterator[TreeEntry]:
-        view = self._view
-
-        def children(entry: TreeEntry | None) -> list[TreeEntry]:
-            path = "" if entry is None else entry.path
-            directory = self._node(path)
-            assert isinstance(directory, Directory), "walked into directories only"
-            return [_node_entry(_join(path, n), view.node(i)) for n, i in directory.entries.items()]
-
-        return depth_first(children)
-
-    def stat(self, path: str) -> TreeEntry:
-        return _node_entry(path, self._node(path))
+        return node_entry(path, node)
 
     def _file(self, path: str) -> File:
-        node = self._node(path)
+        ino = self._view.resolve_path(path)
+        node = None if ino is None else self._view.get(ino)
+        if node is None:
+            raise NotFoundError("no such file or directory", path)
         if isinstance(node, Directory):
             raise IsADirectoryFsError("is a directory", path)
         if not isinstance(node, File):
@@ -99,34 +79,57 @@ class TreeReader:
             yield block
 
 
+Pager = Callable[..., list[TreeEntry]]
+"""``entries(path, *, after, limit, recursive)`` of a filesystem that lists in pages."""
+
+
 class ProtocolReader:
-    """Reads any ``Filesystem`` through the protocol (a remote workspace, say)."""
+    """Reads any ``Filesystem`` through the protocol (a remote workspace, say); a path
+    is looked up as ``FilesystemSource`` does, never through a link."""
 
     def __init__(self, filesystem: Filesystem) -> None:
         self._fs = filesystem
+        self._source = FilesystemSource(filesystem)
+        pager = getattr(filesystem, "entries", None)
+        self._pager: Pager | None = pager if callable(pager) else None
 
     @staticmethod
     def _arg(path: str) -> str:
         return path or "."
 
+    def _pages(self, path: str, after: str, recursive: bool) -> Iterator[TreeEntry]:
+        assert self._pager is not None
+        while True:
+            page = self._pager(self._arg(path), after=after, limit=MAX_ENTRIES, recursive=recursive)
+            yield from page
+            if len(page) < MAX_ENTRIES:
+                return
+            after = tree_key(page[-1])
+
     def list(self, path: str) -> Sequence[TreeEntry]:
+        if self._pager is not None:
+            return _by_path(list(self._pages(path, "", recursive=False)))
+        if self.stat(path).kind != "directory":
+            raise NotADirectoryFsError("not a directory", path)
         entries = []
         for item in self._fs.list(self._arg(path)):
             child = _join(path, item.name)
             if item.is_directory and not item.is_symlink:
                 entries.append(TreeEntry(child, "directory"))
             else:
-                entries.append(_stat_entry(child, self._fs.stat(child)))
-        return sorted(entries, key=lambda entry: entry.path)
+                entries.append(self.stat(child))
+        return _by_path(entries)
 
-    def walk(self) -> Iterator[TreeEntry]:
-        return depth_first(lambda entry: self.list("" if entry is None else entry.path))
+    def walk(self, after: str = "") -> Iterator[TreeEntry]:
+        if self._pager is not None:
+            return self._pages("", after, recursive=True)
+        return depth_first(lambda e: self.list("" if e is None else e.path), after=after)
 
     def stat(self, path: str) -> TreeEntry:
-        try:
-            return _stat_entry(path, self._fs.stat(self._arg(path)))
-        except NotADirectoryError as exc:  # a path through a file names nothing
-            raise NotFoundError("no such file or directory", path) from exc
+        found = self._source.entry(path)
+        if found is None:
+            raise NotFoundError("no such file or directory", path)
+        return found
 
     def _check_file(self, path: str) -> None:
         entry = self.stat(path)
@@ -137,13 +140,7 @@ class ProtocolReader:
 
     def read(self, path: str, limit: int) -> bytes:
         self._check_file(path)
-        data = b""
-        while len(data) < limit:
-            chunk = self._fs.read_bytes(path, offset=len(data), limit=min(BLOCK, limit - len(data)))
-            data += chunk.content
-            if not chunk.truncated or not chunk.content:
-                break
-        return data
+        return self._source.read(path, limit)
 
     def blocks(self, path: str) -> Iterator[bytes]:
         self._check_file(path)

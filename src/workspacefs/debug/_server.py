@@ -79,7 +79,8 @@ def serve(
     """
     check_port(host, port)
     target.warm()
-    app = create_app(target, allowed_hosts=allowed_hosts_for(host))
+    stopping = threading.Event()
+    app = create_app(target, allowed_hosts=allowed_hosts_for(host), stopping=stopping)
     config = _config(host, port, quiet=ready is not None)
 
     async def main() -> None:
@@ -96,7 +97,12 @@ def serve(
                     # webbrowser may start a program and wait for it: not on the loop.
                     nursery.start_soon(partial(trio.to_thread.run_sync, webbrowser.open, url))
                 async for _ in signals:
-                    stop.set()  # a graceful stop: requests in flight finish
+                    # Requests in flight answer with what they have at once (their
+                    # handlers run in threads, which no cancellation reaches), then
+                    # the server closes; hypercorn cancels what is left after
+                    # ``graceful_timeout``.
+                    stopping.set()
+                    stop.set()
                     break
 
     trio.run(main)
@@ -115,7 +121,12 @@ class DebugServer:
         port: int = 0,
         allowed_hosts: Sequence[str] | None = None,
     ) -> None:
-        self._app = create_app(target, allowed_hosts=allowed_hosts or allowed_hosts_for(host))
+        self._stopping = threading.Event()
+        self._app = create_app(
+            target,
+            allowed_hosts=allowed_hosts or allowed_hosts_for(host),
+            stopping=self._stopping,
+        )
         self._config = _config(host, port, quiet=True)
         self._address = (host, port)
         self._started = threading.Event()
@@ -168,6 +179,7 @@ class DebugServer:
 
     def close(self) -> None:
         """Stop serving and wait for the thread (idempotent)."""
+        self._stopping.set()
         if self._token is not None and self._stop is not None and self._thread.is_alive():
             with contextlib.suppress(trio.RunFinishedError):  # it stopped meanwhile
                 trio.from_thread.run_sync(self._stop.set, trio_token=self._token)

@@ -46,10 +46,12 @@ class DebugTarget(Protocol):
         """The entries of one directory, sorted by name."""
         ...
 
-    def walk(self, snapshot: str) -> Iterator[TreeEntry]:
+    def walk(self, snapshot: str, *, after: str = "") -> Iterator[TreeEntry]:
         """Every entry below the root, lazily, depth first in git's tree order
-        (``tree_order``), so that files alone come out sorted by path. An unknown
-        snapshot raises at the call, not on the first ``next``."""
+        (``tree_key`` grows from each entry to the next), so that files alone come out
+        sorted by path; with ``after``, only the entries whose ``tree_key`` is greater
+        (a later page of a listing). An unknown snapshot raises at the call, not on
+        the first ``next``."""
         ...
 
     def stat(self, snapshot: str, path: str) -> TreeEntry:

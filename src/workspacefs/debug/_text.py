@@ -7,7 +7,7 @@ language, so one view serves source, logs and data alike.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,15 +114,3 @@ def changed_lines(old: Sequence[str], new: Sequence[str]) -> list[int]:
         if tag in ("insert", "replace"):
             changed.extend(range(j1 + 1, j2 + 1))
     return changed
-
-
-def unified(old_name: str, new_name: str, found: Sequence[Hunk]) -> Iterator[str]:
-    """The lines of a unified diff (as ``diff -u``, without newlines)."""
-    if not found:
-        return
-    yield f"--- {old_name}"
-    yield f"+++ {new_name}"
-    for hunk in found:
-        yield hunk.header
-        for line in hunk.lines:
-            yield line.op + line.text

@@ -32,6 +32,13 @@ from ._descriptors import split_path as split_path
 from ._descriptors import walk_directory as walk_directory
 from ._directory import DirectoryBackend as DirectoryBackend
 from ._directory import entry_of as entry_of
+from ._entries import MAX_ENTRIES as MAX_ENTRIES
+from ._entries import EntryKind as EntryKind
+from ._entries import TreeEntry as TreeEntry
+from ._entries import depth_first as depth_first
+from ._entries import node_entry as node_entry
+from ._entries import tree_entries as tree_entries
+from ._entries import tree_key as tree_key
 from ._frontend import BackendFilesystem as BackendFilesystem
 from ._history import AttributedFilesystem as AttributedFilesystem
 from ._history import BlameEntry as BlameEntry
@@ -47,6 +54,13 @@ from ._links import LinkReach as LinkReach
 from ._links import leaves_as_written as leaves_as_written
 from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
+from ._patch import PATCH_TEXT_LIMIT as PATCH_TEXT_LIMIT
+from ._patch import FilesystemSource as FilesystemSource
+from ._patch import Patch as Patch
+from ._patch import PatchSource as PatchSource
+from ._patch import build_patch as build_patch
+from ._patch import file_patch as file_patch
+from ._patch import patch_lines as patch_lines
 from ._paths import normalize as normalize_path
 from ._paths import strip_mount_point as strip_mount_point
 from ._protocol import Filesystem as Filesystem
@@ -97,8 +111,10 @@ __all__ = [
     "DIRECTORY_FLAGS",
     "FIRST_TIME_NS",
     "LAST_TIME_NS",
+    "MAX_ENTRIES",
     "MAX_FILE_SIZE",
     "MAX_ID",
+    "PATCH_TEXT_LIMIT",
     "SPECIAL_BITS",
     "TEMPORARY_PREFIX",
     "AttributedFilesystem",
@@ -109,11 +125,13 @@ __all__ = [
     "ChangeKind",
     "DirectoryBackend",
     "Entry",
+    "EntryKind",
     "FileEntry",
     "FileStat",
     "Filesystem",
     "FilesystemDiff",
     "FilesystemSnapshot",
+    "FilesystemSource",
     "GlobMatch",
     "GrepMatch",
     "Handle",
@@ -127,6 +145,8 @@ __all__ = [
     "MemoryCeiling",
     "MemoryUsage",
     "OpenDirectories",
+    "Patch",
+    "PatchSource",
     "PathChange",
     "ReadBytesResult",
     "ReadResult",
@@ -140,6 +160,7 @@ __all__ = [
     "SnapshotableFilesystem",
     "SpaceShare",
     "SpaceUsage",
+    "TreeEntry",
     "TreeFilesystem",
     "Walked",
     "WorkspaceSpace",
@@ -147,6 +168,7 @@ __all__ = [
     "WriteResult",
     "attributed",
     "available_memory",
+    "build_patch",
     "change_from_dict",
     "change_kind",
     "change_to_dict",
@@ -157,17 +179,21 @@ __all__ = [
     "copy_content",
     "current_cause",
     "default_memory_budget",
+    "depth_first",
     "entry_of",
+    "file_patch",
     "leaves_as_written",
     "link_reach",
     "locate",
     "make_directories",
     "memory_ceilings",
+    "node_entry",
     "normalize_path",
     "open_beneath",
     "open_directory",
     "open_regular",
     "openat2_available",
+    "patch_lines",
     "read_blocks",
     "recorded_id",
     "recorded_int",
@@ -181,5 +207,7 @@ __all__ = [
     "set_attributes",
     "split_path",
     "strip_mount_point",
+    "tree_entries",
+    "tree_key",
     "walk_directory",
 ]

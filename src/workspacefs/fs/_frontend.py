@@ -232,6 +232,19 @@ class BackendFilesystem:
             mode=entry.mode,
         )
 
+    def readlink(self, path: str) -> str:
+        """The target of the symlink at ``path`` as written; the link is never followed,
+        wherever it leads (outside the workspace, to a directory, nowhere)."""
+        norm = self._normalize(path)
+        with (
+            _errors_for(norm),
+            self._backend.reading(),
+            locate(self._backend, norm, follow=False) as at,
+        ):
+            if self._existing(at, norm).kind is not Kind.SYMLINK:
+                raise InvalidArgumentError("not a symlink", display(norm))
+            return self._backend.readlink(at.parent, at.name)
+
     def list(self, path: str = ".") -> Sequence[FileEntry]:
         """The entries of a directory, sorted by name."""
         norm = self._normalize(path)

@@ -67,6 +67,15 @@ class Filesystem(Protocol):
         """
         ...
 
+    def readlink(self, path: str) -> str:
+        """The target of the symlink at ``path`` as written, never followed.
+
+        Raises:
+            FileNotFoundError: The path does not exist.
+            ValueError: The path is no symlink (EINVAL, as readlink(2)).
+        """
+        ...
+
     def list(self, path: str = ".") -> Sequence[FileEntry]:
         """The entries of a directory, sorted by name.
 

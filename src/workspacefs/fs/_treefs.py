@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
+from .._errors import InvalidArgumentError
 from ..tree import ROOT_INO, Directory, File, Node, Subscriber, Symlink, Tree, TreeView
 from ._backend import Entry, Handle, Kind
+from ._entries import MAX_ENTRIES, TreeEntry, tree_entries
 from ._frontend import BackendFilesystem
 from ._limits import DEFAULT_LIMITS, Limits
-from ._paths import normalize_mount_point, strip_mount_point
+from ._paths import display, normalize_mount_point, strip_mount_point
 from ._results import WriteMode
 
 SEARCH_BLOCK = 1 << 20
@@ -183,3 +186,28 @@ class TreeFilesystem(BackendFilesystem):
         if isinstance(self._view, Tree):
             return self._view.lock.subscribe(subscriber)
         return lambda: None
+
+    def entries(
+        self, path: str = ".", *, after: str = "", limit: int = MAX_ENTRIES, recursive: bool = True
+    ) -> list[TreeEntry]:
+        """A page of the listing below the directory ``path``: at most ``limit`` entries,
+        links not followed, depth first in git's order from after the key ``after``
+        (``tree_entries``; pass the last entry's ``tree_key`` for the next page).
+
+        The live tree is frozen first (O(1)), so one page is one consistent state.
+
+        Raises:
+            FileNotFoundError: Nothing is at ``path``.
+            NotADirectoryError: ``path`` is no directory.
+            ValueError: ``limit`` is below 1 or over ``MAX_ENTRIES``.
+        """
+        if limit < 1:
+            raise InvalidArgumentError("limit must be at least 1", display(path))
+        self.limits.check("entries limit", limit, MAX_ENTRIES)
+        norm = self._normalize(path)
+        view = self._view
+        if isinstance(view, Tree):
+            with view.lock:
+                view = view.snapshot()
+        found = tree_entries(view, norm, after=after, recursive=recursive)
+        return list(itertools.islice(found, limit))

@@ -202,6 +202,14 @@ class FilesystemProtocolTests:
         with pytest.raises(FileNotFoundError):
             fs.stat("missing")
 
+    def test_readlink_of_what_is_no_link(self) -> None:
+        fs = self.fs()
+        for path in ("src/app.py", "src"):
+            with pytest.raises(ValueError, match="not a symlink"):
+                fs.readlink(path)
+        with pytest.raises(FileNotFoundError):
+            fs.readlink("missing")
+
     def test_list(self) -> None:
         fs = self.fs()
         entries = fs.list()

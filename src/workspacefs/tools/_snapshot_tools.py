@@ -17,7 +17,7 @@ from ..fs import (
 )
 from ._context import ToolContext
 from ._messages import cause, count
-from ._patch import unified_diff
+from ._patch import cut_note, unified_diff
 from ._result import ToolResult
 from ._snapshots import WorkspaceSnapshots, describe
 from ._tool import Tool, ToolAnnotations, ToolParams
@@ -172,13 +172,11 @@ def diff(params: DiffParams, *, context: ToolContext) -> ToolResult[FilesystemDi
     if before is None or after is None:
         lines.append("(This backend cannot read a snapshot without restoring it: no line diff.)")
         return ToolResult.ok("\n".join(lines), changes)
-    patch, more = unified_diff(before, after, changes, max_lines=params.max_lines, under=prefix)
-    lines += ["", *patch]
-    if more:
-        lines.append(
-            f"[... {count(more, 'more patch line')} not shown; pass path= to see one file "
-            "or directory, or raise max_lines.]"
-        )
+    patch = unified_diff(before, after, changes, max_lines=params.max_lines, under=prefix)
+    lines += ["", *patch.lines]
+    note = cut_note(patch, params.max_lines)
+    if note is not None:
+        lines.append(note)
     return ToolResult.ok("\n".join(lines), changes)
 
 

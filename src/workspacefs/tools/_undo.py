@@ -36,7 +36,7 @@ from .._errors import (
 )
 from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem, changed_paths
 from ._context import ToolContext
-from ._patch import unified_diff
+from ._patch import cut_note, unified_diff
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._snapshots import WorkspaceSnapshots
@@ -289,8 +289,9 @@ class UndoableToolset:
         old, new = snaps.view(before), snaps.view(after)
         if old is None or new is None:
             return ""
-        lines, more = unified_diff(old, new, changes, max_lines=max_lines)
-        return "\n".join(lines + ([f"[... {more:,} more lines]"] if more else []))
+        patch = unified_diff(old, new, changes, max_lines=max_lines)
+        note = cut_note(patch, max_lines)
+        return "\n".join([*patch.lines, *([] if note is None else [note])])
 
     def _forget(self, calls: Sequence[ToolCall]) -> None:
         """Delete the snapshots only ``calls`` held, where the backend can."""
