@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
+from .._errors import MountedInsideError
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
 from ._output import emit_json, size, stdout, working
+
+if TYPE_CHECKING:
+    from ..daemon import MountRecord
 
 MountArgs = Annotated[
     list[str] | None,
@@ -78,12 +82,29 @@ def mount(
     stdout.print(f"  persist to {record.repository}")
 
 
-@app.command(epilog="Example: workspacefs unmount ./ws")
-def unmount(args: MountArgs = None, as_json: JsonOption = False) -> None:
+@app.command(epilog="Example: workspacefs unmount ./ws   (or: unmount --recursive ./ws)")
+def unmount(
+    args: MountArgs = None,
+    recursive: Annotated[
+        bool,
+        typer.Option(
+            "--recursive",
+            "-r",
+            help="First unmount the workspaces mounted inside, innermost first.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
     """Stop the workspace's daemon and remove its mount (its unpersisted state is gone).
+
+    Refused (exit 5, nothing unmounted) while something is mounted inside it:
+    unmounting it would take that along. ``--recursive`` unmounts the
+    workspaces inside through their own daemons first.
 
     On a directory a fork is bound to (``fork MOUNTPOINT``), unbind it and drop the fork.
     """
+    from ..daemon import connect
+
     point, _ = split_mountpoint(args or [], 0, 0)
     if point is not None and (dropped := unmount_bound_fork(point)) is not None:
         name, points = dropped
@@ -94,12 +115,53 @@ def unmount(args: MountArgs = None, as_json: JsonOption = False) -> None:
         return
     fs = workspace(point)
     mountpoint, pid = fs.mountpoint, fs.pid
+    inner = _inner_workspaces(mountpoint) if recursive else []
     with working(f"unmounting {mountpoint}", quiet=as_json):
-        fs.unmount()
+        for record in inner:
+            with connect(record.socket) as inner_fs:
+                inner_fs.unmount()
+            if not as_json:
+                stdout.print(f"Unmounted {record.mountpoint}")
+        try:
+            fs.unmount()
+        except MountedInsideError as exc:
+            hint = "" if recursive else "; --recursive unmounts the workspaces among them first"
+            raise MountedInsideError(f"{exc.strerror}{hint}", exc.filename) from None
     if as_json:
-        emit_json({"mountpoint": mountpoint, "pid": pid, "unmounted": True})
+        emit_json(
+            {
+                "mountpoint": mountpoint,
+                "pid": pid,
+                "unmounted": True,
+                "inner": [{"mountpoint": r.mountpoint, "pid": r.pid} for r in inner],
+            }
+        )
     else:
         stdout.print(f"Unmounted {mountpoint}")
+
+
+def _inner_workspaces(mountpoint: str) -> list[MountRecord]:
+    """The running workspaces mounted inside ``mountpoint``, innermost first.
+
+    Raises:
+        MountedInsideError: Something else is mounted inside (a stale mount, a
+            bind, another filesystem): ``--recursive`` unmounts only workspaces,
+            so nothing is unmounted.
+    """
+    from ..daemon import running_mounts
+    from ..fuse import mounts_inside
+
+    running = {record.mountpoint: record for record in running_mounts()}
+    inside = mounts_inside(mountpoint)
+    others = [point for point in inside if point not in running]
+    if others:
+        raise MountedInsideError(
+            f"not unmounted: {', '.join(others)} mounted inside "
+            f"{'is' if len(others) == 1 else 'are'} no running workspace "
+            "(a stale one: workspacefs doctor --fix); unmount that first",
+            mountpoint,
+        )
+    return [running[point] for point in inside]
 
 
 @app.command(name="list", epilog="Example: workspacefs list --json")

@@ -48,6 +48,7 @@ import trio
 from .._errors import (
     BackendUnavailableError,
     BusyError,
+    MountedInsideError,
     MountLostError,
     NotADirectoryFsError,
     NotFoundError,
@@ -94,18 +95,46 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def fuse_mounts() -> dict[str, str]:
-    """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
-    mounts = {}
+def _mount_table() -> Iterator[tuple[str, str]]:
+    """(mount point, filesystem type) of every mount this process sees, from
+    /proc/self/mountinfo, in mount order."""
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
         for line in table:
             fields = line.split()
             kind = fields[fields.index("-") + 1]
-            if kind == "fuse" or kind.startswith("fuse."):
-                # Mount points escape space, tab, newline and backslash as octal.
-                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
-                mounts[point] = kind
-    return mounts
+            # Mount points escape space, tab, newline and backslash as octal.
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
+            yield point, kind
+
+
+def fuse_mounts() -> dict[str, str]:
+    """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
+    return {
+        point: kind for point, kind in _mount_table() if kind == "fuse" or kind.startswith("fuse.")
+    }
+
+
+def mounts_inside(mountpoint: str) -> list[str]:
+    """Every mount point strictly below ``mountpoint``, of any filesystem, deepest
+    first: what a lazy unmount of ``mountpoint`` would detach along with it."""
+    prefix = os.path.abspath(mountpoint).rstrip("/") + "/"
+    found = {point for point, _ in _mount_table() if point.startswith(prefix)}
+    return sorted(found, key=lambda point: (-point.count("/"), point))
+
+
+def refuse_if_mounted_inside(mountpoint: str) -> None:
+    """Raise unless ``mountpoint`` can be detached without taking other mounts along.
+
+    Raises:
+        MountedInsideError: Something is mounted inside it (named in the message).
+    """
+    inside = mounts_inside(mountpoint)
+    if inside:
+        raise MountedInsideError(
+            f"not unmounted: {', '.join(inside)} {'is' if len(inside) == 1 else 'are'} "
+            "mounted inside; unmount that first",
+            os.path.abspath(mountpoint),
+        )
 
 
 def is_stale(mountpoint: str) -> bool:
@@ -124,9 +153,16 @@ def is_stale(mountpoint: str) -> bool:
 
 
 def recover(mountpoint: str) -> bool:
-    """Detach a stale mount at ``mountpoint``; True if there was one."""
+    """Detach a stale mount at ``mountpoint``; True if there was one.
+
+    Raises:
+        MountedInsideError: Something is mounted inside the stale mount (a
+            workspace whose daemon still serves it, say): detaching would take
+            it along, so nothing is done.
+    """
     if not is_stale(mountpoint):
         return False
+    refuse_if_mounted_inside(mountpoint)
     _detach(mountpoint)
     return True
 
@@ -297,12 +333,24 @@ class Mount:
 
         After a lost mount it detaches the dead mount point and lets the
         filesystem be used again.
+
+        The kernel mount goes lazily (so a process still inside cannot block
+        the unmount), which detaches whatever is mounted inside it too: an
+        owner that must not do that checks first (``refuse_if_mounted_inside``,
+        as the daemon does); here it is logged as an error.
         """
         for cleanup in reversed(self._cleanups):
             cleanup()
         self._cleanups.clear()
         if self._thread is None:
             return
+        inside = mounts_inside(self.mountpoint)
+        if inside:
+            log.error(
+                "unmounting %s detaches what is mounted inside it: %s",
+                self.mountpoint,
+                ", ".join(inside),
+            )
         self._stopping = True
         if self._token is not None:
             with contextlib.suppress(trio.RunFinishedError):
