@@ -18,7 +18,7 @@ import pytest
 
 from workspacefs import MountedInsideError
 from workspacefs.daemon import MountRecord, connect, running_mounts
-from workspacefs.fuse import is_stale
+from workspacefs.fuse import is_stale, recover
 
 from .support import cli, cli_json, demo_source, stop
 
@@ -58,9 +58,11 @@ def nested(tmp_path: Path) -> Iterator[tuple[MountRecord, MountRecord]]:
         (outer / "inner" / "data.txt").write_text("kept\n")
         yield outer_record, inner_record
     finally:
-        for record in reversed(records):
+        for record in reversed(records):  # innermost first
             if alive(record.pid):
                 stop(record)
+            else:
+                recover(record.mountpoint)  # killed by the test: its mount is stale
 
 
 def assert_both_serve(outer: MountRecord, inner: MountRecord) -> None:

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from .._errors import MountedInsideError
+from ..daemon import START_TIMEOUT
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
 from ._output import emit_json, size, stdout, working
@@ -46,9 +47,21 @@ def mount(
             help="Let idle CPUs sleep while the mount serves (slower requests, no polling).",
         ),
     ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.1,
+            help="Give up if it does not serve by then, stopping the daemon (default: 120).",
+        ),
+    ] = START_TIMEOUT,
     as_json: JsonOption = False,
 ) -> None:
-    """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted."""
+    """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted.
+
+    A start that fails or takes longer than --timeout stops its daemon and
+    leaves nothing mounted."""
     from ..daemon import DaemonOptions, parse_source, run_daemon, start
 
     if foreground:
@@ -70,7 +83,7 @@ def mount(
     with working(f"mounting {mountpoint}", quiet=as_json):
         record = start(
             mountpoint, source=source, repository=persist, read_only=read_only,
-            allow_other=not private, latency_hint=not no_latency_hint,
+            allow_other=not private, latency_hint=not no_latency_hint, timeout=timeout,
         )  # fmt: skip
     if as_json:
         emit_json(record.to_dict())
