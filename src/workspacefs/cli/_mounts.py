@@ -179,23 +179,38 @@ def _inner_workspaces(mountpoint: str) -> list[MountRecord]:
 
 @app.command(name="list", epilog="Example: workspacefs list --json")
 def list_(as_json: JsonOption = False) -> None:
-    """List this user's running workspaces."""
-    from ..daemon import running_mounts
+    """List this user's workspaces: those running, and those whose daemon died
+    (killed: its mount is left stale until ``doctor --fix``)."""
+    from ..daemon import known_mounts
+    from ..fuse import is_stale
 
-    records = running_mounts()
+    known = sorted(known_mounts(), key=lambda k: k.record.mountpoint)
+    stale = {k.record.mountpoint for k in known if not k.alive and is_stale(k.record.mountpoint)}
     if as_json:
-        emit_json([record.to_dict() for record in records])
+        emit_json(
+            [
+                {**k.record.to_dict(), "alive": k.alive, "stale": k.record.mountpoint in stale}
+                for k in known
+            ]
+        )
         return
-    if not records:
+    if not known:
         stdout.print("No workspace is mounted.")
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("MOUNTPOINT", "PID", "WORKSPACE", "STARTED", "MODE"):
+    for column in ("MOUNTPOINT", "PID", "WORKSPACE", "STARTED", "MODE", "STATE"):
         table.add_column(column)
-    for r in records:
+    for k in known:
+        r = k.record
         mode = "ro" if r.read_only else "rw"
-        table.add_row(r.mountpoint, str(r.pid), r.workspace_id[:12], r.started_at, mode)
+        state = "running" if k.alive else "dead, mount stale" if r.mountpoint in stale else "dead"
+        table.add_row(r.mountpoint, str(r.pid), r.workspace_id[:12], r.started_at, mode, state)
     stdout.print(table)
+    if not all(k.alive for k in known):
+        stdout.print(
+            "A daemon is dead: workspacefs doctor --fix detaches its stale mount and removes "
+            "its files."
+        )
 
 
 def requests_line(requests: dict[str, Any] | None) -> str:
