@@ -35,6 +35,11 @@ def test_status_and_list_name_a_dead_daemon_and_its_stale_mount(tmp_path: Path) 
                 f"{record.pid}) is dead; workspacefs doctor --fix detaches its stale mount and "
                 f"removes its files: {record.mountpoint}"
             )
+        # Taken as the mount point though a command could read it as something else.
+        for command in (["diff", str(mountpoint), "start"], ["snapshot", str(mountpoint)]):
+            other = cli(*command)
+            assert other.returncode == EXIT_NO_WORKSPACE, other.stderr
+            assert f"its daemon (pid {record.pid}) is dead" in other.stderr
         human = cli_ok("list")
         line = next(line for line in human.splitlines() if record.mountpoint in line)
         assert str(record.pid) in line

@@ -50,13 +50,16 @@ def _root(
 
 
 def is_mountpoint(path: str) -> bool:
-    """True if ``path`` is exactly the mount point of one of this user's running workspaces."""
-    from ..daemon import canonical_mountpoint, running_mounts
+    """True if ``path`` is exactly the mount point of one of this user's workspaces:
+    a running one, or one whose daemon died (the command then says so; its stale
+    mount is no directory any more)."""
+    from ..daemon import canonical_mountpoint, known_mounts
 
-    if not os.path.isdir(path):
-        return False
     point = canonical_mountpoint(path)
-    return any(record.mountpoint == point for record in running_mounts())
+    return any(
+        known.record.mountpoint == point and (not known.alive or os.path.isdir(path))
+        for known in known_mounts()
+    )
 
 
 def split_mountpoint(args: list[str], needed: int, most: int) -> tuple[str | None, list[str]]:
