@@ -159,3 +159,20 @@ def test_a_dry_run_or_a_conflict_records_no_merge() -> None:
     # Had the refused merge counted, its base would hold "fork\n" and this would merge.
     (conflict,) = merge(origin, fork).conflicts
     assert conflict.kind == "add/add"
+
+
+def test_snapshots_of_a_side_line_merged_in_steps() -> None:
+    """The same with the workspace's own snapshots: a line of work kept as snapshots
+    (s1, then s2 from it) merged into the live tree one after the other."""
+    fs = _origin()
+    start = fs.snapshot()
+    fs.write_bytes("n.txt", b"v1\n")
+    s1 = fs.snapshot()
+    fs.write_bytes("n.txt", b"v2\n")
+    s2 = fs.snapshot()
+    fs.restore(start)
+    fs.write_bytes("mine.txt", b"mine\n")
+    assert merge(fs, s1).applied
+    result = merge(fs, s2)
+    assert result.conflicts == ()
+    assert _contents(fs) == {"keep.txt": b"keep\n", "mine.txt": b"mine\n", "n.txt": b"v2\n"}

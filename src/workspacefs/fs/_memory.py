@@ -176,11 +176,12 @@ class InMemoryFilesystem(TreeFilesystem):
 
     def record_merge(self, other: InMemoryFilesystem, step: Lineage, merged: Version) -> None:
         """Remember that this workspace's history holds ``merged``, a version of
-        ``other``, from ``step`` on (a merge of ``other`` into this workspace
-        ended there; ``step`` is ``Version.lineage`` of a version of this
-        workspace): every later state of this workspace descends from ``merged``
-        too, so a later merge of the two starts from there, not from where they
-        forked (``workspacefs.git.merge`` records, and finds, these).
+        ``other`` (this workspace itself for one of its snapshots), from ``step``
+        on (a merge of ``other`` into this workspace ended there; ``step`` is
+        ``Version.lineage`` of a version of this workspace): every later state
+        of this workspace descends from ``merged`` too, so a later merge of the
+        two starts from there, not from where they forked
+        (``workspacefs.git.merge`` records, and finds, these).
 
         The last merge of each workspace is kept while ``other`` lives; it holds
         ``merged`` (what ``other`` has changed since is the memory it costs).

@@ -171,10 +171,10 @@ def _record(
     merged: Version,
     theirs: Version,
 ) -> None:
-    """After a clean merge of another workspace: from ``merged`` on, ``fs`` holds
-    ``theirs``, the base of the two's next merge (whichever way it goes)."""
-    if isinstance(other, InMemoryFilesystem):
-        fs.record_merge(other, merged.lineage, theirs)
+    """After a clean merge: from ``merged`` on, ``fs`` holds ``theirs``, the base of
+    the two's next merge (whichever way it goes). A snapshot of ``fs`` counts as
+    ``fs`` itself: its next merge of a snapshot from that line starts there."""
+    fs.record_merge(other if isinstance(other, InMemoryFilesystem) else fs, merged.lineage, theirs)
 
 
 def find_base(
