@@ -11,16 +11,21 @@ from pathlib import Path
 from workspacefs.daemon import MountRecord
 from workspacefs.fuse import is_stale
 
-from .support import cli, cli_json, cli_ok, demo_source
+from .support import cli, cli_json, cli_ok, demo_source, scratch_dir
 
 EXIT_NO_WORKSPACE = 3
 
 
-def test_status_and_list_name_a_dead_daemon_and_its_stale_mount(tmp_path: Path) -> None:
-    mountpoint = tmp_path / "ws"
+def test_status_and_list_name_a_dead_daemon_and_its_stale_mount() -> None:
+    with scratch_dir() as scratch:  # the mount is left stale on purpose
+        _dead_daemon_reported(scratch)
+
+
+def _dead_daemon_reported(scratch: Path) -> None:
+    mountpoint = scratch / "ws"
     mountpoint.mkdir()
     record = MountRecord.from_dict(
-        cli_json("mount", str(mountpoint), "--from", str(demo_source(tmp_path)))  # type: ignore[arg-type]
+        cli_json("mount", str(mountpoint), "--from", str(demo_source(scratch)))  # type: ignore[arg-type]
     )
     os.kill(record.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10

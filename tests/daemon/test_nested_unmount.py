@@ -20,7 +20,7 @@ from workspacefs import MountedInsideError
 from workspacefs.daemon import MountRecord, connect, running_mounts
 from workspacefs.fuse import is_stale, recover
 
-from .support import cli, cli_json, demo_source, stop
+from .support import cli, cli_json, demo_source, scratch_dir, stop
 
 EXIT_MOUNTED_INSIDE = 5
 
@@ -43,11 +43,17 @@ def wait_until(condition: object, what: str) -> None:
 
 
 @pytest.fixture
-def nested(tmp_path: Path) -> Iterator[tuple[MountRecord, MountRecord]]:
+def scratch() -> Iterator[Path]:
+    with scratch_dir() as base:  # the tests leave mounts stale on purpose
+        yield base
+
+
+@pytest.fixture
+def nested(scratch: Path) -> Iterator[tuple[MountRecord, MountRecord]]:
     """``outer`` (the demo source) mounted with the CLI, and ``outer/inner`` mounted
     inside it, holding ``data.txt`` ("kept")."""
-    source = demo_source(tmp_path)
-    outer = tmp_path / "outer"
+    source = demo_source(scratch)
+    outer = scratch / "outer"
     outer.mkdir()
     outer_record = MountRecord.from_dict(cli_json("mount", str(outer), "--from", str(source)))  # type: ignore[arg-type]
     records = [outer_record]
