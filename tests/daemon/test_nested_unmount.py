@@ -10,12 +10,15 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from interpreter import child_env
 from workspacefs import MountedInsideError
 from workspacefs.daemon import MountRecord, connect, running_mounts
 from workspacefs.fuse import is_stale, recover
@@ -169,3 +172,51 @@ def test_doctor_fix_leaves_a_stale_mount_holding_a_live_workspace(
     again = cli("doctor", "--fix")
     assert again.returncode == 0, again.stdout
     assert not is_stale(outer.mountpoint)
+
+
+EMBEDDED = """
+import sys
+import workspacefs
+from workspacefs.fuse import mount
+
+fs = workspacefs.InMemoryFilesystem()
+fs.mkdir("inner")
+with mount(fs, sys.argv[1]):
+    print("mounted", flush=True)
+    sys.stdin.readline()
+print("left", flush=True)
+"""
+
+
+def test_an_embedded_mount_left_with_a_workspace_inside_stays_stale(scratch: Path) -> None:
+    """A process leaving its mount block cannot be refused: its mount is left stale
+    (ENOTCONN), not detached, so the workspace inside keeps serving."""
+    outer = scratch / "outer"
+    outer.mkdir()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", EMBEDDED, str(outer)], env=child_env(), text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    inner: MountRecord | None = None
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().strip() == "mounted"
+        inner = MountRecord.from_dict(cli_json("mount", str(outer / "inner")))  # type: ignore[arg-type]
+        Path(inner.mountpoint, "data.txt").write_text("kept\n")
+        out, err = owner.communicate("\n", timeout=60)
+        assert owner.returncode == 0, err
+        assert out.strip().splitlines()[-1] == "left"
+        assert f"{inner.mountpoint}" in err  # the error logged says why it is left stale
+        assert alive(inner.pid)
+        with connect(inner.socket) as fs:
+            assert fs.read("data.txt").content == "kept\n"
+        assert Path(inner.mountpoint, "data.txt").read_text() == "kept\n"
+        assert is_stale(str(outer))
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.communicate()
+        if inner is not None and alive(inner.pid):
+            stop(inner)
+        recover(str(outer))
+    assert not os.path.ismount(outer)

@@ -194,6 +194,7 @@ class Mount:
     _token: trio.lowlevel.TrioToken | None = None
     _error: BaseException | None = None
     _stopping: bool = False
+    _keep_mounted: bool = False  # leave the kernel mount, stale: something is mounted inside
     _device: int | None = None  # the FUSE connection's number (the mount's minor device)
     _fuse_fd: int | None = None  # the session's /dev/fuse descriptor
     _ready: threading.Event = field(default_factory=threading.Event)
@@ -335,9 +336,13 @@ class Mount:
         filesystem be used again.
 
         The kernel mount goes lazily (so a process still inside cannot block
-        the unmount), which detaches whatever is mounted inside it too: an
-        owner that must not do that checks first (``refuse_if_mounted_inside``,
-        as the daemon does); here it is logged as an error.
+        the unmount), which would detach whatever is mounted inside it too --
+        another workspace, whose daemon would lose its mount and exit. So with
+        anything mounted inside, the mount is left stale instead (answering
+        ENOTCONN, what is inside still served), and an error is logged; once
+        that is unmounted, ``recover`` (``workspacefs doctor --fix``) detaches
+        it. An owner that can still refuse checks first
+        (``refuse_if_mounted_inside``, as the daemon does).
         """
         for cleanup in reversed(self._cleanups):
             cleanup()
@@ -347,10 +352,12 @@ class Mount:
         inside = mounts_inside(self.mountpoint)
         if inside:
             log.error(
-                "unmounting %s detaches what is mounted inside it: %s",
+                "%s is left mounted, stale, so as not to detach what is mounted inside it: %s;"
+                " unmount that, then workspacefs doctor --fix",
                 self.mountpoint,
                 ", ".join(inside),
             )
+        self._keep_mounted = bool(inside)
         self._stopping = True
         if self._token is not None:
             with contextlib.suppress(trio.RunFinishedError):
@@ -358,10 +365,13 @@ class Mount:
         self._thread.join(STOP_TIMEOUT)
         if self._thread.is_alive():  # the loop is wedged: cut the kernel side loose
             log.error("FUSE loop did not stop; detaching %s", self.mountpoint)
-            _detach(self.mountpoint)
+            if inside:
+                self._abort_connection()
+            else:
+                _detach(self.mountpoint)
             self._thread.join(STOP_TIMEOUT)
         self._thread = None
-        if os.path.ismount(self.mountpoint) or is_stale(self.mountpoint):
+        if not inside and (os.path.ismount(self.mountpoint) or is_stale(self.mountpoint)):
             _detach(self.mountpoint)
         if isinstance(self.filesystem.view, Tree):
             self.filesystem.view.lock.refuse(None)
@@ -396,7 +406,8 @@ class Mount:
             self._lose(failure)
         # Lost, the mount point stays mounted (answering ENOTCONN) until the
         # owner leaves the mount; else the kernel mount goes now.
-        pyfuse3.close(unmount=failure is None)
+        # Kept (see ``unmount``), the mount is aborted as the session's descriptor closes.
+        pyfuse3.close(unmount=failure is None and not self._keep_mounted)
         operations.forget_all()  # the kernel holds nothing any more
         self._ready.set()
 
