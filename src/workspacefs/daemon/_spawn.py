@@ -106,8 +106,9 @@ def _gone(pid: int | None, deadline: float) -> None:
         time.sleep(0.01)
 
 
-def _stop(group: int, pid: int | None, pipe: BinaryIO, point: str, paths: RuntimePaths) -> None:
-    """Stop a daemon that did not come up, and undo what it left.
+def _stop(group: int, pid: int | None, pipe: BinaryIO, point: str, paths: RuntimePaths) -> bool:
+    """Stop a daemon that did not come up, and undo what it left; False if it
+    would not go.
 
     SIGTERM to its process group first (a daemon that has mounted unmounts on
     it; one still loading just ends), SIGKILL if it is still there after
@@ -124,12 +125,16 @@ def _stop(group: int, pid: int | None, pipe: BinaryIO, point: str, paths: Runtim
             _gone(pid, deadline)
             break
     else:
-        log.error("the daemon starting at %s (pid %s) did not stop", point, pid)
+        return False  # stuck in the kernel: touching its mount could hang here too
     from ..fuse import recover  # loads pyfuse3: only on this path
 
-    recover(point)
+    try:
+        recover(point)
+    except OSError as exc:  # the caller's error says what went wrong first
+        log.error("could not detach what the daemon left at %s: %s", point, exc)
     if not is_alive(paths):
         remove_files(paths)
+    return True
 
 
 def start(
@@ -199,8 +204,12 @@ def start(
             child.wait()  # the first fork exits at once
         if not closed:
             pid = _announced(data)
-            _stop(child.pid, pid, pipe, point, paths)
-            stopped = "stopped it" + ("" if pid is None else f" (pid {pid})")
+            stopped = (
+                "stopped it"
+                if _stop(child.pid, pid, pipe, point, paths)
+                else "it does not stop, even killed"
+            )
+            stopped += "" if pid is None else f" (pid {pid})"
             detail = _last_log_line(paths.log, since)
             raise BackendUnavailableError(
                 f"the daemon did not mount in {timeout:g} s; {stopped}"
