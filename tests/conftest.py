@@ -11,11 +11,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     pytest deletes old temp dirs at startup; a dead FUSE mount inside one
     would fail that with ENOTCONN.
     """
+    import contextlib
     import tempfile
 
+    from workspacefs import MountedInsideError
     from workspacefs.fuse import fuse_mounts, recover
 
     base = tempfile.gettempdir()
-    for point in fuse_mounts():
+    for point in sorted(fuse_mounts(), key=lambda p: p.count("/"), reverse=True):  # inner first
         if point.startswith(f"{base}/pytest-of-"):
-            recover(point)
+            with contextlib.suppress(MountedInsideError):  # a live workspace inside: left
+                recover(point)

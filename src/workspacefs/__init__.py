@@ -19,6 +19,7 @@ from ._errors import InvalidContentError as InvalidContentError
 from ._errors import InvalidPathError as InvalidPathError
 from ._errors import IsADirectoryFsError as IsADirectoryFsError
 from ._errors import LimitExceededError as LimitExceededError
+from ._errors import MountedInsideError as MountedInsideError
 from ._errors import MountLostError as MountLostError
 from ._errors import NameTooLongError as NameTooLongError
 from ._errors import NoAttributeError as NoAttributeError

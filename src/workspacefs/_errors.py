@@ -138,6 +138,14 @@ class ContentChangedError(FsError):
     default_errno = _errno.ESTALE
 
 
+class MountedInsideError(BusyError):
+    """A mount point cannot be unmounted: something else is mounted inside it (EBUSY).
+
+    Detaching it would take the inner mounts along (a lazy unmount detaches
+    the whole subtree), and with them another workspace's daemon and data.
+    """
+
+
 class NoSpaceError(FsError):
     """A write that would pass the workspace's memory budget (ENOSPC); nothing was written."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from interpreter import SOURCE_ROOT as SOURCE_ROOT
 from workspacefs.daemon import MountRecord, connect, known_mounts, start
-from workspacefs.fuse import is_stale, recover
+from workspacefs.fuse import is_stale, mounts_inside, recover
 
 
 @contextlib.contextmanager
@@ -37,6 +37,20 @@ def private_runtime() -> Iterator[Path]:
         else:
             os.environ["XDG_RUNTIME_DIR"] = previous
         shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A temporary directory outside pytest's (``/tmp/pytest-of-*``), for mounts a
+    test leaves stale on purpose: every pytest session start detaches the stale
+    mounts under pytest's directories, so a session starting meanwhile would take
+    them away. Removed afterwards unless something is still mounted in it."""
+    base = Path(tempfile.mkdtemp(prefix="wsfs-scratch-", dir="/tmp"))
+    try:
+        yield base
+    finally:
+        if not mounts_inside(str(base)):
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def stop(record: MountRecord) -> None:

@@ -122,6 +122,33 @@ def test_conflicts_are_printed_and_exit_non_zero(ws: Path) -> None:
     assert report["applied"] is False
 
 
+def test_a_fork_merged_in_steps(ws: Path) -> None:
+    """Merged, edited more, merged again: the second merge starts where the first
+    left the two, so what was merged before does not clash with itself."""
+    cli_ok("fork", "--name", "steps", cwd=ws)
+    fork = ws / ".forks" / "steps"
+    (fork / "notes.md").write_text("one\n")
+    first = cli("merge", "steps", cwd=ws)
+    assert first.returncode == 0, first.stdout
+    (fork / "notes.md").write_text("one\ntwo\n")
+    (fork / "src" / "new.py").write_text("print('new')\n")
+    (ws / "README.md").write_text("# the workspace's own edit\n")
+    second = cli("merge", "steps", cwd=ws)
+    assert second.returncode == 0, second.stdout
+    assert second.stdout.startswith(f"Merged fork steps into {ws}: 2 path(s) changed")
+    assert (ws / "notes.md").read_text() == "one\ntwo\n"
+    assert (ws / "src" / "new.py").read_text() == "print('new')\n"
+    assert (ws / "README.md").read_text() == "# the workspace's own edit\n"
+    assert (ws / "src" / "app.py").read_text() == "print('hello')\n"
+    # Both change the same line of what they merged: still a conflict, nothing applied.
+    (fork / "notes.md").write_text("one\ntheirs\n")
+    (ws / "notes.md").write_text("one\nmine\n")
+    clash = cli("merge", "steps", cwd=ws)
+    assert clash.returncode == 1
+    assert clash.stdout.splitlines()[0] == "CONFLICT (content): notes.md"
+    assert (ws / "notes.md").read_text() == "one\nmine\n"
+
+
 def test_fork_of_a_snapshot_and_the_only_workspace(ws: Path, tmp_path: Path) -> None:
     cli_ok("snapshot", "--tag", "start", cwd=ws)
     (ws / "README.md").write_text("# changed\n")

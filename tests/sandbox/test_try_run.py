@@ -140,6 +140,25 @@ def test_accept_merges_when_the_workspace_moved(box: PodmanSandbox) -> None:
     assert got["src/app.py"] == b"def main():\n    return 2\n"
 
 
+def test_tries_accepted_one_after_another_each_merge_from_their_own_fork(
+    box: PodmanSandbox,
+) -> None:
+    """Each try forks the workspace as it is then, so the second try's merge starts
+    from the first's result: a file the first made and the second edits merges clean."""
+    fs = box.filesystem
+    first = box.try_exec("printf 'a\\nb\\n' > notes.txt")
+    fs.write("api-1.txt", "api")  # the workspace moves on: a three-way merge, not a fast-forward
+    assert first.accept().applied
+    second = box.try_exec("printf 'a\\nb\\nc\\n' > notes.txt")
+    fs.write("api-2.txt", "api")
+    outcome = second.accept()
+    assert outcome.conflicts == ()
+    assert outcome.changed == ("notes.txt",)
+    got = files(fs)
+    assert got["notes.txt"] == b"a\nb\nc\n"
+    assert (got["api-1.txt"], got["api-2.txt"]) == (b"api", b"api")
+
+
 def test_a_conflicting_accept_applies_nothing(box: PodmanSandbox) -> None:
     fs = box.filesystem
     run = box.try_exec("sed -i 's/return 1/return 2/' src/app.py && echo t > t.txt")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
-from workspacefs import HostMount, InMemoryFilesystem, NoSpaceError
+from workspacefs import HostMount, InMemoryFilesystem, NoSpaceError, NotSupportedError
 
 
 @pytest.fixture
@@ -122,3 +123,36 @@ def test_hydrate_past_the_budget_is_refused_before_copying(tmp_path: Path) -> No
     fs.hydrate_from_host(HostMount(str(root), mount_path="p"), allowed_roots=[tmp_path])
     assert fs.stat("p/sparse.img").size_bytes == 64 << 30
     assert fs.memory_usage().held == held
+
+
+@pytest.mark.parametrize(
+    ("root", "name"),
+    [
+        ("/proc/self", "status"),  # says 0 bytes, yields a page of text
+        ("/proc/self", "environ"),  # says 0 bytes and seeks no data, yet yields some
+        ("/sys/kernel", "uevent_seqnum"),  # says 4096 bytes, yields one line
+    ],
+)
+def test_hydrate_refuses_pseudo_files_whose_size_says_nothing(root: str, name: str) -> None:
+    """Copied by their size they would be empty or padded with NULs; read to the end,
+    some never end (/proc/self/pagemap): refused, with the file named, nothing changed."""
+    if not os.path.isfile(os.path.join(root, name)):
+        pytest.skip(f"no {root}/{name} here")
+    fs = InMemoryFilesystem()
+    with pytest.raises(NotSupportedError, match="pseudo file") as refused:
+        fs.hydrate_from_host(HostMount(root, include_glob=(name,)), allowed_roots=[root])
+    assert refused.value.errno == errno.EOPNOTSUPP
+    assert refused.value.filename == os.path.join(root, name)
+    assert fs.list() == []
+
+
+def test_hydrate_copies_a_file_exactly_its_size(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "empty.txt").write_bytes(b"")
+    (root / "one-block.bin").write_bytes(bytes(range(256)) * 256)  # 64 KiB: one block
+    (root / "odd.txt").write_bytes(b"x" * 70_001)
+    fs = InMemoryFilesystem()
+    assert fs.hydrate_from_host(HostMount(str(root), mount_path="p"), allowed_roots=[root]) == 3
+    for name in ("empty.txt", "one-block.bin", "odd.txt"):
+        assert fs.read_bytes(f"p/{name}").content == (root / name).read_bytes()

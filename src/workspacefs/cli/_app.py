@@ -19,6 +19,8 @@ EXIT_NO_WORKSPACE = 3
 """No running workspace at that path, or its daemon does not answer."""
 EXIT_PROBLEMS = 4
 """``doctor`` found something wrong (that ``--fix`` did not mend)."""
+EXIT_MOUNTED_INSIDE = 5
+"""``unmount``: something is mounted inside the workspace; nothing was unmounted."""
 EXIT_CONTAINER = 125
 """``run``: the container could not be started (podman's own convention)."""
 
@@ -28,7 +30,8 @@ app = typer.Typer(
         "Copy-on-write workspaces for agents: mount one, run containers on it, "
         "snapshot, diff, restore and persist it to git.\n\n"
         "Exit codes: 0 ok, 1 failed, 2 bad usage, 3 no workspace there, "
-        "4 doctor found problems; run passes the container's status (125: it did not start)."
+        "4 doctor found problems, 5 unmount refused: something is mounted inside; "
+        "run passes the container's status (125: it did not start)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -47,13 +50,16 @@ def _root(
 
 
 def is_mountpoint(path: str) -> bool:
-    """True if ``path`` is exactly the mount point of one of this user's running workspaces."""
-    from ..daemon import canonical_mountpoint, running_mounts
+    """True if ``path`` is exactly the mount point of one of this user's workspaces:
+    a running one, or one whose daemon died (the command then says so; its stale
+    mount is no directory any more)."""
+    from ..daemon import canonical_mountpoint, known_mounts
 
-    if not os.path.isdir(path):
-        return False
     point = canonical_mountpoint(path)
-    return any(record.mountpoint == point for record in running_mounts())
+    return any(
+        known.record.mountpoint == point and (not known.alive or os.path.isdir(path))
+        for known in known_mounts()
+    )
 
 
 def split_mountpoint(args: list[str], needed: int, most: int) -> tuple[str | None, list[str]]:

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from .._errors import MountedInsideError
 from ..sandbox import containers_conf, preflight
 from ._app import EXIT_PROBLEMS, JsonOption, app
 from ._output import emit_json, stdout
@@ -79,7 +80,11 @@ def _leftover_checks(fix: bool) -> list[Check]:
         if kind != "fuse.workspacefs" or not is_stale(point):
             continue
         if fix:
-            recover(point)
+            try:
+                recover(point)
+            except MountedInsideError as exc:  # a live workspace inside: detaching takes it
+                checks.append(Check("stale mount", "problem", f"{point}: {exc.strerror}"))
+                continue
             checks.append(Check("stale mount", "fixed", f"{point}: detached"))
         else:
             checks.append(Check("stale mount", "problem", f"{point}: its daemon is gone (--fix)"))

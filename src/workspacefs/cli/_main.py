@@ -7,6 +7,7 @@ import traceback
 
 import typer
 
+from .._errors import MountedInsideError
 from . import (  # noqa: F401
     _blame,
     _debug,
@@ -18,7 +19,7 @@ from . import (  # noqa: F401
     _snapshots,
     _storage,
 )
-from ._app import EXIT_FAILED, EXIT_NO_WORKSPACE, EXIT_OK, EXIT_USAGE, app
+from ._app import EXIT_FAILED, EXIT_MOUNTED_INSIDE, EXIT_NO_WORKSPACE, EXIT_OK, EXIT_USAGE, app
 from ._output import stderr
 
 
@@ -35,6 +36,8 @@ def exit_code(exc: BaseException) -> int:
 
     if isinstance(exc, (NoWorkspaceError, DaemonUnreachableError)):
         return EXIT_NO_WORKSPACE
+    if isinstance(exc, MountedInsideError):
+        return EXIT_MOUNTED_INSIDE
     return EXIT_FAILED
 
 

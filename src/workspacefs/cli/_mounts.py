@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
+from .._errors import MountedInsideError
+from ..daemon import START_TIMEOUT
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
 from ._output import emit_json, size, stdout, working
+
+if TYPE_CHECKING:
+    from ..daemon import MountRecord
 
 MountArgs = Annotated[
     list[str] | None,
@@ -58,9 +63,21 @@ def mount(
             help="Keep the setuid/setgid/sticky bits and device nodes REPO.git records.",
         ),
     ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.1,
+            help="Give up if it does not serve by then, stopping the daemon (default: 120).",
+        ),
+    ] = START_TIMEOUT,
     as_json: JsonOption = False,
 ) -> None:
-    """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted."""
+    """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted.
+
+    A start that fails or takes longer than --timeout stops its daemon and
+    leaves nothing mounted."""
     from ..daemon import DaemonOptions, parse_source, run_daemon, start
 
     if foreground:
@@ -83,7 +100,7 @@ def mount(
     with working(f"mounting {mountpoint}", quiet=as_json):
         record = start(
             mountpoint, source=source, repository=persist, read_only=read_only,
-            allow_other=not private, latency_hint=not no_latency_hint,
+            allow_other=not private, latency_hint=not no_latency_hint, timeout=timeout,
             load_limits=load_limits or (), special_modes=special_modes,
         )  # fmt: skip
     if as_json:
@@ -96,12 +113,29 @@ def mount(
     stdout.print(f"  persist to {record.repository}")
 
 
-@app.command(epilog="Example: workspacefs unmount ./ws")
-def unmount(args: MountArgs = None, as_json: JsonOption = False) -> None:
+@app.command(epilog="Example: workspacefs unmount ./ws   (or: unmount --recursive ./ws)")
+def unmount(
+    args: MountArgs = None,
+    recursive: Annotated[
+        bool,
+        typer.Option(
+            "--recursive",
+            "-r",
+            help="First unmount the workspaces mounted inside, innermost first.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
     """Stop the workspace's daemon and remove its mount (its unpersisted state is gone).
+
+    Refused (exit 5, nothing unmounted) while something is mounted inside it:
+    unmounting it would take that along. ``--recursive`` unmounts the
+    workspaces inside through their own daemons first.
 
     On a directory a fork is bound to (``fork MOUNTPOINT``), unbind it and drop the fork.
     """
+    from ..daemon import connect
+
     point, _ = split_mountpoint(args or [], 0, 0)
     if point is not None and (dropped := unmount_bound_fork(point)) is not None:
         name, points = dropped
@@ -112,33 +146,89 @@ def unmount(args: MountArgs = None, as_json: JsonOption = False) -> None:
         return
     fs = workspace(point)
     mountpoint, pid = fs.mountpoint, fs.pid
+    inner = _inner_workspaces(mountpoint) if recursive else []
     with working(f"unmounting {mountpoint}", quiet=as_json):
-        fs.unmount()
+        for record in inner:
+            with connect(record.socket) as inner_fs:
+                inner_fs.unmount()
+            if not as_json:
+                stdout.print(f"Unmounted {record.mountpoint}")
+        try:
+            fs.unmount()
+        except MountedInsideError as exc:
+            hint = "" if recursive else "; --recursive unmounts the workspaces among them first"
+            raise MountedInsideError(f"{exc.strerror}{hint}", exc.filename) from None
     if as_json:
-        emit_json({"mountpoint": mountpoint, "pid": pid, "unmounted": True})
+        emit_json(
+            {
+                "mountpoint": mountpoint,
+                "pid": pid,
+                "unmounted": True,
+                "inner": [{"mountpoint": r.mountpoint, "pid": r.pid} for r in inner],
+            }
+        )
     else:
         stdout.print(f"Unmounted {mountpoint}")
 
 
+def _inner_workspaces(mountpoint: str) -> list[MountRecord]:
+    """The running workspaces mounted inside ``mountpoint``, innermost first.
+
+    Raises:
+        MountedInsideError: Something else is mounted inside (a stale mount, a
+            bind, another filesystem): ``--recursive`` unmounts only workspaces,
+            so nothing is unmounted.
+    """
+    from ..daemon import running_mounts
+    from ..fuse import mounts_inside
+
+    running = {record.mountpoint: record for record in running_mounts()}
+    inside = mounts_inside(mountpoint)
+    others = [point for point in inside if point not in running]
+    if others:
+        raise MountedInsideError(
+            f"not unmounted: {', '.join(others)} mounted inside "
+            f"{'is' if len(others) == 1 else 'are'} no running workspace "
+            "(a stale one: workspacefs doctor --fix); unmount that first",
+            mountpoint,
+        )
+    return [running[point] for point in inside]
+
+
 @app.command(name="list", epilog="Example: workspacefs list --json")
 def list_(as_json: JsonOption = False) -> None:
-    """List this user's running workspaces."""
-    from ..daemon import running_mounts
+    """List this user's workspaces: those running, and those whose daemon died
+    (killed: its mount is left stale until ``doctor --fix``)."""
+    from ..daemon import known_mounts
+    from ..fuse import is_stale
 
-    records = running_mounts()
+    known = sorted(known_mounts(), key=lambda k: k.record.mountpoint)
+    stale = {k.record.mountpoint for k in known if not k.alive and is_stale(k.record.mountpoint)}
     if as_json:
-        emit_json([record.to_dict() for record in records])
+        emit_json(
+            [
+                {**k.record.to_dict(), "alive": k.alive, "stale": k.record.mountpoint in stale}
+                for k in known
+            ]
+        )
         return
-    if not records:
+    if not known:
         stdout.print("No workspace is mounted.")
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("MOUNTPOINT", "PID", "WORKSPACE", "STARTED", "MODE"):
+    for column in ("MOUNTPOINT", "PID", "WORKSPACE", "STARTED", "MODE", "STATE"):
         table.add_column(column)
-    for r in records:
+    for k in known:
+        r = k.record
         mode = "ro" if r.read_only else "rw"
-        table.add_row(r.mountpoint, str(r.pid), r.workspace_id[:12], r.started_at, mode)
+        state = "running" if k.alive else "dead, mount stale" if r.mountpoint in stale else "dead"
+        table.add_row(r.mountpoint, str(r.pid), r.workspace_id[:12], r.started_at, mode, state)
     stdout.print(table)
+    if not all(k.alive for k in known):
+        stdout.print(
+            "A daemon is dead: workspacefs doctor --fix detaches its stale mount and removes "
+            "its files."
+        )
 
 
 def requests_line(requests: dict[str, Any] | None) -> str:

@@ -32,6 +32,7 @@ from ._runtime import remove_files as remove_files
 from ._runtime import running_mounts as running_mounts
 from ._runtime import runtime_dir as runtime_dir
 from ._sources import parse_source as parse_source
+from ._spawn import START_TIMEOUT as START_TIMEOUT
 from ._spawn import daemon_command as daemon_command
 from ._spawn import start as start
 from ._wire import API_VERSION as API_VERSION

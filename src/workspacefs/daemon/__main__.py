@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.detach and os.fork() > 0:
         os._exit(0)  # the starter reaps this process; the daemon is re-parented to init
+    if args.ready_fd is not None:
+        # The starter learns the pid (to stop a start that takes too long) and waits
+        # for the pipe to close: no child of ours (fusermount3, git) may hold it open.
+        os.set_inheritable(args.ready_fd, False)
+        os.write(args.ready_fd, json.dumps({"starting": os.getpid()}).encode() + b"\n")
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",

@@ -21,8 +21,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .._errors import InvalidArgumentError, LimitExceededError
+from .._errors import InvalidArgumentError, LimitExceededError, MountedInsideError
 from ..fs import Cause, Limits, attributed
+from ..fuse import refuse_if_mounted_inside
 from ._wire import JSON_TYPE, PREFIX, Json, dumps, encode_error, loads
 from ._workspace import Workspace
 
@@ -96,11 +97,17 @@ def _endpoint(handler: Handler, most: int) -> Callable[[Request], Awaitable[Resp
 
 
 def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) -> Starlette:
-    """The control API over ``workspace``; ``/v2/unmount`` calls ``shutdown`` once answered."""
+    """The control API over ``workspace``; ``/v2/unmount`` calls ``shutdown`` once answered,
+    or refuses (``MountedInsideError``) while something is mounted inside the mount point."""
     w = workspace
     most = _max_body(w.fs.limits)
 
     async def unmount(request: Request) -> Response:
+        try:
+            # A lazy unmount would take a workspace mounted inside along, daemon and all.
+            refuse_if_mounted_inside(w.info.mountpoint)
+        except MountedInsideError as exc:
+            return _failure(exc)
         return _answer(200, {"result": {"pid": w.info.pid}}, BackgroundTask(shutdown))
 
     async def not_found(request: Request, exc: Exception) -> Response:

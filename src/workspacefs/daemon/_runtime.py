@@ -211,14 +211,22 @@ def find_mount(path: str | os.PathLike[str]) -> MountRecord:
     as git finds its repository from a directory inside it.
 
     Raises:
-        NotFoundError: No running workspace contains ``path``.
+        NoWorkspaceError: No running workspace contains ``path``; if the nearest
+            workspace that did has a dead daemon (killed), the message names its
+            pid and says how to clean up after it.
     """
     start = os.path.abspath(os.fspath(path))
-    running = {record.mountpoint: record for record in running_mounts()}
+    known = {found.record.mountpoint: found for found in known_mounts()}  # one file each
     candidate = start
     while True:
-        if candidate in running:
-            return running[candidate]
+        if candidate in known:
+            if known[candidate].alive:
+                return known[candidate].record
+            raise NoWorkspaceError(
+                f"no daemon serves this workspace: its daemon (pid {known[candidate].record.pid})"
+                " is dead; workspacefs doctor --fix detaches its stale mount and removes its files",
+                candidate,
+            )
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break

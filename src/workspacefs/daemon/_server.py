@@ -24,8 +24,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
 from .. import git
-from .._errors import BusyError
-from ..fuse import Mount, mount
+from .._errors import BusyError, MountedInsideError
+from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ._app import create_app
 from ._load import load_source, parse_load_limits
 from ._options import DaemonOptions, canonical_mountpoint
@@ -132,6 +132,12 @@ async def _serve(workspace: Workspace, handle: Mount, fd: int) -> None:
     async def watch_signals() -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
+                try:
+                    refuse_if_mounted_inside(workspace.info.mountpoint)
+                except MountedInsideError as exc:
+                    # Going now would detach the inner mounts with ours: keep serving.
+                    log.error("signal %d: %s", signum, exc.strerror)
+                    continue
                 log.info("signal %d: unmounting", signum)
                 done.set()
                 return

@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from .._errors import BackendUnavailableError, BusyError
 from ._load import parse_load_limits
 from ._options import DaemonOptions, canonical_mountpoint
-from ._runtime import MountRecord, RuntimePaths, is_alive, read_record
+from ._runtime import MountRecord, RuntimePaths, is_alive, read_record, remove_files
 from ._sources import parse_source
 from ._wire import decode_error
 
 START_TIMEOUT = 120.0
 """Seconds to wait for a daemon to mount (loading a big source takes a while)."""
+
+STOP_GRACE = 5.0
+"""Seconds a daemon that did not start in time gets to go after SIGTERM, then after SIGKILL."""
+
+log = logging.getLogger(__name__)
 
 
 def _python_path() -> str:
@@ -52,37 +61,86 @@ def daemon_command(options: DaemonOptions, *, ready_fd: int | None, detach: bool
     return command
 
 
-def _last_log_line(path: Path) -> str:
+def _last_log_line(path: Path, since: int) -> str:
+    """The last line this daemon logged: the log holds earlier daemons' lines before
+    offset ``since``."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        with open(path, "rb") as log_file:
+            log_file.seek(since)
+            text = log_file.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+    lines = text.strip().splitlines()
     return lines[-1] if lines else ""
 
 
-def _wait_ready(fd: int, timeout: float, log: Path) -> dict[str, object]:
-    """The daemon's one readiness message from the pipe ``fd``."""
-    deadline = time.monotonic() + timeout
-    data = b""
-    with os.fdopen(fd, "rb", buffering=0) as pipe:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise BackendUnavailableError(f"the daemon did not mount in {timeout:.0f} s", None)
-            readable, _, _ = select.select([pipe], [], [], left)
-            if not readable:
-                continue
-            chunk = pipe.read(65536)
-            if not chunk:
-                break
-            data += chunk
-    if not data.strip():
-        detail = _last_log_line(log)
-        raise BackendUnavailableError(
-            f"the daemon exited before mounting: {detail or 'no message'} (log: {log})", None
-        )
-    message: dict[str, object] = json.loads(data)
-    return message
+def _read_pipe(pipe: BinaryIO, deadline: float, data: bytearray) -> bool:
+    """Add what the daemon writes on ``pipe`` to ``data`` until it closes the pipe
+    (True: it notified and closed it, or exited) or ``deadline`` passes (False)."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        readable, _, _ = select.select([pipe], [], [], left)
+        if not readable:
+            continue
+        chunk = pipe.read(65536)
+        if not chunk:
+            return True
+        data += chunk
+
+
+def _messages(data: bytes | bytearray) -> list[dict[str, object]]:
+    """The complete JSON lines the daemon wrote: ``{"starting": pid}`` first, then its
+    one result (``run_daemon``'s ``notify``)."""
+    messages = []
+    for line in data.split(b"\n")[:-1]:  # the last piece is an unfinished line, or empty
+        with contextlib.suppress(ValueError):
+            message = json.loads(line)
+            if isinstance(message, dict):
+                messages.append(message)
+    return messages
+
+
+def _gone(pid: int | None, deadline: float) -> None:
+    """Wait until the process ``pid`` no longer exists (init reaps it), or ``deadline``."""
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+
+
+def _stop(group: int, pid: int | None, pipe: BinaryIO, point: str, paths: RuntimePaths) -> bool:
+    """Stop a daemon that did not come up, and undo what it left; False if it
+    would not go.
+
+    SIGTERM to its process group first (a daemon that has mounted unmounts on
+    it; one still loading just ends), SIGKILL if it is still there after
+    ``STOP_GRACE`` seconds. It is gone when the readiness pipe closes (nothing
+    else holds that end: the daemon keeps it from its children). Then a mount
+    it left behind (killed, its mount answers ENOTCONN) is detached and its
+    runtime files go.
+    """
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signum)
+        deadline = time.monotonic() + STOP_GRACE
+        if _read_pipe(pipe, deadline, bytearray()):
+            _gone(pid, deadline)
+            break
+    else:
+        return False  # stuck in the kernel: touching its mount could hang here too
+    from ..fuse import recover  # loads pyfuse3: only on this path
+
+    try:
+        recover(point)
+    except OSError as exc:  # the caller's error says what went wrong first
+        log.error("could not detach what the daemon left at %s: %s", point, exc)
+    if not is_alive(paths):
+        remove_files(paths)
+    return True
 
 
 def start(
@@ -137,6 +195,7 @@ def start(
     )
     read_end, write_end = os.pipe()
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    since = os.fstat(log_fd).st_size
     try:
         child = subprocess.Popen(
             daemon_command(options, ready_fd=write_end, detach=True),
@@ -146,15 +205,53 @@ def start(
     finally:
         os.close(write_end)
         os.close(log_fd)
-    try:
-        message = _wait_ready(read_end, timeout, paths.log)
-    finally:
-        child.wait()  # the first fork exits at once; the daemon is its child
+    # The daemon is the child's child, in the session (and process group) the child
+    # leads: the group's id is the child's pid while any of them lives.
+    data = bytearray()
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        try:
+            closed = _read_pipe(pipe, time.monotonic() + timeout, data)
+        except BaseException:  # Ctrl-C while waiting: the daemon goes too
+            _stop(child.pid, _announced(data), pipe, point, paths)
+            raise
+        finally:
+            child.wait()  # the first fork exits at once
+        if not closed:
+            pid = _announced(data)
+            stopped = (
+                "stopped it"
+                if _stop(child.pid, pid, pipe, point, paths)
+                else "it does not stop, even killed"
+            )
+            stopped += "" if pid is None else f" (pid {pid})"
+            detail = _last_log_line(paths.log, since)
+            raise BackendUnavailableError(
+                f"the daemon did not mount in {timeout:g} s; {stopped}"
+                + (f"; its log ends: {detail}" if detail else "")
+                + f" (log: {paths.log})",
+                None,
+            )
+    results = [message for message in _messages(data) if "starting" not in message]
+    if not results:
+        detail = _last_log_line(paths.log, since)
+        raise BackendUnavailableError(
+            f"the daemon exited before mounting: {detail or 'no message'} (log: {paths.log})", None
+        )
+    message = results[-1]
     if message.get("ok"):
         record = message["record"]
         assert isinstance(record, dict)
         return MountRecord.from_dict(record)
     raise decode_error(message)
+
+
+def _announced(data: bytes | bytearray) -> int | None:
+    """The pid the daemon announced on the pipe, if it got that far."""
+    for message in _messages(data):
+        pid = message.get("starting")
+        if isinstance(pid, int):
+            return pid
+    return None
 
 
 def _absolute_source(source: str, path: str | None) -> str:

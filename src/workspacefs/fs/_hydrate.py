@@ -26,6 +26,7 @@ from .._errors import (
     LimitExceededError,
     NoSpaceError,
     NotFoundError,
+    NotSupportedError,
     PathEscapeError,
 )
 from ..tree import Tree
@@ -286,7 +287,8 @@ def _copy_file(
     tree.truncate(ino, 0)
     copied = 0
     try:
-        for offset, block in _data_blocks(fd, info.st_size):
+        shown = os.path.join(mount.host_path, item.path) if item.path else mount.host_path
+        for offset, block in _data_blocks(fd, info.st_size, shown):
             copied += len(block)
             if budget is not None and copied > budget:
                 raise LimitExceededError(
@@ -300,22 +302,50 @@ def _copy_file(
     return copied
 
 
-def _data_blocks(fd: int, size: int) -> Iterator[tuple[int, bytes]]:
+def _data_blocks(fd: int, size: int, shown: str) -> Iterator[tuple[int, bytes]]:
     """(offset, bytes) of a file's data in blocks, skipping its holes (SEEK_DATA/SEEK_HOLE),
-    so a sparse host file stays sparse in the tree and costs only its data."""
+    so a sparse host file stays sparse in the tree and costs only its data.
+
+    Exactly ``size`` bytes, the size the file had when it was opened: a file
+    whose data does not end there is refused, not copied short or padded. That
+    is a pseudo file, whose size says nothing of what it yields (most of /proc
+    says 0 and yields data, /proc/self/pagemap without end; /sys says 4096 and
+    yields a line), or one written while it was copied.
+
+    Raises:
+        NotSupportedError: The file does not hold ``size`` bytes.
+    """
     offset = 0
-    while True:
+    while offset < size:
         try:
             start = os.lseek(fd, offset, os.SEEK_DATA)
-            end = os.lseek(fd, start, os.SEEK_HOLE)
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
         except OSError as exc:
             if exc.errno == errno.ENXIO:  # no data past offset: the rest is a hole
-                return
-            start, end = offset, max(size, offset) + BLOCK  # no hole support: read it all
+                break
+            start, end = offset, size  # no hole support: read it all
         while start < end:
             block = os.pread(fd, min(BLOCK, end - start), start)
             if not block:
-                return
+                raise _size_disagrees(size, shown)
             yield start, block
             start += len(block)
-        offset = end
+        offset = max(end, offset + 1)
+    try:
+        more = os.pread(fd, _PROBE, size)
+    except OSError as exc:  # /proc/self/pagemap reads only in steps of 8
+        raise _size_disagrees(size, shown) from exc
+    if more:
+        raise _size_disagrees(size, shown)
+
+
+_PROBE = 4096
+"""Bytes asked for past a file's size, to tell that it ends there."""
+
+
+def _size_disagrees(size: int, shown: str) -> NotSupportedError:
+    return NotSupportedError(
+        f"host file does not hold the {size:,} bytes its size says: a pseudo file "
+        "(as in /proc or /sys) or one written while copied; nothing was copied",
+        shown,
+    )

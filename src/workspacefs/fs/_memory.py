@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -97,9 +98,19 @@ class InMemoryFilesystem(TreeFilesystem):
         self._fork_point: Version | None = None
         self._origin: weakref.ref[InMemoryFilesystem] | None = None
         self._recorded: dict[Lineage, Recorded] = {}
+        self._init_merges()
         # This workspace and its forks, theirs too (weakly): what space accounting asks.
         self._family: WeakRegistry[InMemoryFilesystem] = WeakRegistry()
         self._family.add(self)
+
+    def _init_merges(self) -> None:
+        # Per workspace merged in (weakly: it goes with that workspace), the last
+        # merge: where it is in this history, and the version of that workspace
+        # it brought in (strongly: a merge base must keep its data).
+        self._merges: weakref.WeakKeyDictionary[InMemoryFilesystem, tuple[Lineage, Version]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._merges_lock = threading.Lock()
 
     def fork(self, snapshot: FilesystemSnapshot | None = None) -> InMemoryFilesystem:
         """A new writable workspace whose state is ``snapshot`` (default: the live
@@ -133,6 +144,7 @@ class InMemoryFilesystem(TreeFilesystem):
         # a strong reference would keep every origin snapshot alive with the fork.
         fork._origin = weakref.ref(self)
         fork._recorded = {}
+        fork._init_merges()
         fork._family = self._family
         self._family.add(fork)
         return fork
@@ -153,8 +165,35 @@ class InMemoryFilesystem(TreeFilesystem):
         """
         if self.read_only:
             raise ReadOnlyError("read-only filesystem", "/")
+        if other is self or other._family is not self._family:
+            raise InvalidArgumentError("not a fork of this workspace's family", None)
         with _holding(self._live.lock, other._live.lock):
-            return self._live.fast_forward(other._live) is not None
+            merged = other._live.snapshot()  # O(1): what this workspace is about to hold
+            if self._live.fast_forward(other._live) is None:
+                return False
+            # The adopted state continues from ``merged``: a step of both histories now.
+            self.record_merge(other, merged.lineage, merged)
+            return True
+
+    def record_merge(self, other: InMemoryFilesystem, step: Lineage, merged: Version) -> None:
+        """Remember that this workspace's history holds ``merged``, a version of
+        ``other`` (this workspace itself for one of its snapshots), from ``step``
+        on (a merge of ``other`` into this workspace ended there; ``step`` is
+        ``Version.lineage`` of a version of this workspace): every later state
+        of this workspace descends from ``merged`` too, so a later merge of the
+        two starts from there, not from where they forked
+        (``workspacefs.git.merge`` records, and finds, these).
+
+        The last merge of each workspace is kept while ``other`` lives; it holds
+        ``merged`` (what ``other`` has changed since is the memory it costs).
+        """
+        with self._merges_lock:
+            self._merges[other] = (step, merged)
+
+    def merge_points(self) -> list[tuple[Lineage, Version]]:
+        """(step, merged) of each merge ``record_merge`` remembers."""
+        with self._merges_lock:
+            return list(self._merges.values())
 
     @property
     def fork_point(self) -> Version | None:

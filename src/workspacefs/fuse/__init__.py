@@ -8,7 +8,9 @@ from ._mount import fuse_mounts as fuse_mounts
 from ._mount import is_stale as is_stale
 from ._mount import mount as mount
 from ._mount import mount_options as mount_options
+from ._mount import mounts_inside as mounts_inside
 from ._mount import recover as recover
+from ._mount import refuse_if_mounted_inside as refuse_if_mounted_inside
 from ._mount import unavailable_reason as unavailable_reason
 from ._operations import WorkspaceOperations as WorkspaceOperations
 from ._stats import RequestStats as RequestStats

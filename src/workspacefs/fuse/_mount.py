@@ -48,6 +48,7 @@ import trio
 from .._errors import (
     BackendUnavailableError,
     BusyError,
+    MountedInsideError,
     MountLostError,
     NotADirectoryFsError,
     NotFoundError,
@@ -94,18 +95,46 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def fuse_mounts() -> dict[str, str]:
-    """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
-    mounts = {}
+def _mount_table() -> Iterator[tuple[str, str]]:
+    """(mount point, filesystem type) of every mount this process sees, from
+    /proc/self/mountinfo, in mount order."""
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
         for line in table:
             fields = line.split()
             kind = fields[fields.index("-") + 1]
-            if kind == "fuse" or kind.startswith("fuse."):
-                # Mount points escape space, tab, newline and backslash as octal.
-                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
-                mounts[point] = kind
-    return mounts
+            # Mount points escape space, tab, newline and backslash as octal.
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
+            yield point, kind
+
+
+def fuse_mounts() -> dict[str, str]:
+    """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
+    return {
+        point: kind for point, kind in _mount_table() if kind == "fuse" or kind.startswith("fuse.")
+    }
+
+
+def mounts_inside(mountpoint: str) -> list[str]:
+    """Every mount point strictly below ``mountpoint``, of any filesystem, deepest
+    first: what a lazy unmount of ``mountpoint`` would detach along with it."""
+    prefix = os.path.abspath(mountpoint).rstrip("/") + "/"
+    found = {point for point, _ in _mount_table() if point.startswith(prefix)}
+    return sorted(found, key=lambda point: (-point.count("/"), point))
+
+
+def refuse_if_mounted_inside(mountpoint: str) -> None:
+    """Raise unless ``mountpoint`` can be detached without taking other mounts along.
+
+    Raises:
+        MountedInsideError: Something is mounted inside it (named in the message).
+    """
+    inside = mounts_inside(mountpoint)
+    if inside:
+        raise MountedInsideError(
+            f"not unmounted: {', '.join(inside)} {'is' if len(inside) == 1 else 'are'} "
+            "mounted inside; unmount that first",
+            os.path.abspath(mountpoint),
+        )
 
 
 def is_stale(mountpoint: str) -> bool:
@@ -124,9 +153,16 @@ def is_stale(mountpoint: str) -> bool:
 
 
 def recover(mountpoint: str) -> bool:
-    """Detach a stale mount at ``mountpoint``; True if there was one."""
+    """Detach a stale mount at ``mountpoint``; True if there was one.
+
+    Raises:
+        MountedInsideError: Something is mounted inside the stale mount (a
+            workspace whose daemon still serves it, say): detaching would take
+            it along, so nothing is done.
+    """
     if not is_stale(mountpoint):
         return False
+    refuse_if_mounted_inside(mountpoint)
     _detach(mountpoint)
     return True
 
@@ -158,6 +194,7 @@ class Mount:
     _token: trio.lowlevel.TrioToken | None = None
     _error: BaseException | None = None
     _stopping: bool = False
+    _keep_mounted: bool = False  # leave the kernel mount, stale: something is mounted inside
     _device: int | None = None  # the FUSE connection's number (the mount's minor device)
     _fuse_fd: int | None = None  # the session's /dev/fuse descriptor
     _ready: threading.Event = field(default_factory=threading.Event)
@@ -297,12 +334,30 @@ class Mount:
 
         After a lost mount it detaches the dead mount point and lets the
         filesystem be used again.
+
+        The kernel mount goes lazily (so a process still inside cannot block
+        the unmount), which would detach whatever is mounted inside it too --
+        another workspace, whose daemon would lose its mount and exit. So with
+        anything mounted inside, the mount is left stale instead (answering
+        ENOTCONN, what is inside still served), and an error is logged; once
+        that is unmounted, ``recover`` (``workspacefs doctor --fix``) detaches
+        it. An owner that can still refuse checks first
+        (``refuse_if_mounted_inside``, as the daemon does).
         """
         for cleanup in reversed(self._cleanups):
             cleanup()
         self._cleanups.clear()
         if self._thread is None:
             return
+        inside = mounts_inside(self.mountpoint)
+        if inside:
+            log.error(
+                "%s is left mounted, stale, so as not to detach what is mounted inside it: %s;"
+                " unmount that, then workspacefs doctor --fix",
+                self.mountpoint,
+                ", ".join(inside),
+            )
+        self._keep_mounted = bool(inside)
         self._stopping = True
         if self._token is not None:
             with contextlib.suppress(trio.RunFinishedError):
@@ -310,10 +365,13 @@ class Mount:
         self._thread.join(STOP_TIMEOUT)
         if self._thread.is_alive():  # the loop is wedged: cut the kernel side loose
             log.error("FUSE loop did not stop; detaching %s", self.mountpoint)
-            _detach(self.mountpoint)
+            if inside:
+                self._abort_connection()
+            else:
+                _detach(self.mountpoint)
             self._thread.join(STOP_TIMEOUT)
         self._thread = None
-        if os.path.ismount(self.mountpoint) or is_stale(self.mountpoint):
+        if not inside and (os.path.ismount(self.mountpoint) or is_stale(self.mountpoint)):
             _detach(self.mountpoint)
         if isinstance(self.filesystem.view, Tree):
             self.filesystem.view.lock.refuse(None)
@@ -348,7 +406,8 @@ class Mount:
             self._lose(failure)
         # Lost, the mount point stays mounted (answering ENOTCONN) until the
         # owner leaves the mount; else the kernel mount goes now.
-        pyfuse3.close(unmount=failure is None)
+        # Kept (see ``unmount``), the mount is aborted as the session's descriptor closes.
+        pyfuse3.close(unmount=failure is None and not self._keep_mounted)
         operations.forget_all()  # the kernel holds nothing any more
         self._ready.set()
 

@@ -151,14 +151,30 @@ def merge(
             ancestor = fs.version(base) if isinstance(base, FilesystemSnapshot) else base
         plan, conflicts = _plan(ancestor, ours, theirs, markers=markers)
         changed = tuple(sorted(plan))
-        if dry_run or conflicts or not plan:
+        if dry_run or conflicts:
             return MergeResult(changed, tuple(conflicts), applied=False)
+        if not plan:  # the two agree already: merged, with nothing to change
+            _record(fs, other, ours, theirs)
+            return MergeResult(changed, (), applied=False)
         if fs.read_only:
             raise ReadOnlyError("read-only filesystem", "/")
         record = fs.snapshot(tag="before-merge")
         with fs.transaction() as tree:
             _apply(tree, plan, theirs)
+        _record(fs, other, fs.tree.snapshot(), theirs)  # O(1): the merged state's step
     return MergeResult(changed, (), applied=True, snapshot=record)
+
+
+def _record(
+    fs: InMemoryFilesystem,
+    other: InMemoryFilesystem | FilesystemSnapshot,
+    merged: Version,
+    theirs: Version,
+) -> None:
+    """After a clean merge: from ``merged`` on, ``fs`` holds ``theirs``, the base of
+    the two's next merge (whichever way it goes). A snapshot of ``fs`` counts as
+    ``fs`` itself: its next merge of a snapshot from that line starts there."""
+    fs.record_merge(other if isinstance(other, InMemoryFilesystem) else fs, merged.lineage, theirs)
 
 
 def find_base(
@@ -168,15 +184,57 @@ def find_base(
     theirs: Version,
 ) -> Version:
     """The nearest common ancestor of ``ours`` and ``theirs`` that some kept
-    version stands for: a snapshot of either workspace, a fork point, or one
-    of the two itself (when one side descends from the other).
+    version stands for: a snapshot of either workspace, a fork point, one of
+    the two itself (when one side descends from the other), or what an earlier
+    merge of the two brought in (``InMemoryFilesystem.record_merge``).
 
     The walk climbs the two histories to where they meet, deeper side first
-    (as ``changes_between`` does), then up to the first kept version: it costs
-    the distance to the ancestor, not the length of the history.
+    (as ``changes_between`` does), then up to the first kept version; whether
+    a side descends from a recorded merge is a climb from it to the merge's
+    depth. Either costs the distance to the ancestor, not the length of the
+    history.
+    """
+    spaces = [fs, other] if isinstance(other, InMemoryFilesystem) else [fs]
+    points = [point for space in spaces for point in space.merge_points()]
+    candidates = [
+        merged
+        for _, merged in points
+        if _holds(ours.lineage, merged, points) and _holds(theirs.lineage, merged, points)
+    ]
+    # A merged version lies on one side's history; an ancestor both histories share
+    # is nearer only if it is deeper than that (on that history, deeper is later).
+    floor = max((merged.lineage.depth for merged in candidates), default=-1)
+    found = _shared_history(spaces, ours, theirs, floor=floor, required=not candidates)
+    if found is not None:
+        candidates.append(found)
+    # The nearest: one that no other candidate descends from (the deepest, if several).
+    nearest = [
+        candidate
+        for candidate in candidates
+        if not any(
+            later is not candidate and _holds(later.lineage, candidate, points)
+            for later in candidates
+        )
+    ]
+    return max(nearest or candidates, key=lambda version: version.lineage.depth)
+
+
+def _shared_history(
+    spaces: list[InMemoryFilesystem],
+    ours: Version,
+    theirs: Version,
+    *,
+    floor: int = -1,
+    required: bool = True,
+) -> Version | None:
+    """The nearest common ancestor in the two histories that a kept version stands
+    for, if it is deeper than ``floor`` (None otherwise: the walk stops there).
+
+    Raises:
+        InvalidArgumentError: None is kept (or the two share no history) and
+            ``required``.
     """
     known: dict[Hashable, Version] = {ours.history_key: ours, theirs.history_key: theirs}
-    spaces = [fs, other] if isinstance(other, InMemoryFilesystem) else [fs]
     for space in spaces:
         for record in space.snapshots():
             version = space.version(record)
@@ -187,16 +245,40 @@ def find_base(
     yours: Lineage | None = theirs.lineage
     while mine is not yours:
         if mine is None or yours is None:
+            if not required:
+                return None
             raise InvalidArgumentError("the two workspaces share no history", None)
+        if max(mine.depth, yours.depth) <= floor:
+            return None
         if mine.depth >= yours.depth:
             mine = mine.parent
         else:
             yours = yours.parent
-    while mine is not None:
+    while mine is not None and mine.depth > floor:
         if mine in known:
             return known[mine]
         mine = mine.parent
+    if not required:
+        return None
     raise InvalidArgumentError("no common ancestor of the two workspaces is kept", None)
+
+
+def _descends(lineage: Lineage, ancestor: Lineage) -> bool:
+    """True if the step ``lineage`` descends from (or is) the step ``ancestor``:
+    a climb to ``ancestor``'s depth (forks continue their origin's steps, so
+    depths are comparable across a family)."""
+    step: Lineage | None = lineage
+    while step is not None and step.depth > ancestor.depth:
+        step = step.parent
+    return step is ancestor
+
+
+def _holds(state: Lineage, version: Version, points: list[tuple[Lineage, Version]]) -> bool:
+    """True if the state at step ``state`` descends from ``version``: it is on that
+    history, or a recorded merge on it brought ``version`` in."""
+    return _descends(state, version.lineage) or any(
+        merged is version and _descends(state, step) for step, merged in points
+    )
 
 
 def _side(node: Node | None) -> MergeSide | None:
