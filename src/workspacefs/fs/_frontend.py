@@ -83,7 +83,9 @@ def translate(exc: OSError, path: str) -> FsError:
 def _errors_for(path: str) -> Iterator[None]:
     try:
         yield
-    except FsError:
+    except FsError as exc:
+        if exc.filename is None:  # raised below the paths (a lazy load past the budget)
+            exc.filename = display(path)
         raise
     except OSError as exc:
         raise translate(exc, display(path)) from None
