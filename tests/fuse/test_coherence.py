@@ -34,6 +34,20 @@ def test_mount_writes_visible_to_api(mounted: Mounted) -> None:
         assert mounted.fs.read_bytes("g.txt").content == data
 
 
+@pytest.mark.parametrize("seconds", [2**40, -(2**40)])
+def test_any_time_the_mount_takes_the_api_shows(mounted: Mounted, seconds: int) -> None:
+    # touch -d takes years past 9999 (and before 1): the kernel stores them, the API's
+    # datetime cannot; it shows the nearest it can instead of failing every stat.
+    path = mounted.root / "far.txt"
+    path.write_text("far")
+    os.utime(path, ns=(seconds * 10**9, seconds * 10**9))
+    assert os.stat(path).st_mtime == seconds  # the mount keeps the time itself
+    shown = mounted.fs.stat("far.txt").modified_at
+    assert shown is not None
+    assert shown.year == (9999 if seconds > 0 else 1)
+    assert [entry.name for entry in mounted.fs.list()] == ["far.txt"]
+
+
 def test_api_creates_deletes_and_renames_visible(mounted: Mounted) -> None:
     root = Path(mounted.root)
     assert not (root / "later.txt").exists()  # caches a negative entry

@@ -44,6 +44,7 @@ from ._backend import Backend, Entry, Kind
 from ._conditional import content_digest
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
+from ._recorded import recorded_time
 from ._requests import (
     byte_window,
     bytes_payload,
@@ -107,7 +108,9 @@ _name = operator.itemgetter(0)
 
 
 def _timestamp(ns: int | None) -> datetime | None:
-    return None if ns is None else datetime.fromtimestamp(ns / 1e9, UTC)
+    # The mount takes any time the kernel does (touch -d 20000-01-01); datetime shows years
+    # 1 to 9999, so a time past them shows as the nearest end, as recorded ones load.
+    return None if ns is None else datetime.fromtimestamp(recorded_time(ns, "time") / 1e9, UTC)
 
 
 def _is_file(entry: Entry | None) -> bool:
