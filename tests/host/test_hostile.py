@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from workspacefs import FilesystemSnapshot, HostFilesystem, HostMount, InMemoryFilesystem
-from workspacefs.fs import _descriptors as descriptors
-from workspacefs.fs import openat2_available
 from workspacefs.host import GitShadowProvider
+from workspacefs.posix import _descriptors as descriptors
+from workspacefs.posix import openat2_available
 
 from .hostile import (
     GIT_ENV,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workspacefs.fs import (
+from workspacefs.posix import (
     DIRECTORY_FLAGS,
     TEMPORARY_PREFIX,
     OpenDirectories,
@@ -24,7 +24,7 @@ from workspacefs.fs import (
     replace_symlink,
     walk_directory,
 )
-from workspacefs.fs import _descriptors as descriptors
+from workspacefs.posix import _descriptors as descriptors
 
 
 @pytest.fixture(params=["openat2", "component walk"])

@@ -5,7 +5,7 @@ their parent (``O_PATH``, or readable ones from ``scan_child``, which a walk
 keeps to list and read from), so the frontend's walk never hands a path
 string to the kernel. The root itself is opened once, when the backend is
 made: renaming or replacing the root's path later cannot redirect it. Files
-are opened through ``_descriptors`` (``O_NOFOLLOW | O_NONBLOCK``, checked
+are opened through ``workspacefs.posix`` (``O_NOFOLLOW | O_NONBLOCK``, checked
 with ``fstat`` before a byte moves): a symlink swapped in fails with ELOOP,
 and a fifo or device never blocks the caller. Listings take each entry's
 type from the kernel's ``d_type``, so listing a directory stats nothing.
@@ -26,15 +26,9 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
 from .._errors import PathEscapeError
+from ..posix import BLOCK, DIRECTORY_FLAGS, open_regular, regular_blocks, remove_entry
 from ._backend import Entry, Handle, Kind
-from ._descriptors import (
-    BLOCK,
-    DIRECTORY_FLAGS,
-    open_regular,
-    regular_blocks,
-)
 from ._paths import strip_mount_point
-from ._replace import remove_entry
 from ._results import WriteMode
 
 _PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

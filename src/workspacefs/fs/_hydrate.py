@@ -2,7 +2,7 @@
 
 The host is touched only through descriptors, with the rules ``HostFilesystem``
 follows (one implementation: ``DirectoryBackend``, ``locate`` and the
-``_descriptors`` primitives): ``host_path`` is walked from an allowed root's
+``workspacefs.posix`` primitives): ``host_path`` is walked from an allowed root's
 descriptor, following symlinks only while they stay inside that root; the
 tree below is walked with ``walk_directory`` (a directory swapped for a
 symlink is not entered) and each file is opened beneath the source with
@@ -29,9 +29,7 @@ from .._errors import (
     NotSupportedError,
     PathEscapeError,
 )
-from ..tree import Tree
-from ._backend import Kind
-from ._descriptors import (
+from ..posix import (
     BLOCK,
     DIRECTORY_FLAGS,
     open_beneath,
@@ -39,6 +37,8 @@ from ._descriptors import (
     same_object,
     walk_directory,
 )
+from ..tree import Tree
+from ._backend import Kind
 from ._directory import DirectoryBackend
 from ._limits import Limits
 from ._links import LinkReach, leaves_as_written, link_reach

@@ -35,7 +35,7 @@ from ..archive import (
     symlink_target,
     write_archive,
 )
-from ..fs import (
+from ..posix import (
     DIRECTORY_FLAGS,
     Walked,
     clear_directory,

@@ -41,15 +41,6 @@ from .._errors import (
     SnapshotCreationError,
     SnapshotNotFoundError,
 )
-from ..fs import (
-    DIRECTORY_FLAGS,
-    OpenDirectories,
-    open_beneath,
-    open_regular,
-    read_blocks,
-    remove_entry,
-    walk_directory,
-)
 from ..git import (
     MODE_EXECUTABLE,
     MODE_FILE,
@@ -61,6 +52,15 @@ from ..git import (
     branch_ref,
     encode_name,
     encode_tree,
+)
+from ..posix import (
+    DIRECTORY_FLAGS,
+    OpenDirectories,
+    open_beneath,
+    open_regular,
+    read_blocks,
+    remove_entry,
+    walk_directory,
 )
 from ._index import IndexEntry, read_index
 from ._snapshots import tree_files

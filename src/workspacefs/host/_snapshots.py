@@ -42,20 +42,7 @@ from .._errors import (
     SnapshotNotFoundError,
     SnapshotRestoreError,
 )
-from ..fs import (
-    FilesystemDiff,
-    FilesystemSnapshot,
-    SnapshotRef,
-    make_directories,
-    open_regular,
-    read_blocks,
-    remove_entry,
-    replace_directory,
-    replace_file,
-    replace_symlink,
-    scan_directory,
-    walk_directory,
-)
+from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotRef
 from ..git import (
     EMPTY_TREE,
     MODE_EXECUTABLE,
@@ -71,6 +58,17 @@ from ..git import (
     tree_name,
     workspace_name,
     write_trees,
+)
+from ..posix import (
+    make_directories,
+    open_regular,
+    read_blocks,
+    remove_entry,
+    replace_directory,
+    replace_file,
+    replace_symlink,
+    scan_directory,
+    walk_directory,
 )
 from ._index import IndexEntry, index_entry, matches, read_index, write_index
 

@@ -31,11 +31,9 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
-from ..fs import (
+from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotRef
+from ..posix import (
     DIRECTORY_FLAGS,
-    FilesystemDiff,
-    FilesystemSnapshot,
-    SnapshotRef,
     clear_directory,
     copy_content,
     open_beneath,

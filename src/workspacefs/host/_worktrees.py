@@ -21,7 +21,8 @@ import pygit2
 from pygit2.enums import FilterMode
 
 from .._errors import AlreadyExistsError
-from ..fs import (
+from ..git import MODE_EXECUTABLE, MODE_LINK, decode_name, read_blob
+from ..posix import (
     DIRECTORY_FLAGS,
     make_directories,
     open_directory,
@@ -31,7 +32,6 @@ from ..fs import (
     replace_symlink,
     scan_directory,
 )
-from ..git import MODE_EXECUTABLE, MODE_LINK, decode_name, read_blob
 from ._index import IndexEntry, index_entry, write_index
 from ._snapshots import tree_files
 

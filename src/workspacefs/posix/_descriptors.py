@@ -35,6 +35,7 @@ DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """Added to every file open: no link followed, no fifo waited on."""
 BLOCK = 1 << 20
+"""The size of the blocks files are read and copied in."""
 FIRST_BLOCK = 96 << 10
 """A large file's first block in ``regular_blocks``: what a reader looks at before it decides
 to go on (GNU grep's first buffer, where it looks for a NUL), so one that stops there (a

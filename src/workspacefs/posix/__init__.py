@@ -1,0 +1,57 @@
+"""Descriptor I/O under a real directory, never following a link out of it.
+
+The bottom layer every real-directory operation goes through (the host
+backend, its snapshots, archives and worktrees, the shadow provider,
+hydration): paths resolved beneath an open directory with ``openat2``
+(``RESOLVE_BENEATH``) or ``*at`` calls with ``O_NOFOLLOW``, files checked
+before a byte moves, directories walked through their parents' descriptors,
+and files, links and directories replaced atomically. Standard library only.
+"""
+
+from ._descriptors import BLOCK as BLOCK
+from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
+from ._descriptors import OpenDirectories as OpenDirectories
+from ._descriptors import Walked as Walked
+from ._descriptors import open_beneath as open_beneath
+from ._descriptors import open_directory as open_directory
+from ._descriptors import open_regular as open_regular
+from ._descriptors import openat2_available as openat2_available
+from ._descriptors import read_blocks as read_blocks
+from ._descriptors import regular_blocks as regular_blocks
+from ._descriptors import same_object as same_object
+from ._descriptors import scan_directory as scan_directory
+from ._descriptors import walk_directory as walk_directory
+from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
+from ._replace import clear_directory as clear_directory
+from ._replace import copy_content as copy_content
+from ._replace import make_directories as make_directories
+from ._replace import remove_entry as remove_entry
+from ._replace import replace_directory as replace_directory
+from ._replace import replace_file as replace_file
+from ._replace import replace_symlink as replace_symlink
+from ._replace import set_attributes as set_attributes
+
+__all__ = [
+    "BLOCK",
+    "DIRECTORY_FLAGS",
+    "TEMPORARY_PREFIX",
+    "OpenDirectories",
+    "Walked",
+    "clear_directory",
+    "copy_content",
+    "make_directories",
+    "open_beneath",
+    "open_directory",
+    "open_regular",
+    "openat2_available",
+    "read_blocks",
+    "regular_blocks",
+    "remove_entry",
+    "replace_directory",
+    "replace_file",
+    "replace_symlink",
+    "same_object",
+    "scan_directory",
+    "set_attributes",
+    "walk_directory",
+]
