@@ -8,7 +8,7 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
@@ -48,6 +48,7 @@ from ._snapshots import (
     FilesystemDiff,
     FilesystemSnapshot,
     InMemorySnapshotStore,
+    SnapshotObserver,
     SnapshotRef,
     SnapshotRetentionPolicy,
     SnapshotStore,
@@ -98,6 +99,7 @@ class InMemoryFilesystem(TreeFilesystem):
         self._fork_point: Version | None = None
         self._origin: weakref.ref[InMemoryFilesystem] | None = None
         self._recorded: dict[Lineage, Recorded] = {}
+        self._observers: list[SnapshotObserver] = []
         self._init_merges()
         # This workspace and its forks, theirs too (weakly): what space accounting asks.
         self._family: WeakRegistry[InMemoryFilesystem] = WeakRegistry()
@@ -144,6 +146,7 @@ class InMemoryFilesystem(TreeFilesystem):
         # a strong reference would keep every origin snapshot alive with the fork.
         fork._origin = weakref.ref(self)
         fork._recorded = {}
+        fork._observers = []  # a fork is journalled by whoever made it durable, if anyone
         fork._init_merges()
         fork._family = self._family
         self._family.add(fork)
@@ -295,9 +298,18 @@ class InMemoryFilesystem(TreeFilesystem):
             )
             self._store.save(record, version)
             self._current = record.snapshot_id
+        for observer in self._observers:
+            observer.snapshot_taken(record, version)
         if self._retention is not None:
             self.prune(self._retention)
         return record
+
+    def observe_snapshots(self, observer: SnapshotObserver) -> Callable[[], None]:
+        """Tell ``observer`` of every snapshot taken and deleted from now on, before the
+        call that took or deleted it returns (a journal makes it durable there);
+        returns the function that stops it."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
 
     def adopt_snapshot(
         self, record: FilesystemSnapshot, *, history: Iterable[SnapshotChanges] | None = None
@@ -486,6 +498,8 @@ class InMemoryFilesystem(TreeFilesystem):
     def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
         """Forget a snapshot; memory no other version shares is freed."""
         self._store.delete(snapshot.snapshot_id)
+        for observer in self._observers:
+            observer.snapshot_deleted(snapshot)
 
     def prune(
         self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False
@@ -511,6 +525,8 @@ class InMemoryFilesystem(TreeFilesystem):
             for snapshot in doomed:
                 with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
                     self._store.delete(snapshot.snapshot_id)
+                    for observer in self._observers:
+                        observer.snapshot_deleted(snapshot)
         return doomed
 
     def version(self, snapshot: FilesystemSnapshot) -> Version:

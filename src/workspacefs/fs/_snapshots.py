@@ -194,6 +194,16 @@ class SnapshotRetentionPolicy:
 PayloadT = TypeVar("PayloadT")
 
 
+class SnapshotObserver(Protocol):
+    """Told of each snapshot a workspace takes or deletes (``observe_snapshots``)."""
+
+    def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> None:
+        """``record`` was taken; ``version`` is its frozen tree."""
+
+    def snapshot_deleted(self, record: FilesystemSnapshot) -> None:
+        """``record`` was deleted (or pruned)."""
+
+
 class SnapshotStore(Protocol[PayloadT]):
     """Where a backend keeps its snapshots: records plus a backend payload."""
 

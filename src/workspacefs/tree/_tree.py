@@ -153,6 +153,39 @@ class Tree(TreeView):
         self._epoch = next(self._epochs)
         return version
 
+    def unchanged_since(self, version: Version) -> bool:
+        """True if the live state is still ``version`` (nothing written or restored
+        since it was frozen). Hold the lock."""
+        return not self._changes and self._head is version.lineage
+
+    @property
+    def next_ino(self) -> int:
+        """The inode number the next new inode gets."""
+        return self._next_ino
+
+    @property
+    def live_epoch(self) -> int:
+        """The epoch the live state's new nodes belong to (for building nodes to
+        ``install``)."""
+        return self._epoch
+
+    def install(
+        self,
+        states: list[tuple[int, Node | None]],
+        *,
+        next_ino: int,
+        file_count: int,
+        total_bytes: int,
+    ) -> None:
+        """Put each ``(ino, node)`` of ``states`` in the live state as it is (None: no
+        inode there), and set the counts: a journal's replay, whose records hold whole
+        inode states that agree with each other. Hold the lock."""
+        for ino, node in states:
+            self._store(ino, node)
+        self._next_ino = max(self._next_ino, next_ino)
+        self.file_count = file_count
+        self.total_bytes = total_bytes
+
     def versions(self) -> list[Version]:
         """Every version of this tree and of its family of forks that is still
         alive, oldest first: those snapshot stores keep and any held elsewhere
