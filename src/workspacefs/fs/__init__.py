@@ -91,6 +91,12 @@ from ._results import ReadBytesResult as ReadBytesResult
 from ._results import ReadResult as ReadResult
 from ._results import WriteMode as WriteMode
 from ._results import WriteResult as WriteResult
+from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
+from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
+from ._snapshot_names import SnapshotSelector as SnapshotSelector
+from ._snapshot_names import find_snapshot as find_snapshot
+from ._snapshot_names import short_id as short_id
+from ._snapshot_names import snapshot_label as snapshot_label
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
@@ -114,7 +120,9 @@ __all__ = [
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
     "MAX_ID",
+    "MIN_ID_PREFIX",
     "PATCH_TEXT_LIMIT",
+    "SHORT_ID_LENGTH",
     "SPECIAL_BITS",
     "TEMPORARY_PREFIX",
     "AttributedFilesystem",
@@ -155,6 +163,7 @@ __all__ = [
     "SnapshotKind",
     "SnapshotRef",
     "SnapshotRetentionPolicy",
+    "SnapshotSelector",
     "SnapshotSpace",
     "SnapshotStore",
     "SnapshotableFilesystem",
@@ -182,6 +191,7 @@ __all__ = [
     "depth_first",
     "entry_of",
     "file_patch",
+    "find_snapshot",
     "leaves_as_written",
     "link_reach",
     "locate",
@@ -205,6 +215,8 @@ __all__ = [
     "same_object",
     "scan_directory",
     "set_attributes",
+    "short_id",
+    "snapshot_label",
     "split_path",
     "strip_mount_point",
     "tree_entries",
