@@ -169,6 +169,7 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
             .startswith('after write_file (call-2) {"path":"README.md","content"')
         )
         assert rows.nth(7).locator(".id").inner_text() == "live"
+        assert rows.nth(0).locator(".id").inner_text() == ids[0][:8]  # as the CLI shows it
 
         # Keyboard only: from = #3 (before the edit), to = #5 (after it and util.py).
         page.keyboard.press("s")

@@ -23,6 +23,7 @@ from workspacefs import (
     SnapshotRestoreError,
     SnapshotRetentionPolicy,
 )
+from workspacefs.fs import find_snapshot, short_id, snapshot_label
 
 
 @pytest.fixture
@@ -315,3 +316,26 @@ def test_snapshots_share_unchanged_data() -> None:
         tracemalloc.stop()
     # Ten snapshots of 1% changes cost about 10% of the content, not 10x.
     assert growth < 0.2 * content
+
+
+def test_names_find_one_snapshot_or_say_why_not(fs: InMemoryFilesystem) -> None:
+    first = replace(
+        fs.snapshot(tag="v1"), snapshot_id=uuid.UUID("abcd1111-0000-4000-8000-000000000000")
+    )
+    second = replace(fs.snapshot(), snapshot_id=uuid.UUID("abcd2222-0000-4000-8000-000000000000"))
+    third = replace(
+        fs.snapshot(tag="v1"), snapshot_id=uuid.UUID("12345678-0000-4000-8000-000000000000")
+    )
+    records = [first, second, third]
+    assert find_snapshot(records, "v1") is third  # the newest with the tag
+    assert find_snapshot(records, " ABCD2 ") is second
+    assert find_snapshot(records, str(first.snapshot_id)) is first
+    assert find_snapshot(records, first.snapshot_id) is first
+    assert find_snapshot([], first) is first
+    unknown = "no snapshot has this tag or id"
+    for name, why in [("abcd", "id prefix matches 2 snapshots"), ("123", unknown), ("v2", unknown)]:
+        with pytest.raises(SnapshotNotFoundError) as caught:
+            find_snapshot(records, name)
+        assert (caught.value.strerror, caught.value.filename) == (why, name)
+    assert (short_id(third.snapshot_id), snapshot_label(third)) == ("12345678", "12345678 (v1)")
+    assert (short_id("step-1"), short_id("live")) == ("step-1", "live")  # archive ids are names

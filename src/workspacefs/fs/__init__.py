@@ -59,6 +59,12 @@ from ._results import ReadBytesResult as ReadBytesResult
 from ._results import ReadResult as ReadResult
 from ._results import WriteMode as WriteMode
 from ._results import WriteResult as WriteResult
+from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
+from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
+from ._snapshot_names import SnapshotSelector as SnapshotSelector
+from ._snapshot_names import find_snapshot as find_snapshot
+from ._snapshot_names import short_id as short_id
+from ._snapshot_names import snapshot_label as snapshot_label
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
@@ -80,6 +86,8 @@ __all__ = [
     "LAST_TIME_NS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
+    "MIN_ID_PREFIX",
+    "SHORT_ID_LENGTH",
     "SPECIAL_BITS",
     "AttributedFilesystem",
     "BackendFilesystem",
@@ -114,6 +122,7 @@ __all__ = [
     "SnapshotKind",
     "SnapshotRef",
     "SnapshotRetentionPolicy",
+    "SnapshotSelector",
     "SnapshotSpace",
     "SnapshotStore",
     "SnapshotableFilesystem",
@@ -135,6 +144,7 @@ __all__ = [
     "default_memory_budget",
     "depth_first",
     "file_patch",
+    "find_snapshot",
     "link_reach",
     "locate",
     "memory_ceilings",
@@ -144,6 +154,8 @@ __all__ = [
     "recorded_id",
     "recorded_int",
     "recorded_time",
+    "short_id",
+    "snapshot_label",
     "tree_entries",
     "tree_key",
 ]

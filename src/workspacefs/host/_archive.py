@@ -230,6 +230,30 @@ def export_directory(root: int, path: str | os.PathLike[str]) -> int:
     return write_archive(HostArchiveSource(root), path)
 
 
+class ArchivableDirectory:
+    """The directory open as ``root`` as the ``archive`` verbs see a backend
+    (``archive.Archivable``), so ``ArchiveSnapshots`` keeps its snapshots.
+
+    Args:
+        root: The directory's descriptor (owned by the caller).
+        special_modes: Imports keep setuid, setgid and sticky bits.
+    """
+
+    def __init__(self, root: int, *, special_modes: bool = False) -> None:
+        self._root = root
+        self._special = special_modes
+
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write the directory as a workspace archive at ``path``; the file count."""
+        return export_directory(self._root, path)
+
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
+        """Replace the directory's content with the archive at ``path``; the file count."""
+        return import_directory(self._root, path, limits=limits, special_modes=self._special)
+
+
 def import_directory(
     root: int,
     path: str | os.PathLike[str],
