@@ -50,8 +50,9 @@ from datetime import UTC, datetime
 from typing import IO
 
 from .._errors import FsError, LimitExceededError, NoSpaceError
+from ..tree import PATH_MAX
 from ._names import needs_escaping
-from ._plan import MAX_LINK_TARGET, check_path, check_tree, member_key, plan
+from ._plan import check_path, check_tree, member_key, plan
 from ._types import (
     BLOCK,
     DEFAULT_ARCHIVE_LIMITS,
@@ -91,7 +92,7 @@ def _checked_entries(source: ArchiveSource, limits: ArchiveLimits) -> tuple[list
         if kind == _stat.S_IFLNK:
             target = symlink_target(entry)
             raw = target.encode("utf-8", "surrogateescape")
-            if not raw or b"\0" in raw or len(raw) > MAX_LINK_TARGET:
+            if not raw or b"\0" in raw or len(raw) > PATH_MAX:
                 raise ArchiveError("symlink target is empty, too long or holds a NUL", entry.path)
         escaping = escaping or needs_escaping(entry.path)
         entries.append(entry)

@@ -56,7 +56,7 @@ from ._features import OPEN_FREE, capability
 from ._forks_dir import ForksDir
 from ._listings import Listings
 from ._privileges import without_privileges
-from ._served import ServedTree
+from ._served import HIDDEN_INOS, ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
 from ._trees import OTHER_TREES, ServedTrees
@@ -116,7 +116,7 @@ OPEN_PROBE = b".workspacefs-open-probe"
 """While the mount starts (``WorkspaceOperations.open_probe``), the root answers a
 lookup of this name with an empty file of the mount's own, unless a real entry
 has the name."""
-_PROBE_INO = InodeT((1 << 62) + 2)  # among the hidden directories' numbers: never routed
+_PROBE_INO = InodeT(HIDDEN_INOS + 2)  # among the hidden directories' numbers: never routed
 
 
 @dataclass(slots=True)
