@@ -11,9 +11,17 @@ from interpreter import python
 HEAVY = ("pyfuse3", "trio", "pygit2")
 # What the top level exports without importing it: the layers that load HEAVY.
 LAZY = [
-    "CachePolicy", "HostFilesystem", "Mount", "RemoteFilesystem", "connect", "daemon", "fuse",
-    "git", "host", "mount",
-]  # fmt: skip
+    "CachePolicy",
+    "HostFilesystem",
+    "Mount",
+    "RemoteFilesystem",
+    "connect",
+    "daemon",
+    "fuse",
+    "git",
+    "host",
+    "mount",
+]
 
 
 def test_import_loads_no_heavy_dependency() -> None:

@@ -165,8 +165,9 @@ def write_archive(
                             out.write(block)
                             written += len(block)
                             # A host file may grow after it was listed: checked as it comes.
-                            _check_total(Entry(entry.path, entry.mode, 0, written),
-                                         total + written, limits)  # fmt: skip
+                            _check_total(
+                                Entry(entry.path, entry.mode, 0, written), total + written, limits
+                            )
                     sizes[key] = written
                     total += written
                     files += 1
@@ -264,8 +265,9 @@ def read_archive(
             if isinstance(exc, FsError):
                 raise
             if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise NoSpaceError(f"no space left for the archive's files: {exc.strerror}",
-                                   exc.filename) from exc  # fmt: skip
+                raise NoSpaceError(
+                    f"no space left for the archive's files: {exc.strerror}", exc.filename
+                ) from exc
             raise ArchiveError(f"corrupt archive: {exc}", os.fspath(path)) from None
         except BaseException:
             target.abort()
