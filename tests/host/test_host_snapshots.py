@@ -140,8 +140,8 @@ def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path:
         project,
         git_dir=tmp_path / "g.git",
         snapshot_dir=tmp_path / "kept",
-        snapshot_strategy=strategy,
-    )  # type: ignore[arg-type]
+        snapshot_strategy=strategy,  # type: ignore[arg-type]
+    )
     before = state(project)
     snapshot = fs.snapshot(tag=strategy)
     assert snapshot.ref.kind == strategy

@@ -87,8 +87,11 @@ def root(tmp_path: Path) -> Path:
 
 def host(root: Path, tmp_path: Path, strategy: str) -> HostFilesystem:
     return HostFilesystem(
-        root, git_dir=tmp_path / "g.git", snapshot_dir=tmp_path / "kept", snapshot_strategy=strategy
-    )  # type: ignore[arg-type]
+        root,
+        git_dir=tmp_path / "g.git",
+        snapshot_dir=tmp_path / "kept",
+        snapshot_strategy=strategy,  # type: ignore[arg-type]
+    )
 
 
 def plant(link: Path, target: str | Path) -> None:
