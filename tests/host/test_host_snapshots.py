@@ -96,8 +96,12 @@ def test_restore_in_another_process(project: Path, tmp_path: Path) -> None:
     )
     import json
 
-    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(snapshot.to_dict()),
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(snapshot.to_dict()),
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert (project / "src" / "app.py").read_text() == "print('v1')\n"
 
@@ -134,8 +138,12 @@ def test_incremental_snapshot_uses_the_stat_cache(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("strategy", ["git", "copy", "archive"])
 def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path: Path) -> None:
-    fs = HostFilesystem(project, git_dir=tmp_path / "g.git", snapshot_dir=tmp_path / "kept",
-                        snapshot_strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
+    fs = HostFilesystem(
+        project,
+        git_dir=tmp_path / "g.git",
+        snapshot_dir=tmp_path / "kept",
+        snapshot_strategy=strategy,  # type: ignore[arg-type]
+    )
     before = state(project)
     snapshot = fs.snapshot(tag=strategy)
     assert snapshot.ref.kind == strategy

@@ -69,21 +69,39 @@ def test_record_says_what_it_refers_to(fs: InMemoryFilesystem) -> None:
 
 @pytest.mark.parametrize(
     ("old", "ref"),
-    [({"commit_ref": "a" * 40, "git_dir": "/g.git", "strategy": "git"},
-      SnapshotRef("git", "a" * 40, "/g.git")),
-     ({"commit_ref": "/kept/1", "git_dir": None, "strategy": "copy"},
-      SnapshotRef("copy", "/kept/1")),
-     ({"commit_ref": "b" * 40, "git_dir": "/r.git", "strategy": None},  # loaded from git
-      SnapshotRef("git", "b" * 40, "/r.git")),
-     ({"commit_ref": "version-3", "git_dir": None, "strategy": None},
-      SnapshotRef("memory", "version-3"))],
-)  # fmt: skip
+    [
+        (
+            {"commit_ref": "a" * 40, "git_dir": "/g.git", "strategy": "git"},
+            SnapshotRef("git", "a" * 40, "/g.git"),
+        ),
+        (
+            {"commit_ref": "/kept/1", "git_dir": None, "strategy": "copy"},
+            SnapshotRef("copy", "/kept/1"),
+        ),
+        (
+            {"commit_ref": "b" * 40, "git_dir": "/r.git", "strategy": None},  # loaded from git
+            SnapshotRef("git", "b" * 40, "/r.git"),
+        ),
+        (
+            {"commit_ref": "version-3", "git_dir": None, "strategy": None},
+            SnapshotRef("memory", "version-3"),
+        ),
+    ],
+)
 def test_records_written_before_typed_refs_still_load(
     old: dict[str, object], ref: SnapshotRef
 ) -> None:
-    data = {"snapshot_id": str(uuid.uuid4()), "created_at": "2026-01-01T00:00:00+00:00",
-            "root_path": "/w", "tag": None, "parent_id": None, "file_count": 1,
-            "total_bytes": 2, "workspace_id": None, **old}  # fmt: skip
+    data = {
+        "snapshot_id": str(uuid.uuid4()),
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "root_path": "/w",
+        "tag": None,
+        "parent_id": None,
+        "file_count": 1,
+        "total_bytes": 2,
+        "workspace_id": None,
+        **old,
+    }
     record = FilesystemSnapshot.from_dict(data)
     assert record.ref == ref
     assert FilesystemSnapshot.from_dict(record.to_dict()) == record

@@ -33,5 +33,7 @@ def blame(
         stdout.print(f"No recorded change to {rest[0]}.")
         return
     for entry in entries:
-        print(f"{name(entry.snapshot):<24} {when(entry.snapshot):<19} "
-              f"{MARKS[entry.kind]} {who(entry.causes)}")  # fmt: skip
+        print(
+            f"{name(entry.snapshot):<24} {when(entry.snapshot):<19} "
+            f"{MARKS[entry.kind]} {who(entry.causes)}"
+        )

@@ -62,8 +62,10 @@ def _remote(verb: str, args: list[str], as_json: bool) -> None:
     if as_json:
         emit_json({"repository": repository, "url": rest[0], verb: True})
     else:
-        stdout.print(f"{'Pushed' if verb == 'push' else 'Fetched'} {repository} "
-                     f"{'to' if verb == 'push' else 'from'} {rest[0]}")  # fmt: skip
+        stdout.print(
+            f"{'Pushed' if verb == 'push' else 'Fetched'} {repository} "
+            f"{'to' if verb == 'push' else 'from'} {rest[0]}"
+        )
 
 
 @app.command(epilog="Example: workspacefs push ./ws ssh://host/backup.git")

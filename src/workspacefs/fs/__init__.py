@@ -35,11 +35,13 @@ from ._limits import Limits as Limits
 from ._links import LinkReach as LinkReach
 from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
+from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
 from ._patch import FilesystemSource as FilesystemSource
 from ._patch import Patch as Patch
 from ._patch import PatchSource as PatchSource
 from ._patch import build_patch as build_patch
 from ._patch import file_patch as file_patch
+from ._patch import is_binary as is_binary
 from ._patch import patch_lines as patch_lines
 from ._paths import normalize as normalize_path
 from ._protocol import Filesystem as Filesystem
@@ -87,6 +89,7 @@ __all__ = [
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
     "MIN_ID_PREFIX",
+    "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
     "SPECIAL_BITS",
     "AttributedFilesystem",
@@ -145,6 +148,7 @@ __all__ = [
     "depth_first",
     "file_patch",
     "find_snapshot",
+    "is_binary",
     "link_reach",
     "locate",
     "memory_ceilings",

@@ -169,12 +169,17 @@ class HostArchiveTarget:
             self._open.append((entry.path, open_directory(directory, name), entry))
         elif kind == _stat.S_IFLNK:
             os.symlink(symlink_target(entry), name, dir_fd=directory)
-            os.utime(name, ns=(entry.mtime_ns, entry.mtime_ns), dir_fd=directory,
-                     follow_symlinks=False)  # fmt: skip
+            os.utime(
+                name, ns=(entry.mtime_ns, entry.mtime_ns), dir_fd=directory, follow_symlinks=False
+            )
         else:
             data = file_content(entry, content)
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600, dir_fd=directory)  # fmt: skip
+            fd = os.open(
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=directory,
+            )
             try:
                 while block := data.read(1 << 20):
                     view = memoryview(block)

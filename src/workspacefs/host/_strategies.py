@@ -93,8 +93,12 @@ def copy_tree(source: int, target: int, *, owners: bool) -> tuple[int, int]:
                 os.symlink(link, name, dir_fd=into)
                 if owners:
                     os.chown(name, info.st_uid, info.st_gid, dir_fd=into, follow_symlinks=False)
-                os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=into,
-                         follow_symlinks=False)  # fmt: skip
+                os.utime(
+                    name,
+                    ns=(info.st_atime_ns, info.st_mtime_ns),
+                    dir_fd=into,
+                    follow_symlinks=False,
+                )
                 files += 1
                 size += info.st_size
             elif _stat.S_ISREG(mode):
@@ -121,8 +125,12 @@ def copy_tree(source: int, target: int, *, owners: bool) -> tuple[int, int]:
 
 def _copy_file(reader: int, into: int, name: str, owners: bool) -> int:
     info = os.fstat(reader)
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600, dir_fd=into)  # fmt: skip
+    fd = os.open(
+        name,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=into,
+    )
     try:
         copy_content(reader, fd)
         if owners:

@@ -72,6 +72,7 @@ BLAME = Tool(
     ),
     params=BlameParams,
     handler=blame,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Blame file"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Blame file"
+    ),
+)

@@ -190,9 +190,10 @@ SNAPSHOT = Tool(
     ),
     params=SnapshotParams,
     handler=snapshot,
-    annotations=ToolAnnotations(read_only=False, destructive=False, idempotent=False,
-                                title="Snapshot workspace"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=False, destructive=False, idempotent=False, title="Snapshot workspace"
+    ),
+)
 
 RESTORE = Tool(
     name="restore",
@@ -202,9 +203,10 @@ RESTORE = Tool(
     ),
     params=RestoreParams,
     handler=restore,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True,
-                                title="Restore snapshot"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=False, destructive=True, idempotent=True, title="Restore snapshot"
+    ),
+)
 
 DIFF = Tool(
     name="diff",
@@ -215,6 +217,7 @@ DIFF = Tool(
     ),
     params=DiffParams,
     handler=diff,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Diff snapshots"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Diff snapshots"
+    ),
+)
