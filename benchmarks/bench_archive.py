@@ -50,11 +50,25 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results = [
-        Result(f"export ({size_mb:,.0f} MB; baseline zip -r)", size_mb / export_s,
-               size_mb / zip_s, "MB/s", "report", True, higher_is_better=True),
-        Result(f"import ({size_mb:,.0f} MB; baseline unzip to tmpfs)", size_mb / import_s,
-               size_mb / unzip_s, "MB/s", "report", True, higher_is_better=True),
-    ]  # fmt: skip
+        Result(
+            f"export ({size_mb:,.0f} MB; baseline zip -r)",
+            size_mb / export_s,
+            size_mb / zip_s,
+            "MB/s",
+            "report",
+            True,
+            higher_is_better=True,
+        ),
+        Result(
+            f"import ({size_mb:,.0f} MB; baseline unzip to tmpfs)",
+            size_mb / import_s,
+            size_mb / unzip_s,
+            "MB/s",
+            "report",
+            True,
+            higher_is_better=True,
+        ),
+    ]
     print(f"archive benchmarks (python {sys.version.split()[0]}); ratio = times better than zip")
     for result in results:
         print(result.line())

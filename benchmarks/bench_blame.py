@@ -201,13 +201,25 @@ def main(argv: list[str] | None = None) -> int:
         root.mkdir()
         with mount(fs, root):
             workloads: list[tuple[str, str, int, Callable[[Path], float]]] = [
-                ("write", f"write {size >> 20} MiB in 4 KiB writes", size // 4096,
-                 lambda d: write(d, size)),
-                ("create", f"create {files:,} files, one process", files,
-                 lambda d: create(d, files)),
-                ("spawn", f"create {spawned:,} files, a process each", spawned,
-                 lambda d: timed_spawn(d, spawned)),
-            ]  # fmt: skip
+                (
+                    "write",
+                    f"write {size >> 20} MiB in 4 KiB writes",
+                    size // 4096,
+                    lambda d: write(d, size),
+                ),
+                (
+                    "create",
+                    f"create {files:,} files, one process",
+                    files,
+                    lambda d: create(d, files),
+                ),
+                (
+                    "spawn",
+                    f"create {spawned:,} files, a process each",
+                    spawned,
+                    lambda d: timed_spawn(d, spawned),
+                ),
+            ]
             for key, name, units, run in workloads:
                 on, off = measure(fs, root, rounds, run)
                 through_mount[key] = off / units

@@ -98,8 +98,10 @@ def helper(*args: str) -> Iterator[None]:
     """Run this module with ``args`` in a subprocess until the block ends."""
     process = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.bench_daemon", *args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     assert process.stdin is not None
     try:
@@ -144,15 +146,29 @@ def isolation(work: Path, count: int) -> list[Result]:
             fs.unmount()
     with helper("--in-process-owner", str(local_mnt), "--samples", str(count)):
         local = latencies(local_mnt / "samples", count)
-    print(f"open+read+close p50/p99 ms: daemon idle {idle[0]:.3f}/{idle[1]:.3f}, "
-          f"daemon loaded {loaded[0]:.3f}/{loaded[1]:.3f}, "
-          f"in-process loaded {local[0]:.3f}/{local[1]:.3f}")  # fmt: skip
+    print(
+        f"open+read+close p50/p99 ms: daemon idle {idle[0]:.3f}/{idle[1]:.3f}, "
+        f"daemon loaded {loaded[0]:.3f}/{loaded[1]:.3f}, "
+        f"in-process loaded {local[0]:.3f}/{local[1]:.3f}"
+    )
     return [
-        Result("open+read+close p50, loaded client (daemon vs in-process)", loaded[0], local[0],
-               "ms", "report", True),
-        Result("open+read+close p99, loaded client (daemon vs in-process)", loaded[1], local[1],
-               "ms", "< 1 ms", loaded[1] < 1.0),
-    ]  # fmt: skip
+        Result(
+            "open+read+close p50, loaded client (daemon vs in-process)",
+            loaded[0],
+            local[0],
+            "ms",
+            "report",
+            True,
+        ),
+        Result(
+            "open+read+close p99, loaded client (daemon vs in-process)",
+            loaded[1],
+            local[1],
+            "ms",
+            "< 1 ms",
+            loaded[1] < 1.0,
+        ),
+    ]
 
 
 def per_call(action: Callable[[], object], seconds: float) -> float:
@@ -193,8 +209,16 @@ def overhead(work: Path, files: int, seconds: float) -> list[Result]:
                 ours = per_call(lambda a=action: a(remote), budget)  # type: ignore[misc]
                 base = per_call(lambda a=action: a(local), budget)  # type: ignore[misc]
                 assert len(remote.grep("needle")) == len(local.grep("needle"))
-                results.append(Result(f"RemoteFilesystem {name} (vs in-process)", ours * 1e3,
-                                      base * 1e3, "ms", "report", True))  # fmt: skip
+                results.append(
+                    Result(
+                        f"RemoteFilesystem {name} (vs in-process)",
+                        ours * 1e3,
+                        base * 1e3,
+                        "ms",
+                        "report",
+                        True,
+                    )
+                )
     finally:
         with connect(record.socket) as fs:
             fs.unmount()

@@ -97,8 +97,9 @@ def git_first_byte_ms(repo: Path, *args: str) -> float:
     times = []
     for _ in range(5):
         started = time.perf_counter()
-        with subprocess.Popen(["git", f"--git-dir={repo}", *args], env=GIT_ENV,
-                              stdout=subprocess.PIPE) as process:  # fmt: skip
+        with subprocess.Popen(
+            ["git", f"--git-dir={repo}", *args], env=GIT_ENV, stdout=subprocess.PIPE
+        ) as process:
             assert process.stdout is not None
             process.stdout.read(1)
             times.append((time.perf_counter() - started) * 1000)

@@ -96,24 +96,36 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     big_add, big_remove = fork_add(files, rounds)
     small_add, small_remove = fork_add(1, rounds)
-    results.append(Result(
-        f"fork-add, {files:,} files (baseline: a 1-file workspace)", big_add, small_add, "ms",
-        "within 3x of the 1-file workspace (O(1))", big_add < 3 * small_add + 0.5,
-        note=f"remove_fork: {big_remove:.2f} ms ({small_remove:.2f} ms for 1 file)",
-    ))  # fmt: skip
+    results.append(
+        Result(
+            f"fork-add, {files:,} files (baseline: a 1-file workspace)",
+            big_add,
+            small_add,
+            "ms",
+            "within 3x of the 1-file workspace (O(1))",
+            big_add < 3 * small_add + 0.5,
+            note=f"remove_fork: {big_remove:.2f} ms ({small_remove:.2f} ms for 1 file)",
+        )
+    )
     problems = preflight()
     if problems:
         print("try-run benchmarks skipped: " + "; ".join(problems))
     else:
         m = try_runs(tries)
         overhead = m["try"] - m["exec"]
-        results.append(Result(
-            "try_exec (baseline: exec of the same command)", m["try"], m["exec"], "ms",
-            "overhead under 1.5x a one-shot podman run", overhead < 1.5 * m["one-shot"],
-            note=f"overhead {overhead:.0f} ms; podman run --rm true {m['one-shot']:.0f} ms; "
-            f"accept (fast-forward) {m.get('accept', 0):.2f} ms, "
-            f"reject {m.get('reject', 0):.2f} ms",
-        ))  # fmt: skip
+        results.append(
+            Result(
+                "try_exec (baseline: exec of the same command)",
+                m["try"],
+                m["exec"],
+                "ms",
+                "overhead under 1.5x a one-shot podman run",
+                overhead < 1.5 * m["one-shot"],
+                note=f"overhead {overhead:.0f} ms; podman run --rm true {m['one-shot']:.0f} ms; "
+                f"accept (fast-forward) {m.get('accept', 0):.2f} ms, "
+                f"reject {m.get('reject', 0):.2f} ms",
+            )
+        )
     for result in results:
         print(result.line())
     return 0

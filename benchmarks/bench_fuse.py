@@ -144,10 +144,21 @@ def _getxattr(root: Path, size: int, count: int) -> float:
 def measure_io(name: str, root: Path, size: int, count: int) -> float:
     """Run one I/O benchmark in a fresh process, as a shell tool would hit the mount."""
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_fuse", "--io", name, str(root), str(size),
-         str(count)],
-        capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_fuse",
+            "--io",
+            name,
+            str(root),
+            str(size),
+            str(count),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent.parent,
+    )
     return float(result.stdout)
 
 
@@ -172,8 +183,18 @@ def io_benchmarks(handle: Mount, mnt: Path, shm: Path, size_mb: int, small: int)
         ours = measure_io(name, mnt, size, count)
         requests = handle.stats() - before
         base = measure_io(name, shm, size, count)
-        results.append(Result(title, ours, base, unit, f">= {floor}x tmpfs", ours >= floor * base,
-                              higher_is_better=True, note=requests_note(requests)))  # fmt: skip
+        results.append(
+            Result(
+                title,
+                ours,
+                base,
+                unit,
+                f">= {floor}x tmpfs",
+                ours >= floor * base,
+                higher_is_better=True,
+                note=requests_note(requests),
+            )
+        )
     for root in (mnt, shm):
         (root / "big").unlink()
     return results
@@ -188,10 +209,17 @@ def floor_server(work: Path) -> Iterator[Path | None]:
     it cannot be built or mounted (no gcc, no libfuse 3 headers)."""
     binary, mnt = work / "fuse_floor", work / "floor"
     try:
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
-                               capture_output=True, text=True).stdout.split()  # fmt: skip
-        subprocess.run(["gcc", "-O2", "-o", str(binary), str(FLOOR_SOURCE), *flags],
-                       check=True, capture_output=True)  # fmt: skip
+        flags = subprocess.run(
+            ["pkg-config", "--cflags", "--libs", "fuse3"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        subprocess.run(
+            ["gcc", "-O2", "-o", str(binary), str(FLOOR_SOURCE), *flags],
+            check=True,
+            capture_output=True,
+        )
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"no C reference server: {exc}")
         yield None
@@ -232,12 +260,16 @@ class RoundTrip:
 
     def describe(self) -> str:
         """The line the benchmark prints."""
-        text = (f"round trip: {self.mount:.1f} us per uncached request (getxattr), "
-                f"{self.handler:.1f} us of it in the handler")  # fmt: skip
+        text = (
+            f"round trip: {self.mount:.1f} us per uncached request (getxattr), "
+            f"{self.handler:.1f} us of it in the handler"
+        )
         if self.floor is not None:
-            text += (f"; {self.floor:.1f} us against a C libfuse server "
-                     f"(benchmarks/fuse_floor.c), {self.local:.1f} us on tmpfs: "
-                     f"{self.kernel:.1f} us a request before any server code runs")  # fmt: skip
+            text += (
+                f"; {self.floor:.1f} us against a C libfuse server "
+                f"(benchmarks/fuse_floor.c), {self.local:.1f} us on tmpfs: "
+                f"{self.kernel:.1f} us a request before any server code runs"
+            )
         return text
 
 
@@ -275,21 +307,29 @@ def make_corpus(tarball: Path, kind: str, copies: int) -> str:
     elif kind == "full":
         members = [["-C", str(source.parent), source.name]]
     else:
-        members = [["--exclude=site-packages", "--exclude=config-*",
-                    f"--transform=s,^{source.name},copy{copy},",
-                    "-C", str(source.parent), source.name] for copy in range(copies)]  # fmt: skip
+        members = [
+            [
+                "--exclude=site-packages",
+                "--exclude=config-*",
+                f"--transform=s,^{source.name},copy{copy},",
+                "-C",
+                str(source.parent),
+                source.name,
+            ]
+            for copy in range(copies)
+        ]
     # One archive per member list (tar applies every --transform to every
     # member), concatenated into the first.
     parts = [tarball.with_suffix(f".{index}.tar") for index in range(len(members))]
     for part, selection in zip(parts, members, strict=True):
-        subprocess.run(["tar", "-cf", str(part), *selection], check=True,
-                       stderr=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(["tar", "-cf", str(part), *selection], check=True, stderr=subprocess.DEVNULL)
     for part in parts[1:]:
         subprocess.run(["tar", "-Af", str(parts[0]), str(part)], check=True)
         part.unlink()
     parts[0].rename(tarball)
-    listing = subprocess.run(["tar", "-tf", str(tarball)], capture_output=True,
-                             text=True, check=True).stdout.count("\n")  # fmt: skip
+    listing = subprocess.run(
+        ["tar", "-tf", str(tarball)], capture_output=True, text=True, check=True
+    ).stdout.count("\n")
     size = tarball.stat().st_size / MIB
     return f"{kind} corpus from {source} ({listing:,} entries, {size:,.0f} MB)"
 
@@ -327,9 +367,14 @@ def workload_benchmarks(
     kernel_us: float | None,
 ) -> list[Result]:
     def run(command: str, cwd: Path) -> None:
-        done = subprocess.run(["bash", "-c", command.format(tarball=tarball)], cwd=cwd,
-                              env=GIT_ENV, text=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-c", command.format(tarball=tarball)],
+            cwd=cwd,
+            env=GIT_ENV,
+            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{command!r} failed in {cwd}: {done.stderr[-2000:]}")
 
@@ -354,8 +399,17 @@ def workload_benchmarks(
             # kernel round trip, as the C reference server measured it.
             floor = base + requests[name].total * kernel_us / 1e6
             note += f"; floor {floor / base:.1f}x tmpfs ({floor:.2f} s) with a C server"
-        results.append(Result(f"workload: {name}", ours, base, "s", f"<= {limit:g}x tmpfs",
-                              ours <= limit * base, note=note))  # fmt: skip
+        results.append(
+            Result(
+                f"workload: {name}",
+                ours,
+                base,
+                "s",
+                f"<= {limit:g}x tmpfs",
+                ours <= limit * base,
+                note=note,
+            )
+        )
     return results
 
 
@@ -369,7 +423,7 @@ def restore_benchmark(mnt: Path, fs: InMemoryFilesystem, files: int) -> Result:
             tree.write(tree.create(sub, f"f{i}.txt"), 0, b"content %d\n" % i)
     subprocess.run(
         ["find", str(mnt / "many"), "-type", "f"], check=True, stdout=subprocess.DEVNULL
-    )  # fmt: skip - the kernel now knows every inode
+    )  # the kernel now knows every inode
     samples = []
     for round_ in range(20):
         index = files // 2 + round_
@@ -380,8 +434,14 @@ def restore_benchmark(mnt: Path, fs: InMemoryFilesystem, files: int) -> Result:
         assert path.read_text() == f"content {index}\n"
     samples.sort()
     median = samples[len(samples) // 2]
-    return Result(f"restore, 1 change in {files:,} files, mounted", median, 10.0, "ms",
-                  "<= 10 ms incl. invalidation (baseline: the target)", median <= 10)  # fmt: skip
+    return Result(
+        f"restore, 1 change in {files:,} files, mounted",
+        median,
+        10.0,
+        "ms",
+        "<= 10 ms incl. invalidation (baseline: the target)",
+        median <= 10,
+    )
 
 
 @contextmanager
@@ -399,15 +459,20 @@ def directories() -> Iterator[tuple[Path, Path, Path]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
-    parser.add_argument("--corpus", choices=["small", "stdlib", "full"],
-                        help="what the workloads extract (default: small with --quick, "
-                             "else full)")  # fmt: skip
-    parser.add_argument("--copies", type=int, default=8,
-                        help="copies of the standard library in the stdlib corpus")  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="run the workloads this many times; report medians")  # fmt: skip
-    parser.add_argument("--workloads-only", action="store_true",
-                        help="skip the I/O and restore benchmarks")  # fmt: skip
+    parser.add_argument(
+        "--corpus",
+        choices=["small", "stdlib", "full"],
+        help="what the workloads extract (default: small with --quick, else full)",
+    )
+    parser.add_argument(
+        "--copies", type=int, default=8, help="copies of the standard library in the stdlib corpus"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="run the workloads this many times; report medians"
+    )
+    parser.add_argument(
+        "--workloads-only", action="store_true", help="skip the I/O and restore benchmarks"
+    )
     parser.add_argument(
         "--no-open-free",
         action="store_true",
@@ -423,8 +488,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="drop the kernel's caches before each '(first)' workload (root)",
     )
-    parser.add_argument("--io", nargs=4, metavar=("NAME", "ROOT", "SIZE", "COUNT"),
-                        help="run one I/O benchmark and print its figure (internal)")  # fmt: skip
+    parser.add_argument(
+        "--io",
+        nargs=4,
+        metavar=("NAME", "ROOT", "SIZE", "COUNT"),
+        help="run one I/O benchmark and print its figure (internal)",
+    )
     args = parser.parse_args(argv)
     if args.io:
         name, root, size, count = args.io
@@ -456,8 +525,10 @@ def main(argv: list[str] | None = None) -> int:
     # Idle vCPUs halt, and a request wakes one on each side: the mount's
     # figures depend on how busy the machine was, tmpfs's do not.
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    print(f"fuse benchmarks (python {python}, {mode}, load average {load}); "
-          "ratio = times better than tmpfs")  # fmt: skip
+    print(
+        f"fuse benchmarks (python {python}, {mode}, load average {load}); "
+        "ratio = times better than tmpfs"
+    )
     print(trip.describe())
     for result in results:
         print(result.line())

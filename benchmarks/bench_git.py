@@ -27,8 +27,13 @@ from ._common import GIT_ENV, Result, scratch_dir
 
 def plain_git(work: Path, git_dir: Path, *args: str) -> float:
     started = time.perf_counter()
-    subprocess.run(["git", f"--git-dir={git_dir}", f"--work-tree={work}", *args], check=True,
-                   env=GIT_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        ["git", f"--git-dir={git_dir}", f"--work-tree={work}", *args],
+        check=True,
+        env=GIT_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - started
 
 
@@ -76,8 +81,14 @@ def bench_one_change(scratch: Path, files: int) -> Result:
     ours.sort()
     base.sort()
     median = ours[len(ours) // 2]
-    return Result(f"persist 1 changed file in {files:,} files", median, base[len(base) // 2],
-                  "ms", "<= 20 ms", median <= 20)  # fmt: skip
+    return Result(
+        f"persist 1 changed file in {files:,} files",
+        median,
+        base[len(base) // 2],
+        "ms",
+        "<= 20 ms",
+        median <= 20,
+    )
 
 
 def bench_initial(scratch: Path, source: Path) -> list[Result]:
@@ -118,15 +129,43 @@ def bench_initial(scratch: Path, source: Path) -> list[Result]:
     load_s, load_kb = map(float, out.stdout.split())
     checkout = scratch / "checkout"
     started = time.perf_counter()
-    subprocess.run(["git", f"--git-dir={repo}", "worktree", "add", "-q", "--detach", str(checkout),
-                    f"refs/workspacefs/{fs.workspace_id}/snapshots/1"],
-                   check=True, env=GIT_ENV, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [
+            "git",
+            f"--git-dir={repo}",
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            str(checkout),
+            f"refs/workspacefs/{fs.workspace_id}/snapshots/1",
+        ],
+        check=True,
+        env=GIT_ENV,
+        stdout=subprocess.DEVNULL,
+    )
     checkout_s = time.perf_counter() - started
     checkout_kb = sum(p.stat().st_size for p in checkout.rglob("*") if p.is_file()) / 1024
-    results.append(Result("lazy load: time to first read (baseline: full checkout)", load_s,
-                          checkout_s, "s", "report", True))  # fmt: skip
-    results.append(Result("lazy load: peak RSS (baseline: checked-out bytes)", load_kb / 1024,
-                          checkout_kb / 1024, "MB", "report", True))  # fmt: skip
+    results.append(
+        Result(
+            "lazy load: time to first read (baseline: full checkout)",
+            load_s,
+            checkout_s,
+            "s",
+            "report",
+            True,
+        )
+    )
+    results.append(
+        Result(
+            "lazy load: peak RSS (baseline: checked-out bytes)",
+            load_kb / 1024,
+            checkout_kb / 1024,
+            "MB",
+            "report",
+            True,
+        )
+    )
     return results
 
 
@@ -143,9 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         results += bench_initial(scratch, source)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"git benchmarks (python {sys.version.split()[0]}, peak RSS "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB); "
-          "ratio = times better than plain git")  # fmt: skip
+    print(
+        f"git benchmarks (python {sys.version.split()[0]}, peak RSS "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB); "
+        "ratio = times better than plain git"
+    )
     for result in results:
         print(result.line())
     return 0 if all(r.met for r in results) or args.quick else 1

@@ -27,8 +27,13 @@ from ._common import GIT_ENV, Result, scratch_dir
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, env=GIT_ENV,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        env=GIT_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def commit_all(repo: Path) -> None:
@@ -108,14 +113,26 @@ def main(argv: list[str] | None = None) -> int:
     restore, checkout = restore_rounds(files=files)
     mine = statistics.median(ours)
     results = [
-        Result(f"snapshot after 1 change, {files:,} files (baseline: {name})", mine,
-               statistics.median(base), "ms", "well under both", mine < statistics.median(base))
+        Result(
+            f"snapshot after 1 change, {files:,} files (baseline: {name})",
+            mine,
+            statistics.median(base),
+            "ms",
+            "well under both",
+            mine < statistics.median(base),
+        )
         for name, base in (("git stash create", stash), ("add -A && commit in a copy", commit))
-    ]  # fmt: skip
+    ]
     results.append(
-        Result(f"restore after 10 changes, {files:,} files (baseline: checkout -f && clean)",
-               restore, checkout, "ms", "within 3x of git's C", restore < 3 * checkout)
-    )  # fmt: skip
+        Result(
+            f"restore after 10 changes, {files:,} files (baseline: checkout -f && clean)",
+            restore,
+            checkout,
+            "ms",
+            "within 3x of git's C",
+            restore < 3 * checkout,
+        )
+    )
     print(f"host benchmarks (python {sys.version.split()[0]}); ratio = times better than git")
     for result in results:
         print(result.line())

@@ -38,9 +38,11 @@ def timed(action: Callable[[], object]) -> float:
 
 def podman(*args: str) -> None:
     subprocess.run(
-        ["podman", *args], check=True, capture_output=True,
+        ["podman", *args],
+        check=True,
+        capture_output=True,
         env={"CONTAINERS_CONF": containers_conf(), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"},
-    )  # fmt: skip
+    )
 
 
 def write_project(fs: InMemoryFilesystem, root: str, modules: int) -> None:
@@ -99,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         with PodmanSandbox() as box:
             box.exec("true")
             first_exec.append(time.perf_counter() - started)
-        one_shot.append(timed(lambda: podman("run", "--rm", "--network=none", "--rootfs", "/:O",
-                                             "true")))  # fmt: skip
+        one_shot.append(
+            timed(lambda: podman("run", "--rm", "--network=none", "--rootfs", "/:O", "true"))
+        )
 
     fs = InMemoryFilesystem(mount_point="/workspace")
     write_project(fs, "/workspace/origin", modules)
@@ -118,22 +121,50 @@ def main(argv: list[str] | None = None) -> int:
     start_ms, one_shot_ms = statistics.median(first_exec) * 1e3, statistics.median(one_shot) * 1e3
     exec_ms, bare_ms = statistics.median(ours) * 1e3, statistics.median(bare) * 1e3
     results = [
-        Result("start to first exec (baseline: podman run --rm true)", start_ms, one_shot_ms,
-               "ms", "under 3x a one-shot run", start_ms < 3 * one_shot_ms),
-        Result("exec round trip of `true` (baseline: bare podman exec)", exec_ms, bare_ms, "ms",
-               "under 1.5x a bare exec", exec_ms < 1.5 * bare_ms),
-    ]  # fmt: skip
+        Result(
+            "start to first exec (baseline: podman run --rm true)",
+            start_ms,
+            one_shot_ms,
+            "ms",
+            "under 3x a one-shot run",
+            start_ms < 3 * one_shot_ms,
+        ),
+        Result(
+            "exec round trip of `true` (baseline: bare podman exec)",
+            exec_ms,
+            bare_ms,
+            "ms",
+            "under 1.5x a bare exec",
+            exec_ms < 1.5 * bare_ms,
+        ),
+    ]
     for name in on_mount:
         mount_ms, tmpfs_ms = on_mount[name] * 1e3, on_tmpfs[name] * 1e3
-        results.append(Result(f"agent loop: {name}, {modules} modules (baseline: tmpfs)",
-                              mount_ms, tmpfs_ms, "ms", "under 3x tmpfs",
-                              mount_ms < 3 * tmpfs_ms))  # fmt: skip
+        results.append(
+            Result(
+                f"agent loop: {name}, {modules} modules (baseline: tmpfs)",
+                mount_ms,
+                tmpfs_ms,
+                "ms",
+                "under 3x tmpfs",
+                mount_ms < 3 * tmpfs_ms,
+            )
+        )
     total_mount, total_tmpfs = sum(on_mount.values()) * 1e3, sum(on_tmpfs.values()) * 1e3
-    results.append(Result("agent loop: all four steps (baseline: tmpfs)", total_mount,
-                          total_tmpfs, "ms", "under 3x tmpfs",
-                          total_mount < 3 * total_tmpfs))  # fmt: skip
-    print(f"sandbox benchmarks (python {sys.version.split()[0]}); ratio = times better "
-          "than the baseline (<1: slower)")  # fmt: skip
+    results.append(
+        Result(
+            "agent loop: all four steps (baseline: tmpfs)",
+            total_mount,
+            total_tmpfs,
+            "ms",
+            "under 3x tmpfs",
+            total_mount < 3 * total_tmpfs,
+        )
+    )
+    print(
+        f"sandbox benchmarks (python {sys.version.split()[0]}); ratio = times better "
+        "than the baseline (<1: slower)"
+    )
     for result in results:
         print(result.line())
     return 0 if all(r.met for r in results) or args.quick else 1

@@ -82,8 +82,14 @@ def compare(
     assert isinstance(expected, int)
     (ours_wall, ours_cpu), (reference_wall, reference_cpu) = best["ours"], best["reference"]
     met = ours_cpu <= TARGET * reference_cpu
-    result = Result(f"{name} [{len(found):,}/{expected:,}]", ours_cpu, reference_cpu, "cpu",
-                    f"<= {TARGET}x", met)  # fmt: skip
+    result = Result(
+        f"{name} [{len(found):,}/{expected:,}]",
+        ours_cpu,
+        reference_cpu,
+        "cpu",
+        f"<= {TARGET}x",
+        met,
+    )
     line = f"     {name:<40} wall {ours_wall:6.2f} s  baseline {reference_wall:6.2f} s"
     return result, line
 
@@ -113,10 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         def python_glob() -> int:
             return len(pyglob.glob(GLOB_PATTERN, root_dir=tree, recursive=True))
 
-        results.append(compare(f"glob memory {GLOB_PATTERN}", lambda: memory.glob(GLOB_PATTERN),
-                               python_glob, runs))  # fmt: skip
-        results.append(compare(f"glob host   {GLOB_PATTERN}", lambda: host.glob(GLOB_PATTERN),
-                               python_glob, runs))  # fmt: skip
+        results.append(
+            compare(
+                f"glob memory {GLOB_PATTERN}", lambda: memory.glob(GLOB_PATTERN), python_glob, runs
+            )
+        )
+        results.append(
+            compare(
+                f"glob host   {GLOB_PATTERN}", lambda: host.glob(GLOB_PATTERN), python_glob, runs
+            )
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(

@@ -136,14 +136,32 @@ def main(argv: list[str] | None = None) -> int:
     mine_long = best_of(repeat, history.space_usage)
     usage_long = best_of(repeat, history.memory_usage)
     results = [
-        Result("space_usage vs a full walk of every version", mine, walk, "ms", ">= 10x",
-               walk >= 10 * mine),
+        Result(
+            "space_usage vs a full walk of every version",
+            mine,
+            walk,
+            "ms",
+            ">= 10x",
+            walk >= 10 * mine,
+        ),
         Result("space_usage vs du -sb of the live files on disk", mine, du, "ms", "report", True),
-        Result("space_usage vs memory_usage (one pass, no snapshots)", mine, usage, "ms",
-               "report", True),
-        Result(f"space_usage, {long} snapshots, vs memory_usage", mine_long, usage_long, "ms",
-               "report", True),
-    ]  # fmt: skip
+        Result(
+            "space_usage vs memory_usage (one pass, no snapshots)",
+            mine,
+            usage,
+            "ms",
+            "report",
+            True,
+        ),
+        Result(
+            f"space_usage, {long} snapshots, vs memory_usage",
+            mine_long,
+            usage_long,
+            "ms",
+            "report",
+            True,
+        ),
+    ]
     print(
         f"space accounting benchmark, {files:,} files, {snapshots} snapshots, {CHANGED} files "
         "rewritten between snapshots; ratio = times faster than the baseline"

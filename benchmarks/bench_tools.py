@@ -89,9 +89,10 @@ def toggling_edit(tools: ToolRegistry, context: ToolContext) -> Callable[[], obj
             old, new = new, old
         state["flip"] = not state["flip"]
         return tools.call(
-            "edit_file", {"path": "big/file.py", "old_string": old, "new_string": new},
+            "edit_file",
+            {"path": "big/file.py", "old_string": old, "new_string": new},
             context=context,
-        )  # fmt: skip
+        )
 
     return edit
 
@@ -132,15 +133,31 @@ def main(argv: list[str] | None = None) -> int:
 
     # The single-file tools first, on a small workspace; then the walks, on the big tree.
     results = [
-        compare("read_file, 2,000-line file", call("read_file", path="big/file.py"),
-                lambda: fs.read("big/file.py"), rounds, 20),
-        compare("ls, 500 entries (bare: list + stat)", call("ls", path="listing"),
-                ls_bare, rounds, 5),
-        compare("edit_file, 2,000-line file (bare: read, replace, write)",
-                toggling_edit(tools, context), edit_bare, rounds, 10),
-        compare("write_file, 1 KiB", call("write_file", path="w.txt", content="y" * 1024),
-                lambda: fs.write("w.txt", "y" * 1024), rounds, 50),
-    ]  # fmt: skip
+        compare(
+            "read_file, 2,000-line file",
+            call("read_file", path="big/file.py"),
+            lambda: fs.read("big/file.py"),
+            rounds,
+            20,
+        ),
+        compare(
+            "ls, 500 entries (bare: list + stat)", call("ls", path="listing"), ls_bare, rounds, 5
+        ),
+        compare(
+            "edit_file, 2,000-line file (bare: read, replace, write)",
+            toggling_edit(tools, context),
+            edit_bare,
+            rounds,
+            10,
+        ),
+        compare(
+            "write_file, 1 KiB",
+            call("write_file", path="w.txt", content="y" * 1024),
+            lambda: fs.write("w.txt", "y" * 1024),
+            rounds,
+            50,
+        ),
+    ]
 
     undo = UndoableToolset(filesystem_tools(fs), fs)
     counter = iter(range(10**9))
@@ -148,21 +165,33 @@ def main(argv: list[str] | None = None) -> int:
         compare(
             "write_file with undo (O(1) snapshot + diff per call)",
             lambda: undo.call("write_file", {"path": "u.txt", "content": str(next(counter))}),
-            lambda: tools.call("write_file", {"path": "u.txt", "content": str(next(counter))},
-                               context=context),
-            rounds, 50,
+            lambda: tools.call(
+                "write_file", {"path": "u.txt", "content": str(next(counter))}, context=context
+            ),
+            rounds,
+            50,
         )
-    )  # fmt: skip
+    )
 
     started = time.perf_counter()
     build_tree(fs, files)
     built_s = time.perf_counter() - started
     results += [
-        compare(f"grep TODO over {files:,} files", call("grep", pattern="TODO"),
-                lambda: fs.grep("TODO"), walks, 1),
-        compare(f"glob **/mod0*.py over {files:,} files", call("glob", pattern="**/mod0*.py"),
-                lambda: fs.glob("**/mod0*.py"), walks, 1),
-    ]  # fmt: skip
+        compare(
+            f"grep TODO over {files:,} files",
+            call("grep", pattern="TODO"),
+            lambda: fs.grep("TODO"),
+            walks,
+            1,
+        ),
+        compare(
+            f"glob **/mod0*.py over {files:,} files",
+            call("glob", pattern="**/mod0*.py"),
+            lambda: fs.glob("**/mod0*.py"),
+            walks,
+            1,
+        ),
+    ]
 
     print(
         f"tool benchmarks (python {sys.version.split()[0]}; {files:,}-file tree built in "

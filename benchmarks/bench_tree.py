@@ -222,11 +222,25 @@ def bench_throughput(files: int) -> list[Result]:
     read_ours = mb_per_s(lambda i: fs.read_bytes(f"f{i}.bin"))
     read_base = mb_per_s(lambda i: bytes(memoryview(naive[f"f{i}.bin"])))
     return [
-        Result("API write_bytes of 1 MB files (baseline: dict)", write_ours, write_base, "MB/s",
-               "report", True, higher_is_better=True),
-        Result("API read_bytes of 1 MB files (baseline: dict)", read_ours, read_base, "MB/s",
-               "report", True, higher_is_better=True),
-    ]  # fmt: skip
+        Result(
+            "API write_bytes of 1 MB files (baseline: dict)",
+            write_ours,
+            write_base,
+            "MB/s",
+            "report",
+            True,
+            higher_is_better=True,
+        ),
+        Result(
+            "API read_bytes of 1 MB files (baseline: dict)",
+            read_ours,
+            read_base,
+            "MB/s",
+            "report",
+            True,
+            higher_is_better=True,
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

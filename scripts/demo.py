@@ -50,18 +50,25 @@ def main() -> None:
 
         print("\n== an agent works in a Podman container on /workspace")
         workspacefs(
-            "run", "--mountpoint", str(ws), "--", "/bin/sh", "-c",
+            "run",
+            "--mountpoint",
+            str(ws),
+            "--",
+            "/bin/sh",
+            "-c",
             "python3 -m compileall -q workspacefs && echo compiled; "
             "grep -rl 'def snapshot' workspacefs | sort | head -3; "
             "mkdir -p notes && echo '# plan' > notes/plan.md; "
             "sed -i 's/O(1)/constant time/' workspacefs/tree/_tree.py; "
             "rm -r workspacefs/testing",
-        )  # fmt: skip
+        )
 
         print("\n== what changed since the snapshot (O(changes)), and the workspace's state")
         changes = json.loads(workspacefs("diff", str(ws), "hydrated", "--json", show=0))
-        print(f"  added {len(changes['added'])} (notes/plan.md and .pyc files), "
-              f"modified {changes['modified']}, deleted {len(changes['deleted'])}")  # fmt: skip
+        print(
+            f"  added {len(changes['added'])} (notes/plan.md and .pyc files), "
+            f"modified {changes['modified']}, deleted {len(changes['deleted'])}"
+        )
         workspacefs("diff", str(ws), "hydrated", "--patch", show=8)
         workspacefs("status", str(ws))
 

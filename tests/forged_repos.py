@@ -69,8 +69,11 @@ class Forge:
                 source.flush()
             done = subprocess.run(
                 ["git", f"--git-dir={self.path}", "hash-object", "-w", source.name],
-                capture_output=True, text=True, env=GIT_ENV, check=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                env=GIT_ENV,
+                check=True,
+            )
         return pygit2.Oid(hex=done.stdout.strip())
 
     def tree(self, entries: list[TreeEntry]) -> pygit2.Oid:

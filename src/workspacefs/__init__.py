@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from .fuse import mount as mount
     from .host import HostFilesystem as HostFilesystem
 
-__version__ = "0.1.0"
+    __version__: str
 
 # The layers that load pyfuse3, trio or pygit2 are imported on first use (PEP 562), so a
 # program that only needs the in-memory protocol does not pay for them. The block above
@@ -106,8 +106,14 @@ _LAZY_NAMES = {
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY_SUBPACKAGES:
-        value: object = _import_module(f"{__name__}.{name}")
+    if name == "__version__":
+        # pyproject.toml holds the version; the installed metadata reports it. Looked up
+        # on first use: importlib.metadata alone costs more than importing this package.
+        from importlib.metadata import version
+
+        value: object = version(__name__)
+    elif name in _LAZY_SUBPACKAGES:
+        value = _import_module(f"{__name__}.{name}")
     elif name in _LAZY_NAMES:
         value = getattr(_import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
     else:
@@ -117,4 +123,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_SUBPACKAGES, *_LAZY_NAMES})
+    return sorted({*globals(), "__version__", *_LAZY_SUBPACKAGES, *_LAZY_NAMES})

@@ -69,8 +69,10 @@ def small_filesystem(path: Path, size: str) -> Iterator[Path]:
     path.mkdir()
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:

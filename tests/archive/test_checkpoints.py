@@ -63,8 +63,21 @@ def links_out(fs: InMemoryFilesystem) -> None:
 
 
 def odd_names(fs: InMemoryFilesystem) -> None:
-    names = ["back\\slash.txt", "50%.txt", "%41.txt", "new\nline", "tab\there", "sp ace",
-             "ünïcødé", "\u200b", "-rf", "a:b", "*?[", ".workspacefs-escaped-x", "..."]  # fmt: skip
+    names = [
+        "back\\slash.txt",
+        "50%.txt",
+        "%41.txt",
+        "new\nline",
+        "tab\there",
+        "sp ace",
+        "ünïcødé",
+        "\u200b",
+        "-rf",
+        "a:b",
+        "*?[",
+        ".workspacefs-escaped-x",
+        "...",
+    ]
     for name in names:
         fs.write(f"odd/{name}", f"{name!r}\n")
     fs.write("odd/dir\\with\\backslashes/inner.txt", "inner\n")
@@ -90,8 +103,14 @@ def empty_dirs(fs: InMemoryFilesystem) -> None:
 
 
 def modes(fs: InMemoryFilesystem) -> None:
-    layout = {"none": 0o000, "private": 0o600, "exec": 0o755, "setuid": 0o4755,
-              "group": 0o2750, "odd": 0o571}  # fmt: skip
+    layout = {
+        "none": 0o000,
+        "private": 0o600,
+        "exec": 0o755,
+        "setuid": 0o4755,
+        "group": 0o2750,
+        "odd": 0o571,
+    }
     for name in layout:
         fs.write(f"modes/{name}", name)
     fs.mkdir("modes/closed/inner")
@@ -207,16 +226,18 @@ def test_host_checkpoints_restore_exactly(case: str, tmp_path: Path) -> None:
 
 # -- the same promise over random trees --------------------------------------------
 
-_NAME_BYTES = st.sampled_from([b"a", b"B", b".", b"-", b"\\", b"%", b" ", b"\n", b"\xe9",
-                               b"\xff", b"\xc3\xa9", b"git", b"41"])  # fmt: skip
+_NAME_BYTES = st.sampled_from(
+    [b"a", b"B", b".", b"-", b"\\", b"%", b" ", b"\n", b"\xe9", b"\xff", b"\xc3\xa9", b"git", b"41"]
+)
 _NAMES = (
     st.lists(_NAME_BYTES, min_size=1, max_size=6)
     .map(b"".join)
     .filter(lambda raw: raw not in (b".", b".."))
     .map(lambda raw: raw.decode("utf-8", "surrogateescape"))
 )
-_TARGETS = st.lists(st.sampled_from(["..", ".", "a", "B", "/usr/bin", "x y", "\\"]),
-                    min_size=1, max_size=5).map("/".join)  # fmt: skip
+_TARGETS = st.lists(
+    st.sampled_from(["..", ".", "a", "B", "/usr/bin", "x y", "\\"]), min_size=1, max_size=5
+).map("/".join)
 
 
 @st.composite

@@ -23,10 +23,13 @@ def mtime(fs: InMemoryFilesystem, path: str) -> int:
 
 def test_manifest_times_past_what_the_protocol_shows_are_clamped(tmp_path: Path) -> None:
     manifest = {
-        "format": "workspacefs-archive", "version": 1, "created_at": "2026-01-01T00:00:00+00:00",
-        "file_count": 3, "total_bytes": 3,
+        "format": "workspacefs-archive",
+        "version": 1,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "file_count": 3,
+        "total_bytes": 3,
         "mtimes": {"future": 2**80, "past": -(2**80), "plain": 1_700_000_000 * 10**9},
-    }  # fmt: skip
+    }
     entries = [(f"files/{name}", b"x", FILE) for name in ("future", "past", "plain")]
     fs = InMemoryFilesystem()
     import_archive(fs, make_archive(tmp_path / "a.zip", entries, manifest=manifest))

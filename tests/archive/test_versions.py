@@ -31,8 +31,7 @@ def test_ordinary_trees_stay_version_1_with_declared_sizes(tmp_path: Path) -> No
     export_archive(sample(), tmp_path / "a.zip")
     manifest = manifest_of(tmp_path / "a.zip")
     assert manifest["version"] == 1
-    assert manifest["sizes"] == {"README.md": 8, "bin/blob.bin": 300_000,
-                                 "src/pkg/run.sh": 18}  # fmt: skip
+    assert manifest["sizes"] == {"README.md": 8, "bin/blob.bin": 300_000, "src/pkg/run.sh": 18}
 
 
 @pytest.mark.parametrize(
@@ -65,15 +64,19 @@ def test_unzip_reads_version_2_names_escaped(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
     fs.write("back\\slash.txt", "x")
     export_archive(fs, tmp_path / "a.zip")
-    subprocess.run(["unzip", "-q", str(tmp_path / "a.zip"), "-d", str(tmp_path / "out")],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["unzip", "-q", str(tmp_path / "a.zip"), "-d", str(tmp_path / "out")], check=True
+    )
     assert (tmp_path / "out" / "files" / "back%5Cslash.txt").read_text() == "x"
 
 
 @pytest.mark.parametrize("name", ["files/%41.txt", "files/a%2Fb", "files/%e9", "files/50%"])
 def test_version_2_names_must_be_canonical(name: str, tmp_path: Path) -> None:
-    archive = make_archive(tmp_path / "a.zip", [(name, b"x", FILE)], manifest={
-        "format": "workspacefs-archive", "version": 2, "file_count": 1})  # fmt: skip
+    archive = make_archive(
+        tmp_path / "a.zip",
+        [(name, b"x", FILE)],
+        manifest={"format": "workspacefs-archive", "version": 2, "file_count": 1},
+    )
     with pytest.raises(ArchiveError):
         import_archive(InMemoryFilesystem(), archive)
 
@@ -95,9 +98,14 @@ def test_declared_sizes_let_compressible_files_in_and_bombs_stay_out(tmp_path: P
 
 def test_older_archives_still_import(tmp_path: Path) -> None:
     """A version 1 archive as the previous release wrote it: no sizes, mtimes by path."""
-    archive = make_archive(tmp_path / "old.zip",
-                           [("files/dir/", b"", DIR), ("files/dir/a.txt", b"old", FILE),
-                            ("files/link", b"dir/a.txt", LINK)])  # fmt: skip
+    archive = make_archive(
+        tmp_path / "old.zip",
+        [
+            ("files/dir/", b"", DIR),
+            ("files/dir/a.txt", b"old", FILE),
+            ("files/link", b"dir/a.txt", LINK),
+        ],
+    )
     fs = InMemoryFilesystem()
     assert import_archive(fs, archive) == 2
     assert fs.read("link").content == "old"
@@ -155,9 +163,11 @@ def test_links_out_restore_as_links_into_a_host_directory(tmp_path: Path) -> Non
     assert not (tmp_path / "build").exists()
 
 
-SPECIAL = [("files/suid", b"#!/bin/sh\n", stat.S_IFREG | 0o4755),
-           ("files/shared/", b"", stat.S_IFDIR | 0o2777),
-           ("files/sticky/", b"", stat.S_IFDIR | 0o1777)]  # fmt: skip
+SPECIAL = [
+    ("files/suid", b"#!/bin/sh\n", stat.S_IFREG | 0o4755),
+    ("files/shared/", b"", stat.S_IFDIR | 0o2777),
+    ("files/sticky/", b"", stat.S_IFDIR | 0o1777),
+]
 
 
 def test_special_modes_are_sanitised_on_import_to_a_host_directory(tmp_path: Path) -> None:

@@ -102,9 +102,14 @@ def cli(
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT, "COLUMNS": "200"}
     return subprocess.run(
         [sys.executable, "-m", "workspacefs.cli", *args],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        check=False,
         preexec_fn=preexec_fn,
-    )  # fmt: skip
+    )
 
 
 def cli_ok(*args: str, cwd: str | Path | None = None) -> str:

@@ -39,9 +39,15 @@ def limited_workspace(tmp_path: Path, limit: MemoryLimit, source: Path) -> Itera
     mountpoint = tmp_path / "ws"
     mountpoint.mkdir()
     started = cli(
-        "mount", str(mountpoint), "--from", str(source),
-        "--persist", str(tmp_path / "snapshots.git"), "--json", preexec_fn=limit.preexec,
-    )  # fmt: skip
+        "mount",
+        str(mountpoint),
+        "--from",
+        str(source),
+        "--persist",
+        str(tmp_path / "snapshots.git"),
+        "--json",
+        preexec_fn=limit.preexec,
+    )
     assert started.returncode == 0, started.stderr
     record = MountRecord.from_dict(json.loads(started.stdout))
     try:

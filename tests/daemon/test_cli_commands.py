@@ -17,8 +17,24 @@ import pytest
 
 from .support import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
 
-COMMANDS = ["mount", "unmount", "list", "status", "snapshot", "restore", "diff", "log",
-            "persist", "push", "fetch", "export", "import", "run", "doctor", "mcp"]  # fmt: skip
+COMMANDS = [
+    "mount",
+    "unmount",
+    "list",
+    "status",
+    "snapshot",
+    "restore",
+    "diff",
+    "log",
+    "persist",
+    "push",
+    "fetch",
+    "export",
+    "import",
+    "run",
+    "doctor",
+    "mcp",
+]
 
 
 @pytest.fixture
@@ -46,8 +62,11 @@ def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
     assert after["total"] == sum(after["counts"].values()) > before["total"]
     assert after["seconds"].keys() == after["counts"].keys()
     assert after["handler_seconds"] >= before["handler_seconds"]
-    line = next(line for line in cli_ok("status", str(workspace)).splitlines()
-                if line.startswith("requests "))  # fmt: skip
+    line = next(
+        line
+        for line in cli_ok("status", str(workspace)).splitlines()
+        if line.startswith("requests ")
+    )
     shown = int(line.split()[1].replace(",", ""))
     assert shown >= after["total"]  # the status calls themselves may add some
     assert "s in handlers" in line
@@ -111,8 +130,14 @@ def test_snapshot_diff_restore_log(workspace: Path) -> None:
     assert "-print('hello')\n+print('changed')\n" in patch
     assert "+++ b/new.txt" in patch
     changes = cli_json("diff", str(workspace), "start")
-    assert changes == {"base": first["snapshot_id"], "target": None, "added": ["new.txt"],
-                       "modified": ["src/app.py"], "deleted": [], "unchanged_count": 1}  # fmt: skip
+    assert changes == {
+        "base": first["snapshot_id"],
+        "target": None,
+        "added": ["new.txt"],
+        "modified": ["src/app.py"],
+        "deleted": [],
+        "unchanged_count": 1,
+    }
     second = cli_json("snapshot", "--tag", "second", cwd=workspace)
     assert isinstance(second, dict)
     between = cli_json("diff", str(workspace), "start", "second")
@@ -174,7 +199,10 @@ def test_persist_then_load_back_and_move(workspace: Path, tmp_path: Path) -> Non
     backup = tmp_path / "backup.git"
     subprocess.run(["git", "init", "-q", "--bare", str(backup)], check=True)
     assert cli_json("push", str(workspace), str(backup)) == {
-        "repository": repository, "url": str(backup), "push": True}  # fmt: skip
+        "repository": repository,
+        "url": str(backup),
+        "push": True,
+    }
     assert "Fetched" in cli_ok("fetch", str(workspace), str(backup))
     again = tmp_path / "again"
     again.mkdir()
@@ -209,9 +237,20 @@ def test_foreground_mount_serves_until_sigterm(tmp_path: Path) -> None:
     mountpoint.mkdir()
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
     server = subprocess.Popen(
-        [sys.executable, "-m", "workspacefs.cli", "mount", str(mountpoint), "--foreground",
-         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "workspacefs.cli",
+            "mount",
+            str(mountpoint),
+            "--foreground",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert server.stdout is not None
         record = json.loads(server.stdout.readline())
@@ -232,17 +271,35 @@ def test_foreground_mount_serves_until_sigterm(tmp_path: Path) -> None:
 def test_mcp_serves_the_tools_on_a_running_workspace(workspace: Path) -> None:
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
     messages: list[dict[str, object]] = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "write_file", "arguments": {"path": "from-mcp.txt", "content": "mcp\n"}}},
-    ]  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "write_file",
+                "arguments": {"path": "from-mcp.txt", "content": "mcp\n"},
+            },
+        },
+    ]
     server = subprocess.Popen(
         [sys.executable, "-m", "workspacefs.cli", "mcp", str(workspace)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert server.stdin is not None
     assert server.stdout is not None
     answers = []
@@ -267,8 +324,15 @@ def test_mcp_serves_the_tools_on_a_running_workspace(workspace: Path) -> None:
 def test_run_a_container_on_the_workspace(workspace: Path) -> None:
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
-    result = cli("run", "--mountpoint", str(workspace), "--", "/bin/sh", "-c",
-                 "cat src/app.py && echo built > out.txt && exit 3")  # fmt: skip
+    result = cli(
+        "run",
+        "--mountpoint",
+        str(workspace),
+        "--",
+        "/bin/sh",
+        "-c",
+        "cat src/app.py && echo built > out.txt && exit 3",
+    )
     assert result.returncode == 3, result.stderr
     assert result.stdout == "print('hello')\n"
     assert "1 added, 0 modified, 0 deleted" in result.stderr
@@ -284,10 +348,19 @@ def test_run_hides_the_host_and_limits_memory(workspace: Path, tmp_path: Path) -
     private = tmp_path / "private.txt"
     private.write_text("host secret\n")
     private.chmod(0o600)
-    result = cli("run", "--mountpoint", str(workspace), "--memory", "300m", "--", "/bin/sh", "-c",
-                 f"test -e /etc/shadow || echo no-shadow; test -e {private} || echo no-private; "
-                 "ls -A /root | wc -l; cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
-                 "2>/dev/null || cat /sys/fs/cgroup/memory.max")  # fmt: skip
+    result = cli(
+        "run",
+        "--mountpoint",
+        str(workspace),
+        "--memory",
+        "300m",
+        "--",
+        "/bin/sh",
+        "-c",
+        f"test -e /etc/shadow || echo no-shadow; test -e {private} || echo no-private; "
+        "ls -A /root | wc -l; cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+        "2>/dev/null || cat /sys/fs/cgroup/memory.max",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["no-shadow", "no-private", "0", str(300 << 20)]
 
@@ -317,10 +390,23 @@ def test_run_leaves_the_callers_directory_alone(workspace: Path, tmp_path: Path)
     others = _conmon_directories()
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
     run = subprocess.Popen(
-        [sys.executable, "-m", "workspacefs.cli", "run", "--mountpoint", str(workspace), "--",
-         "/bin/sh", "-c", "touch started && sleep 5"],
-        cwd=caller, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "workspacefs.cli",
+            "run",
+            "--mountpoint",
+            str(workspace),
+            "--",
+            "/bin/sh",
+            "-c",
+            "touch started && sleep 5",
+        ],
+        cwd=caller,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (workspace / "started").exists() and time.monotonic() < deadline:
@@ -339,8 +425,11 @@ def _serve_debug(*args: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
     server = subprocess.Popen(
         [sys.executable, "-m", "workspacefs.cli", "debug", *args, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert server.stdout is not None
     line = server.stdout.readline()
     assert " at http://127.0.0.1:" in line, line

@@ -54,8 +54,16 @@ def test_log_shows_shared_and_exclusive_bytes(workspace: Path) -> None:
     }
     assert space["held"] == space["accounted"] == 350 * KIB + 7
     lines = cli_ok("log", str(workspace), "--space").splitlines()
-    assert lines[0].split() == ["ID", "TAG", "PARENT", "TIME", "FILES", "BYTES", "SHARED",
-                                "EXCLUSIVE"]  # fmt: skip
+    assert lines[0].split() == [
+        "ID",
+        "TAG",
+        "PARENT",
+        "TIME",
+        "FILES",
+        "BYTES",
+        "SHARED",
+        "EXCLUSIVE",
+    ]
     assert lines[1].split()[-4:] == ["7", "B", "200.0", "KiB"]
     assert "snapshots alone hold 300.0 KiB (what deleting all of them frees)" in lines
     with connect(str(workspace)) as fs:
@@ -101,8 +109,10 @@ def test_prune_by_bytes_frees_what_the_accounting_said(workspace: Path) -> None:
 def test_prune_needs_a_rule_and_a_size(workspace: Path) -> None:
     assert cli("prune", str(workspace)).returncode == 2
     assert cli("prune", str(workspace), "--max-bytes", "lots").returncode == 2
-    assert cli_ok("prune", str(workspace), "--keep", "3") == "Pruned 0 snapshots, freed 0 B " \
-        "(memory held 7 B -> 7 B)\n"  # fmt: skip
+    assert (
+        cli_ok("prune", str(workspace), "--keep", "3") == "Pruned 0 snapshots, freed 0 B "
+        "(memory held 7 B -> 7 B)\n"
+    )
 
 
 @pytest.mark.parametrize("size", ["nan", "inf", "-5", "lots", "1x"])

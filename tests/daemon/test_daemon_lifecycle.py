@@ -128,9 +128,15 @@ def _connect_as_nobody(socket_path: str) -> subprocess.CompletedProcess[str]:
         "print('connected')\n"
     )
     return subprocess.run(
-        [SYSTEM_PYTHON, "-c", code], user=NOBODY, group=NOBODY, extra_groups=[],
-        capture_output=True, text=True, check=False, timeout=30,
-    )  # fmt: skip
+        [SYSTEM_PYTHON, "-c", code],
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a process as another user")

@@ -36,8 +36,11 @@ def _serve_debug(mountpoint: Path) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
     server = subprocess.Popen(
         [sys.executable, "-m", "workspacefs.cli", "debug", str(mountpoint), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert server.stdout is not None
     line = server.stdout.readline()
     assert " at http://127.0.0.1:" in line, line

@@ -94,9 +94,16 @@ def test_patch_shows_links_as_git_does(workspace: Path, tmp_path: Path) -> None:
     cli_ok("snapshot", str(workspace), "--tag", "start")
     change(workspace)
     assert cli_ok("diff", str(workspace), "start").splitlines() == [
-        "A\tbuild", "A\tsrclink", "A\tvenv/bin/python", "M\tREADME.md", "M\tlatest",
-        "M\tnotes.txt", "M\tsrc/app.py", "D\tbuild/app.py", "D\tdocs",
-    ]  # fmt: skip
+        "A\tbuild",
+        "A\tsrclink",
+        "A\tvenv/bin/python",
+        "M\tREADME.md",
+        "M\tlatest",
+        "M\tnotes.txt",
+        "M\tsrc/app.py",
+        "D\tbuild/app.py",
+        "D\tdocs",
+    ]
     patch = cli_ok("diff", str(workspace), "start", "--patch")
     assert "# demo" not in patch  # the links to README.md are shown, not followed
     assert patch == without_index(git_patch(tmp_path))
@@ -113,9 +120,14 @@ def test_patch_of_a_huge_sparse_file_gives_its_sizes(workspace: Path) -> None:
     command = [sys.executable, "-m", "workspacefs.cli", "diff", str(workspace), "start", "--patch"]
     with memory_limit(512 << 20) as limit:
         done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=120,
-            preexec_fn=limit.preexec, check=False,
-        )  # fmt: skip
+            command,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=limit.preexec,
+            check=False,
+        )
         assert limit.oom_kills() == 0, limit.kind
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [

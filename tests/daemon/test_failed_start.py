@@ -86,8 +86,10 @@ def test_ctrl_c_while_mount_waits_stops_the_daemon(tmp_path: Path, endless_sourc
     command = [sys.executable, "-m", "workspacefs.cli", "mount", str(target)]
     starter = subprocess.Popen(
         [*command, "--from", str(endless_source)],
-        env={**os.environ, "PYTHONPATH": SOURCE_ROOT}, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env={**os.environ, "PYTHONPATH": SOURCE_ROOT},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not (pids := daemon_pids(target)) and time.monotonic() < deadline:

@@ -199,8 +199,11 @@ def test_binding_needs_root(tmp_path: Path) -> None:
     as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     done = subprocess.run(
         [*as_nobody, sys.executable, "-m", "workspacefs.cli", "fork", str(target)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SOURCE_ROOT},
-        timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SOURCE_ROOT},
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr
     assert "binding a fork to a directory needs root" in done.stderr

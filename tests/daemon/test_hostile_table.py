@@ -82,24 +82,40 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     base = tmp_path_factory.mktemp("hostile")
     forge = Forge(base / "lazy.git")
-    forge.root({
-        "small.txt": (record(FILE, size=6), forge.blob(b"small\n")),
-        "zeros.bin": (record(FILE, size=ZEROS), forge.big_blob(ZEROS)),
-        "ones.bin": (record(FILE, size=ONES), forge.big_blob(ONES, fill=b"\x01")),
-    })  # fmt: skip
+    forge.root(
+        {
+            "small.txt": (record(FILE, size=6), forge.blob(b"small\n")),
+            "zeros.bin": (record(FILE, size=ZEROS), forge.big_blob(ZEROS)),
+            "ones.bin": (record(FILE, size=ONES), forge.big_blob(ONES, fill=b"\x01")),
+        }
+    )
     mountpoint = base / "ws"
     mountpoint.mkdir()
     with memory_limit(LIMIT) as limit:
-        started = cli("mount", str(mountpoint), "--from", f"{forge.path}#1", "--json",
-                      preexec_fn=limit.preexec)  # fmt: skip
+        started = cli(
+            "mount",
+            str(mountpoint),
+            "--from",
+            f"{forge.path}#1",
+            "--json",
+            preexec_fn=limit.preexec,
+        )
         assert started.returncode == 0, started.stderr
         found = MountRecord.from_dict(json.loads(started.stdout))
         try:
             with connect(mountpoint, timeout=30) as fs:
                 fs.snapshot(tag="start")  # what the diff rows compare with
             # The sparse file every later row meets, planted as an agent's container would.
-            planted = cli("run", "--mountpoint", str(mountpoint), "--", "truncate", "-s",
-                          str(SPARSE), "sparse.img")  # fmt: skip
+            planted = cli(
+                "run",
+                "--mountpoint",
+                str(mountpoint),
+                "--",
+                "truncate",
+                "-s",
+                str(SPARSE),
+                "sparse.img",
+            )
             assert planted.returncode == 0, planted.stderr
             assert (mountpoint / "sparse.img").stat().st_size == SPARSE
             yield Hostile(base, mountpoint, found, limit)
@@ -108,8 +124,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
 
 
 def _md5sum_of_lazy_zeros(h: Hostile) -> None:
-    done = subprocess.run(["md5sum", str(h.mountpoint / "zeros.bin")], capture_output=True,
-                          text=True, timeout=300, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["md5sum", str(h.mountpoint / "zeros.bin")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     zeros = hashlib.md5(usedforsecurity=False)
     block = bytes(MIB)
@@ -120,8 +141,9 @@ def _md5sum_of_lazy_zeros(h: Hostile) -> None:
 
 def _cat_past_the_budget(h: Hostile) -> None:
     for _ in range(2):  # the same clear error each time: the file stays lazy
-        done = subprocess.run(["cat", str(h.mountpoint / "ones.bin")],
-                              capture_output=True, timeout=120, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["cat", str(h.mountpoint / "ones.bin")], capture_output=True, timeout=120, check=False
+        )
         assert done.returncode != 0
         assert b"No space left on device" in done.stderr
 
@@ -181,8 +203,9 @@ def _import_a_zip_bomb(h: Hostile) -> None:
 def _mount_from(h: Hostile, repository: Forge) -> subprocess.CompletedProcess[str]:
     point = h.base / f"from-{repository.path.name}"
     point.mkdir(exist_ok=True)
-    return cli("mount", str(point), "--from", f"{repository.path}#1", "--json",
-               preexec_fn=h.limit.preexec)  # fmt: skip
+    return cli(
+        "mount", str(point), "--from", f"{repository.path}#1", "--json", preexec_fn=h.limit.preexec
+    )
 
 
 def _mount_a_tree_bomb(h: Hostile) -> None:

@@ -80,11 +80,13 @@ def started(result: subprocess.CompletedProcess[str], records: list[MountRecord]
 def zero_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     forge = Forge(tmp_path_factory.mktemp("zeros") / "repo.git")
     data = os.urandom(3 * MIB)
-    forge.root({
-        "big.bin": (record(FILE, size=BIG), forge.big_blob(BIG)),
-        "few.bin": (record(FILE, size=len(data)), forge.blob(data)),
-        "small.txt": (record(FILE, size=6), forge.blob(b"small\n")),
-    })  # fmt: skip
+    forge.root(
+        {
+            "big.bin": (record(FILE, size=BIG), forge.big_blob(BIG)),
+            "few.bin": (record(FILE, size=len(data)), forge.blob(data)),
+            "small.txt": (record(FILE, size=6), forge.blob(b"small\n")),
+        }
+    )
     (forge.path / "few.md5").write_text(hashlib.md5(data).hexdigest())
     return forge.path
 
@@ -122,10 +124,12 @@ def test_a_file_past_the_daemons_budget_is_enospc(
 ) -> None:
     size = 256 * MIB
     forge = Forge(tmp_path / "repo.git")
-    forge.root({
-        "ones.bin": (record(FILE, size=size), forge.big_blob(size, fill=b"\x01")),
-        "small.txt": (record(FILE, size=6), forge.blob(b"small\n")),
-    })  # fmt: skip
+    forge.root(
+        {
+            "ones.bin": (record(FILE, size=size), forge.big_blob(size, fill=b"\x01")),
+            "small.txt": (record(FILE, size=6), forge.blob(b"small\n")),
+        }
+    )
     point = tmp_path / "ws"
     space = 512 * MIB
 
@@ -182,13 +186,15 @@ def test_the_entry_limit_is_an_option_of_mount(tmp_path: Path, mounted: list[Mou
 def hostile_repo(tmp_path: Path, **overrides: object) -> Path:
     forge = Forge(tmp_path / "hostile.git")
     blob = forge.blob(b"#!/bin/sh\n")
-    forge.root({
-        "tool": (record(FILE | 0o4755, size=10, uid=0, gid=0), blob),
-        "old": (record(FILE, size=10, mtime=-(2**80)), blob),
-        "future": (record(FILE, size=10, mtime=2**80), blob),
-        "shared": (record(DIR | 0o2775), None),
-        "f": (record(FILE, size=10) | overrides, blob),
-    })  # fmt: skip
+    forge.root(
+        {
+            "tool": (record(FILE | 0o4755, size=10, uid=0, gid=0), blob),
+            "old": (record(FILE, size=10, mtime=-(2**80)), blob),
+            "future": (record(FILE, size=10, mtime=2**80), blob),
+            "shared": (record(DIR | 0o2775), None),
+            "f": (record(FILE, size=10) | overrides, blob),
+        }
+    )
     return forge.path
 
 

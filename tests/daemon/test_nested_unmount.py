@@ -194,9 +194,13 @@ def test_an_embedded_mount_left_with_a_workspace_inside_stays_stale(scratch: Pat
     outer = scratch / "outer"
     outer.mkdir()
     owner = subprocess.Popen(
-        [sys.executable, "-c", EMBEDDED, str(outer)], env=child_env(), text=True,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [sys.executable, "-c", EMBEDDED, str(outer)],
+        env=child_env(),
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     inner: MountRecord | None = None
     try:
         assert owner.stdout is not None

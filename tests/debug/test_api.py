@@ -146,8 +146,11 @@ def test_diff_of_added_deleted_binary_and_large_files(case: Case) -> None:
     assert (deleted["status"], deleted["new"]) == ("deleted", None)
     logo = diff_file("assets/logo.bin")
     assert (logo["status"], logo["binary"], logo["hunks"], logo["unified"]) == (
-        "unchanged", True, [], "",
-    )  # fmt: skip
+        "unchanged",
+        True,
+        [],
+        "",
+    )
     big = diff_file("logs/big.log")
     assert (big["status"], big["too_large"]) == ("added", True)
     size = len(STATES["last"]["logs/big.log"])
@@ -163,13 +166,17 @@ def test_diff_with_a_patch(case: Case) -> None:
     assert "+    return 0" in body["patch"].splitlines()
     assert "+++ b/src/util.py" in body["patch"].splitlines()
     assert (body["patch_truncated"], body["patch_stopped"], body["patch_files_left_out"]) == (
-        False, None, 0,
-    )  # fmt: skip
+        False,
+        None,
+        0,
+    )
     cut = json_of(case.client.get("/api/diff", params={**params, "max_lines": "3"}))
     assert cut["patch"].splitlines() == body["patch"].splitlines()[:3]
     assert (cut["patch_truncated"], cut["patch_stopped"], cut["patch_files_left_out"]) == (
-        True, "max_lines", 2,
-    )  # fmt: skip
+        True,
+        "max_lines",
+        2,
+    )
 
 
 def test_seed_routes_default_to_the_newest_snapshot(case: Case) -> None:

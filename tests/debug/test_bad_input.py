@@ -119,8 +119,11 @@ def test_diff_needs_both_ends(case: Case) -> None:
 def test_routes_and_methods(case: Case) -> None:
     error_of(case.client.get("/api/nope"), 404, "not_found")
     error_of(case.client.post("/api/snapshots"), 405, "method_not_allowed")
-    error_of(case.client.delete(case.url("last", "raw"), params={"path": "src"}), 405,
-             "method_not_allowed")  # fmt: skip
+    error_of(
+        case.client.delete(case.url("last", "raw"), params={"path": "src"}),
+        405,
+        "method_not_allowed",
+    )
     assert case.client.get("/static/../../secret.txt").status_code == 404
 
 

@@ -64,12 +64,18 @@ def agent_session() -> tuple[InMemoryFilesystem, UndoableToolset]:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("write_file", {"path": "src/app.py", "content": APP_V1}),
         ("write_file", {"path": "README.md", "content": "# demo\n\nRun `python -m app`.\n"}),
-        ("edit_file", {"path": "src/app.py", "old_string": "    print('hello')\n",
-                       "new_string": "    print('hello, world')\n    return 0\n"}),
+        (
+            "edit_file",
+            {
+                "path": "src/app.py",
+                "old_string": "    print('hello')\n",
+                "new_string": "    print('hello, world')\n    return 0\n",
+            },
+        ),
         ("write_file", {"path": "src/util.py", "content": "X = 1\n"}),
         ("write_file", {"path": "tests/test_app.py", "content": "def test_main():\n    pass\n"}),
         ("rm", {"path": "README.md"}),
-    ]  # fmt: skip
+    ]
     for name, arguments in calls:
         assert toolset.call(name, arguments).success, name
     return fs, toolset
@@ -114,8 +120,11 @@ def png_pixels(data: bytes) -> list[tuple[int, int, int]]:
                 line[i] = (line[i] + (left + up) // 2) & 255
             elif kind == 4:
                 guess = left + up - corner
-                near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up),
-                           (abs(guess - corner), 2, corner))  # fmt: skip
+                near = min(
+                    (abs(guess - left), 0, left),
+                    (abs(guess - up), 1, up),
+                    (abs(guess - corner), 2, corner),
+                )
                 line[i] = (line[i] + near[2]) & 255
         pixels += [tuple(line[x : x + 3]) for x in range(0, stride, channels)]
         previous = line
@@ -169,6 +178,7 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
             .startswith('after write_file (call-2) {"path":"README.md","content"')
         )
         assert rows.nth(7).locator(".id").inner_text() == "live"
+        assert rows.nth(0).locator(".id").inner_text() == ids[0][:8]  # as the CLI shows it
 
         # Keyboard only: from = #3 (before the edit), to = #5 (after it and util.py).
         page.keyboard.press("s")

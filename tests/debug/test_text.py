@@ -4,11 +4,15 @@ are the same, and changed lines are exactly the lines a reader must look at."""
 from __future__ import annotations
 
 import difflib
+import subprocess
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from workspacefs.debug._text import changed_lines, decode_text, hunks, split_lines
+from workspacefs.fs import is_binary
 from workspacefs.fs._patch import hunks as patch_hunks
 
 # Few distinct lines, so that versions share lines and hunks interleave.
@@ -48,6 +52,24 @@ def test_text_or_binary() -> None:
     assert decode_text(b"a\0b") is None
     assert decode_text(b"\xff\xfe") is None
     assert decode_text(b"") == ""
+
+
+@pytest.mark.parametrize("at", [7_999, 8_000, 8_191])
+def test_binary_as_git_decides(tmp_path: Path, at: int) -> None:
+    # The UI, patches and merges call a file binary where git itself does.
+    data = b"a" * at + b"\0\n"
+    (tmp_path / "old").write_bytes(b"")
+    (tmp_path / "new").write_bytes(data)
+    numstat = subprocess.run(
+        ["git", "diff", "--no-index", "--numstat", "old", "new"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    git_binary = numstat.startswith("-\t-\t")
+    assert is_binary(data) == git_binary
+    assert (decode_text(data) is None) == git_binary
 
 
 def test_split_lines_keeps_what_a_viewer_shows() -> None:

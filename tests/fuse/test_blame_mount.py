@@ -65,8 +65,16 @@ def test_a_thread_is_blamed_as_its_process_and_a_user_by_uid(mounted: Mounted) -
     assert [c.pid for c in entry.causes] == [pid]  # the process, not the thread id
     os.chmod(mounted.path(""), 0o777)
     # Started in the mount: the temp directories above it are closed to others.
-    nobody = run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                 "sh", "-c", "echo n > nobody.txt", cwd=mounted.path(""))  # fmt: skip
+    nobody = run(
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "sh",
+        "-c",
+        "echo n > nobody.txt",
+        cwd=mounted.path(""),
+    )
     (entry,) = mounted.fs.blame("nobody.txt")
     assert [(c.pid, c.uid) for c in entry.causes] == [(nobody, 65534)]
 
@@ -140,8 +148,13 @@ def test_a_reused_pid_is_told_apart_by_its_start_time(tmp_path: Path) -> None:
 
 def test_threads_are_their_process_and_the_cache_is_bounded(tmp_path: Path) -> None:
     call = Cause.call("shell", "toolu_9", "pytest -q")
-    fake_process(tmp_path, 20, started=7, argv=("python", "-m", "pytest"),
-                 environ={"HOME": "/root", CAUSE_VARIABLE: call.environment()})  # fmt: skip
+    fake_process(
+        tmp_path,
+        20,
+        started=7,
+        argv=("python", "-m", "pytest"),
+        environ={"HOME": "/root", CAUSE_VARIABLE: call.environment()},
+    )
     fake_process(tmp_path, 21, started=8, tgid=20)
     causes = RequestCauses(Tree(), proc=str(tmp_path), capacity=2)
     thread = causes.cause(21, 0)

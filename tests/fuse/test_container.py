@@ -20,11 +20,26 @@ def podman(mounted: Mounted, script: str) -> subprocess.CompletedProcess[str]:
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     return subprocess.run(
-        ["podman", "run", "--rm", "--network=none", "-v", f"{mounted.root}:/workspace:rw",
-         "-w", "/workspace", "--rootfs", "/:O", "/bin/sh", "-c", script],
-        capture_output=True, text=True, timeout=120,
+        [
+            "podman",
+            "run",
+            "--rm",
+            "--network=none",
+            "-v",
+            f"{mounted.root}:/workspace:rw",
+            "-w",
+            "/workspace",
+            "--rootfs",
+            "/:O",
+            "/bin/sh",
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)},
-    )  # fmt: skip
+    )
 
 
 def test_container_and_api_share_the_tree(mounted: Mounted) -> None:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import errno
-import logging
 import os
 from pathlib import Path
 
 import pytest
 
 from workspacefs import InMemoryFilesystem, mount
-from workspacefs.fuse._fallocate import install
+from workspacefs.fuse._features import FALLOCATE
 
 from .conftest import Mounted
 from .posix import FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, fallocate
 from .test_differential import zero_range_or
+
+needs_fallocate = pytest.mark.skipif(
+    not FALLOCATE, reason="needs the patched pyfuse3 (scripts/setup.sh)"
+)
 
 KIB = 1024
 CASES = [
@@ -40,6 +43,7 @@ def apply(root: Path, mode: int, offset: int, length: int) -> tuple[bytes, int]:
         os.close(fd)
 
 
+@needs_fallocate
 @pytest.mark.parametrize(("mode", "offset", "length"), CASES)
 def test_modes_match_tmpfs(
     mounted: Mounted, plain_dir: Path, mode: int, offset: int, length: int
@@ -53,6 +57,7 @@ def test_modes_match_tmpfs(
         assert blocks * 512 >= max(200 * KIB, length)  # the range is held in memory
 
 
+@needs_fallocate
 def test_unsupported_modes_are_refused(mounted: Mounted) -> None:
     fd = os.open(mounted.path("f"), os.O_RDWR | os.O_CREAT)
     try:
@@ -66,6 +71,7 @@ def test_unsupported_modes_are_refused(mounted: Mounted) -> None:
         os.close(fd)
 
 
+@needs_fallocate
 def test_fallocate_within_the_budget(tmp_path: Path) -> None:
     fs = InMemoryFilesystem(memory_budget=1 << 20)
     fs.write_bytes("f", b"kept")
@@ -88,6 +94,7 @@ def test_fallocate_within_the_budget(tmp_path: Path) -> None:
         assert (tmp_path / "f").read_bytes()[:5] == b"kept\0"
 
 
+@needs_fallocate
 def test_a_hole_punched_after_a_snapshot_leaves_it_intact(mounted: Mounted) -> None:
     path = Path(mounted.path("f"))
     path.write_bytes(b"\x01" * (300 * KIB))
@@ -104,8 +111,16 @@ def test_a_hole_punched_after_a_snapshot_leaves_it_intact(mounted: Mounted) -> N
     assert Path(mounted.path(".snapshots/before/f")).read_bytes() == b"\x01" * (300 * KIB)
 
 
-def test_the_hook_leaves_what_it_does_not_recognise_alone(caplog: pytest.LogCaptureFixture) -> None:
-    """Without a session (no mount running) there is no table to fill: nothing is written."""
-    with caplog.at_level(logging.INFO, logger="workspacefs"):
-        assert not install(lambda inode, mode, offset, length: None)
-    assert "no pyfuse3 session" in caplog.text
+@pytest.mark.skipif(FALLOCATE, reason="a stock pyfuse3's behaviour")
+def test_a_stock_pyfuse3_refuses_every_mode_and_changes_nothing(mounted: Mounted) -> None:
+    path = Path(mounted.path("f"))
+    path.write_bytes(b"kept")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for mode, offset, length in CASES:
+            with pytest.raises(OSError) as excinfo:
+                fallocate(fd, mode, offset, length)
+            assert excinfo.value.errno == errno.EOPNOTSUPP
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"kept"

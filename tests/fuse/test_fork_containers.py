@@ -31,12 +31,28 @@ def start(path: str, script: str, barrier: Path) -> subprocess.Popen[str]:
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     return subprocess.Popen(
-        ["podman", "run", "--rm", "--network=none", "-v", f"{path}:/workspace:rw",
-         "-v", f"{barrier}:/barrier:rw", "-w", "/workspace", "--rootfs", "/:O",
-         "/bin/sh", "-c", script],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            "podman",
+            "run",
+            "--rm",
+            "--network=none",
+            "-v",
+            f"{path}:/workspace:rw",
+            "-v",
+            f"{barrier}:/barrier:rw",
+            "-w",
+            "/workspace",
+            "--rootfs",
+            "/:O",
+            "/bin/sh",
+            "-c",
+            script,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)},
-    )  # fmt: skip
+    )
 
 
 def snapshot_of(fs: InMemoryFilesystem) -> dict[str, str]:

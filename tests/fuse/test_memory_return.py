@@ -59,8 +59,14 @@ def test_deleted_and_truncated_data_is_returned(tmp_path: Path) -> None:
     point.mkdir()
     source = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": source}
-    done = subprocess.run([sys.executable, "-c", SCENARIO, str(point)], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", SCENARIO, str(point)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["grown"] > 200 << 20

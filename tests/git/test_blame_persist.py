@@ -70,8 +70,13 @@ def test_blame_survives_persist_and_load(tmp_path: Path) -> None:
         loaded.write("app.c", "int main(int argc);\n")
     assert [e.causes for e in loaded.blame("app.c")] == [(B,), (B,), (A,)]
     assert [s.snapshot and s.snapshot.tag for s in loaded.history()] == [
-        None, "s5", "s4", "s3", "s2", "s1",
-    ]  # fmt: skip
+        None,
+        "s5",
+        "s4",
+        "s3",
+        "s2",
+        "s1",
+    ]
 
 
 def test_each_commit_records_only_what_the_repository_lacked(tmp_path: Path) -> None:
@@ -88,8 +93,11 @@ def test_each_commit_records_only_what_the_repository_lacked(tmp_path: Path) -> 
     # The record is in the metadata commit's message: no object more per persist.
     message = subprocess.run(
         ["git", f"--git-dir={repo}", "log", "-1", "--format=%B", head_meta(repo, fs)],
-        capture_output=True, text=True, env=GIT_ENV, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout
     assert '"format":1' in message
     assert "toolu_b" in message
 
@@ -104,8 +112,11 @@ def pygit_commit(repo: Path, workspace: str, tag: str) -> tuple[pygit2.Repositor
 def head_meta(repo: Path, fs: InMemoryFilesystem) -> str:
     refs = subprocess.run(
         ["git", f"--git-dir={repo}", "for-each-ref", "--format=%(refname)"],
-        capture_output=True, text=True, env=GIT_ENV, check=True,
-    ).stdout.split()  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout.split()
     return max((r for r in refs if "/meta/" in r), key=lambda r: int(r.rsplit("/", 1)[1]))
 
 
@@ -119,8 +130,11 @@ def test_a_long_history_goes_in_a_blob_and_loads_back(tmp_path: Path) -> None:
     wgit.persist(fs, snapshot, repo)
     tree = subprocess.run(
         ["git", f"--git-dir={repo}", "ls-tree", "--name-only", head_meta(repo, fs)],
-        capture_output=True, text=True, env=GIT_ENV, check=True,
-    ).stdout.split()  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout.split()
     assert "history" in tree
     loaded = wgit.load(repo, "big", workspace=fs.workspace_id)
     assert [e.causes for e in loaded.blame("generated/file-00007.txt")] == [(P,)]
@@ -130,15 +144,20 @@ def test_a_long_history_goes_in_a_blob_and_loads_back(tmp_path: Path) -> None:
     wgit.persist(loaded, loaded.snapshot(tag="small"), repo)
     tree = subprocess.run(
         ["git", f"--git-dir={repo}", "ls-tree", "--name-only", head_meta(repo, fs)],
-        capture_output=True, text=True, env=GIT_ENV, check=True,
-    ).stdout.split()  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout.split()
     assert "history" not in tree
     again = wgit.load(repo, "small", workspace=fs.workspace_id)
     assert [e.causes for e in again.blame("generated/file-00007.txt")] == [(A,), (P,)]
     fsck = subprocess.run(
         ["git", f"--git-dir={repo}", "fsck", "--strict", "--no-dangling"],
-        capture_output=True, text=True, env=GIT_ENV,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+    )
     assert fsck.returncode == 0, fsck.stderr
 
 

@@ -71,9 +71,14 @@ def run_limited(code: str, *args: str, limit: int) -> tuple[subprocess.Completed
     the result and how many processes the OOM killer ended."""
     with memory_limit(limit) as limited:
         done = subprocess.run(
-            [sys.executable, "-c", code, *args], capture_output=True, text=True,
-            env=child_env(), preexec_fn=limited.preexec, timeout=120, check=False,
-        )  # fmt: skip
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            preexec_fn=limited.preexec,
+            timeout=120,
+            check=False,
+        )
         return done, limited.oom_kills()
 
 
@@ -162,8 +167,12 @@ def deltified(forge: Forge, size: int) -> tuple[pygit2.Oid, bytes]:
     subprocess.run(["git", f"--git-dir={forge.path}", "repack", "-adfq"], env=GIT_ENV, check=True)
     listing = subprocess.run(
         ["git", f"--git-dir={forge.path}", "cat-file", "--batch-check=%(objectname) %(deltabase)"],
-        input=f"{first}\n{second}\n", capture_output=True, text=True, env=GIT_ENV, check=True,
-    ).stdout  # fmt: skip
+        input=f"{first}\n{second}\n",
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout
     for line in listing.splitlines():
         name, base_id = line.split()
         if set(base_id) != {"0"}:
@@ -222,10 +231,14 @@ def test_entries_past_the_memory_left_are_refused_before_building(tmp_path: Path
     code = LOAD.replace("LimitExceededError", "NoSpaceError")
     space = 1 << 30
     done = subprocess.run(
-        [sys.executable, "-c", code, str(forge.path)], capture_output=True, text=True,
-        env=child_env(), timeout=120, check=False,
+        [sys.executable, "-c", code, str(forge.path)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+        check=False,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (space, space)),
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     assert "loading 299,593 entries needs about" in done.stdout
 

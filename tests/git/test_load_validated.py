@@ -32,10 +32,21 @@ def one_file(tmp_path: Path, **overrides: Any) -> tuple[Path, str]:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("uid", 2**40), ("uid", 2**32 - 1), ("gid", -1), ("uid", "0"), ("gid", True),
-     ("uid", 1.5), ("mode", "0o644"), ("size", -1), ("size", 2**63), ("atime", "now"),
-     ("mode", FILE | 0o1000000), ("mode", 0o170644)],
-)  # fmt: skip
+    [
+        ("uid", 2**40),
+        ("uid", 2**32 - 1),
+        ("gid", -1),
+        ("uid", "0"),
+        ("gid", True),
+        ("uid", 1.5),
+        ("mode", "0o644"),
+        ("size", -1),
+        ("size", 2**63),
+        ("atime", "now"),
+        ("mode", FILE | 0o1000000),
+        ("mode", 0o170644),
+    ],
+)
 def test_a_value_no_kernel_or_caller_can_take_is_refused(
     tmp_path: Path, field: str, value: object
 ) -> None:
@@ -74,13 +85,15 @@ def test_times_are_clamped_to_what_the_protocol_shows(
 def special_repo(tmp_path: Path) -> tuple[Path, str]:
     forge = Forge(tmp_path / "repo.git")
     blob = forge.blob(b"#!/bin/sh\n")
-    ref = forge.root({
-        "suid": (record(FILE | 0o4755, size=10, uid=0, gid=0), blob),
-        "sgid": (record(FILE | 0o2755, size=10), blob),
-        "shared": (record(DIR | 0o3777), None),
-        "fifo": (record(stat.S_IFIFO | 0o644), None),
-        "sock": (record(stat.S_IFSOCK | 0o755), None),
-    })  # fmt: skip
+    ref = forge.root(
+        {
+            "suid": (record(FILE | 0o4755, size=10, uid=0, gid=0), blob),
+            "sgid": (record(FILE | 0o2755, size=10), blob),
+            "shared": (record(DIR | 0o3777), None),
+            "fifo": (record(stat.S_IFIFO | 0o644), None),
+            "sock": (record(stat.S_IFSOCK | 0o755), None),
+        }
+    )
     return forge.path, ref
 
 
@@ -94,11 +107,19 @@ def modes(fs: InMemoryFilesystem) -> dict[str, int]:
 def test_set_id_and_sticky_bits_are_dropped_unless_asked(tmp_path: Path) -> None:
     repo, ref = special_repo(tmp_path)
     assert modes(wgit.load(repo, ref)) == {
-        "suid": 0o755, "sgid": 0o755, "shared": 0o777, "fifo": 0o644, "sock": 0o755
-    }  # fmt: skip
+        "suid": 0o755,
+        "sgid": 0o755,
+        "shared": 0o777,
+        "fifo": 0o644,
+        "sock": 0o755,
+    }
     assert modes(wgit.load(repo, ref, special_modes=True)) == {
-        "suid": 0o4755, "sgid": 0o2755, "shared": 0o3777, "fifo": 0o644, "sock": 0o755
-    }  # fmt: skip
+        "suid": 0o4755,
+        "sgid": 0o2755,
+        "shared": 0o3777,
+        "fifo": 0o644,
+        "sock": 0o755,
+    }
 
 
 def test_devices_are_refused_unless_asked(tmp_path: Path) -> None:
@@ -167,8 +188,9 @@ def test_nothing_is_built_when_a_record_is_refused(tmp_path: Path) -> None:
     # The last directory read holds the bad record: the check comes before any node.
     forge = Forge(tmp_path / "repo.git")
     bad = forge.meta_tree({"f": record(FILE, uid=-5)})
-    root = forge.meta_tree({".": record(DIR), "a": record(DIR), "z": record(DIR)},
-                           {"a": forge.meta_tree({}), "z": bad})  # fmt: skip
+    root = forge.meta_tree(
+        {".": record(DIR), "a": record(DIR), "z": record(DIR)}, {"a": forge.meta_tree({}), "z": bad}
+    )
     ref = forge.snapshot(forge.tree([]), root)
     with pytest.raises(SnapshotError, match="/z/f: uid"):
         wgit.load(forge.path, ref)

@@ -29,8 +29,9 @@ GIT_USER = {
 
 
 def git(git_dir: Path, *args: str) -> str:
-    result = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True,
-                            text=True, env=GIT_ENV)  # fmt: skip
+    result = subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, env=GIT_ENV
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -56,8 +57,9 @@ def workspace_with_repositories(tmp_path: Path) -> InMemoryFilesystem:
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "nested"]):
         subprocess.run(["git", "-C", str(project), *args], check=True, env=GIT_USER)
     fs = InMemoryFilesystem()
-    fs.hydrate_from_host(HostMount("project", mount_path="vendor/project"),
-                         allowed_roots=[tmp_path / "host"])  # fmt: skip
+    fs.hydrate_from_host(
+        HostMount("project", mount_path="vendor/project"), allowed_roots=[tmp_path / "host"]
+    )
     fs.write("sub/.git", "gitdir: ../elsewhere/.git\n")  # a worktree's .git file
     fs.write("odd/.GIT/config", "[core]\n")
     fs.write("odd/git~1", "short name\n")
@@ -81,11 +83,18 @@ def test_nested_git_persists_fsck_clean_and_loads_exactly(tmp_path: Path) -> Non
     snapshot = fs.snapshot(tag="nested")
     repo = tmp_path / "store.git"
     persisted = wgit.persist(fs, snapshot, repo)
-    checked = subprocess.run(["git", f"--git-dir={repo}", "fsck", "--strict", "--no-dangling"],
-                             capture_output=True, text=True, env=GIT_ENV)  # fmt: skip
+    checked = subprocess.run(
+        ["git", f"--git-dir={repo}", "fsck", "--strict", "--no-dangling"],
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    problems = [line for line in (checked.stdout + checked.stderr).splitlines()
-                if line.startswith(("error", "warning"))]  # fmt: skip
+    problems = [
+        line
+        for line in (checked.stdout + checked.stderr).splitlines()
+        if line.startswith(("error", "warning"))
+    ]
     assert problems == []
     names = git(repo, "ls-tree", "-r", "--name-only", persisted.commit).splitlines()
     assert f"vendor/project/{ESCAPE_PREFIX}.git/HEAD" in names
@@ -106,8 +115,13 @@ def test_persisted_nested_git_checks_out_with_git_worktree(tmp_path: Path) -> No
     head = checkout / "vendor" / "project" / f"{ESCAPE_PREFIX}.git" / "HEAD"
     assert head.read_bytes() == fs.read_bytes("vendor/project/.git/HEAD").content
     assert (checkout / "sub" / f"{ESCAPE_PREFIX}.git").read_text() == "gitdir: ../elsewhere/.git\n"
-    status = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain"],
-                            capture_output=True, text=True, env=GIT_ENV, check=True)  # fmt: skip
+    status = subprocess.run(
+        ["git", "-C", str(checkout), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    )
     assert status.stdout == ""
 
 
@@ -118,8 +132,12 @@ def test_incremental_persist_keeps_escaping(tmp_path: Path) -> None:
     fs.write("vendor/project/.git/description", "changed\n")
     second = fs.snapshot(tag="second")
     wgit.persist(fs, second, repo)
-    checked = subprocess.run(["git", f"--git-dir={repo}", "fsck", "--strict"],
-                             capture_output=True, text=True, env=GIT_ENV)  # fmt: skip
+    checked = subprocess.run(
+        ["git", f"--git-dir={repo}", "fsck", "--strict"],
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     loaded = wgit.load(repo, "second", workspace=fs.workspace_id)
     assert loaded.read("vendor/project/.git/description").content == "changed\n"

@@ -56,8 +56,11 @@ def picture(fs: TreeFilesystem) -> dict[str, tuple[object, ...]]:
             content = node.rdev
         link = seen.setdefault(ino, path)
         xattrs = tuple(sorted((node.xattrs or {}).items()))
-        times = (node.atime_ns, node.mtime_ns, node.ctime_ns) if not isinstance(
-            node, Directory) else (node.mtime_ns,)  # fmt: skip
+        times = (
+            (node.atime_ns, node.mtime_ns, node.ctime_ns)
+            if not isinstance(node, Directory)
+            else (node.mtime_ns,)
+        )
         result[path] = (node.mode, node.uid, node.gid, times, content, xattrs, link, node.nlink)
     return result
 
@@ -87,8 +90,9 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     snapshot = fs.snapshot(tag="sample")
     persisted = wgit.persist(fs, snapshot, tmp_path / "repo.git")
     # Exact when asked to keep what a repository may not bring in unasked (setuid here).
-    loaded = wgit.load(tmp_path / "repo.git", "sample", workspace=fs.workspace_id,
-                       special_modes=True)  # fmt: skip
+    loaded = wgit.load(
+        tmp_path / "repo.git", "sample", workspace=fs.workspace_id, special_modes=True
+    )
     assert picture(loaded) == picture(fs.at(snapshot))
     unasked = wgit.load(tmp_path / "repo.git", "sample", workspace=fs.workspace_id)
     assert unasked.tree.node(unasked.tree.resolve_path("src/pkg/app.py") or 0).mode == 0o100755

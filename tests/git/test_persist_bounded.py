@@ -39,9 +39,13 @@ def run_limited(code: str, limit: int, *args: str) -> tuple[dict[str, Any], int]
     with memory_limit(limit) as limited:
         result = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code), *args],
-            capture_output=True, text=True, env=child_env(), preexec_fn=limited.preexec,
-            timeout=120, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            preexec_fn=limited.preexec,
+            timeout=120,
+            check=False,
+        )
         kills = limited.oom_kills()
     assert result.returncode == 0, (result.returncode, kills, result.stderr[-3000:])
     return json.loads(result.stdout.strip().splitlines()[-1]), kills
@@ -89,9 +93,13 @@ def test_a_sparse_file_past_the_limit_is_refused_before_anything_is_written(
     with memory_limit(GIB) as limited:
         result = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(SPARSE), str(repo)],
-            capture_output=True, text=True, env=child_env(), preexec_fn=limited.preexec,
-            timeout=120, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            preexec_fn=limited.preexec,
+            timeout=120,
+            check=False,
+        )
         kills = limited.oom_kills()
     assert result.returncode == 0, (result.returncode, kills, result.stderr[-3000:])
     assert kills == 0
@@ -241,13 +249,17 @@ def test_streamed_files_share_one_pack_and_load_back(tmp_path: Path) -> None:
     second = wgit.persist(fs, fs.snapshot(), repo)
     subprocess.run(
         ["git", f"--git-dir={repo}", "fsck", "--strict", "--no-dangling"],
-        check=True, env=GIT_ENV, capture_output=True,
-    )  # fmt: skip
+        check=True,
+        env=GIT_ENV,
+        capture_output=True,
+    )
     repository = pygit2.Repository(str(repo))
     stored = repository[second.commit].peel(pygit2.Commit).tree
     assert len({stored[n].id for n in ("one.bin", "two.bin", "four.bin", "linked.bin")}) == 1
-    for ref, names in ((first.ref, ["one.bin", "two.bin", "linked.bin"]),
-                       (second.ref, ["one.bin", "three.bin", "four.bin"])):  # fmt: skip
+    for ref, names in (
+        (first.ref, ["one.bin", "two.bin", "linked.bin"]),
+        (second.ref, ["one.bin", "three.bin", "four.bin"]),
+    ):
         loaded = wgit.load(repo, ref)
         for name in names:
             expected = large[::-1] if name == "three.bin" else large

@@ -27,8 +27,9 @@ IDENT = b"version $Id$\nand $Id: 0123456789abcdef $\n"
 
 
 def git(where: Path, *args: str) -> str:
-    result = subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True,
-                            env=GIT_ENV)  # fmt: skip
+    result = subprocess.run(
+        ["git", "-C", str(where), *args], capture_output=True, text=True, env=GIT_ENV
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -138,5 +139,9 @@ def test_nested_repositories_still_work_after_restore(tmp_path: Path) -> None:
     fs.restore(snapshot)
     assert git(root / "clone", "status", "--porcelain") == ""
     assert git(root / "clone", "log", "--format=%s") == "nested\n"
-    subprocess.run(["git", f"--git-dir={tmp_path / 'g.git'}", "fsck", "--strict"], check=True,
-                   env=GIT_ENV, capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["git", f"--git-dir={tmp_path / 'g.git'}", "fsck", "--strict"],
+        check=True,
+        env=GIT_ENV,
+        capture_output=True,
+    )

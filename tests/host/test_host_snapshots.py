@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from workspacefs import (
+    ArchiveSnapshots,
     HostFilesystem,
+    InMemoryFilesystem,
     SnapshotableFilesystem,
     SnapshotIncompatibleError,
     SnapshotNotFoundError,
@@ -94,8 +96,12 @@ def test_restore_in_another_process(project: Path, tmp_path: Path) -> None:
     )
     import json
 
-    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(snapshot.to_dict()),
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(snapshot.to_dict()),
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert (project / "src" / "app.py").read_text() == "print('v1')\n"
 
@@ -132,8 +138,12 @@ def test_incremental_snapshot_uses_the_stat_cache(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("strategy", ["git", "copy", "archive"])
 def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path: Path) -> None:
-    fs = HostFilesystem(project, git_dir=tmp_path / "g.git", snapshot_dir=tmp_path / "kept",
-                        snapshot_strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
+    fs = HostFilesystem(
+        project,
+        git_dir=tmp_path / "g.git",
+        snapshot_dir=tmp_path / "kept",
+        snapshot_strategy=strategy,  # type: ignore[arg-type]
+    )
     before = state(project)
     snapshot = fs.snapshot(tag=strategy)
     assert snapshot.ref.kind == strategy
@@ -145,6 +155,21 @@ def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path:
     fresh = HostFilesystem(project)  # another process: the record says how to restore
     fresh.restore(snapshot)
     assert state(project) == before
+    fs.cleanup()
+
+
+def test_archive_snapshots_are_archive_snapshots(project: Path, tmp_path: Path) -> None:
+    """The ``archive`` strategy keeps what ``ArchiveSnapshots`` on its store lists and
+    rolls back into any backend."""
+    fs = HostFilesystem(project, snapshot_dir=tmp_path / "kept", snapshot_strategy="archive")
+    snapshot = fs.snapshot(tag="kept")
+    (listed,) = ArchiveSnapshots(InMemoryFilesystem(), tmp_path / "kept").list_snapshots()
+    assert listed.archive_path == snapshot.ref.location
+    assert (listed.snapshot_id, listed.file_count) == (snapshot.snapshot_id.hex, 6)
+    memory = InMemoryFilesystem()
+    ArchiveSnapshots(memory, tmp_path / "kept").rollback(listed.snapshot_id)
+    assert memory.read("src/app.py").content == "print('v1')\n"
+    assert memory.readlink("app-link") == "src/app.py"
     fs.cleanup()
 
 

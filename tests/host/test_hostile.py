@@ -86,8 +86,12 @@ def root(tmp_path: Path) -> Path:
 
 
 def host(root: Path, tmp_path: Path, strategy: str) -> HostFilesystem:
-    return HostFilesystem(root, git_dir=tmp_path / "g.git", snapshot_dir=tmp_path / "kept",
-                          snapshot_strategy=strategy)  # type: ignore[arg-type]  # fmt: skip
+    return HostFilesystem(
+        root,
+        git_dir=tmp_path / "g.git",
+        snapshot_dir=tmp_path / "kept",
+        snapshot_strategy=strategy,  # type: ignore[arg-type]
+    )
 
 
 def plant(link: Path, target: str | Path) -> None:
@@ -441,8 +445,13 @@ def test_edited_shadow_record_is_refused(repo: Path) -> None:
     provider = GitShadowProvider(repo, session_id="s")
     snapshot = provider.snapshot()
     other = GitShadowProvider(repo, session_id="other").snapshot()
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, env=GIT_ENV, check=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout.strip()
     for commit in (head, other.commit, "0" * 40, "HEAD"):
         with pytest.raises(SnapshotNotFoundError):
             provider.restore(replace(snapshot, commit=commit))

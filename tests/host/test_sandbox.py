@@ -96,8 +96,9 @@ def test_directory_swapped_for_symlink_mid_call(world: tuple[Path, Path]) -> Non
     with locate(DirectoryBackend(str(root)), "work/new.txt") as located:
         os.rename(root / "work", root / "work-moved")
         os.symlink(outside, root / "work")  # the attacker's swap
-        fd = os.open(located.name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644,
-                     dir_fd=located.parent)  # fmt: skip
+        fd = os.open(
+            located.name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644, dir_fd=located.parent
+        )
         os.close(fd)
     assert not (outside / "new.txt").exists()
     assert (root / "work-moved" / "new.txt").exists()

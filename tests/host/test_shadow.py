@@ -15,8 +15,9 @@ from .hostile import GIT_ENV
 
 
 def git(repo: Path, *args: str) -> str:
-    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                            env=GIT_ENV)  # fmt: skip
+    result = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=GIT_ENV
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -35,9 +35,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def podman(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["podman", *args], capture_output=True, text=True, check=False, timeout=120,
+        ["podman", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
         env={**os.environ, "CONTAINERS_CONF": containers_conf()},
-    )  # fmt: skip
+    )
 
 
 def container_names() -> set[str]:

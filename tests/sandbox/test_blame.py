@@ -43,10 +43,16 @@ def test_two_containers_and_tool_calls_each_blamed_right(
     assert sandbox.exec("printf log > build.log").exit_code == 0  # no tool call: exec-<n>
     cid = tmp_path / "other.cid"
     other = podman(
-        "run", "--rm", f"--cidfile={cid}", "--network=none",
-        f"--volume={sandbox.mountpoint}:/workspace", tiny_image,
-        "sh", "-c", "echo other > /workspace/other.txt; echo more >> /workspace/spec.md",
-    )  # fmt: skip
+        "run",
+        "--rm",
+        f"--cidfile={cid}",
+        "--network=none",
+        f"--volume={sandbox.mountpoint}:/workspace",
+        tiny_image,
+        "sh",
+        "-c",
+        "echo other > /workspace/other.txt; echo more >> /workspace/spec.md",
+    )
     assert other.returncode == 0, other.stderr
     second = cid.read_text().strip()
     assert len({own, second}) == 2
@@ -55,19 +61,36 @@ def test_two_containers_and_tool_calls_each_blamed_right(
 
     expected: dict[str, list[list[tuple[object, ...]]]] = {
         "spec.md": [
-            [(None, None, None, ("echo other > /workspace/other.txt; echo more >> "
-                                 "/workspace/spec.md",), second)],
+            [
+                (
+                    None,
+                    None,
+                    None,
+                    ("echo other > /workspace/other.txt; echo more >> /workspace/spec.md",),
+                    second,
+                )
+            ],
             [("write_file", "t1", None, (), None)],
         ],
         "gen.txt": [
             [("edit_file", "t3", None, (), None)],
             [("shell", "t2", "echo gen > gen.txt", ("echo gen > gen.txt",), own)],
         ],
-        "build.log": [[(None, "exec-2", "printf log > build.log", ("printf log > build.log",),
-                        own)]],
-        "other.txt": [[(None, None, None, ("echo other > /workspace/other.txt; echo more >> "
-                                           "/workspace/spec.md",), second)]],
-    }  # fmt: skip
+        "build.log": [
+            [(None, "exec-2", "printf log > build.log", ("printf log > build.log",), own)]
+        ],
+        "other.txt": [
+            [
+                (
+                    None,
+                    None,
+                    None,
+                    ("echo other > /workspace/other.txt; echo more >> /workspace/spec.md",),
+                    second,
+                )
+            ]
+        ],
+    }
     for path, causes in expected.items():
         assert who(fs.blame(path)) == causes, path
     for entry in fs.blame("gen.txt") + fs.blame("other.txt"):

@@ -38,9 +38,12 @@ if sys.argv[1] == "exec":
 def child(mode: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, mode],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )  # fmt: skip
+    )
 
 
 def started(proc: subprocess.Popen[str]) -> tuple[str, str]:

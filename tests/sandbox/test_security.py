@@ -29,13 +29,31 @@ from workspacefs.sandbox import PodmanSandbox, containers_conf
 pytestmark = pytest.mark.container
 
 CAPS = {
-    "CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6,
-    "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "SYS_CHROOT": 18, "SETFCAP": 31,
-}  # fmt: skip
+    "CHOWN": 0,
+    "DAC_OVERRIDE": 1,
+    "FOWNER": 3,
+    "FSETID": 4,
+    "KILL": 5,
+    "SETGID": 6,
+    "SETUID": 7,
+    "SETPCAP": 8,
+    "NET_BIND_SERVICE": 10,
+    "SYS_CHROOT": 18,
+    "SETFCAP": 31,
+}
 """Podman's upstream default capabilities (what ``no added capabilities`` allows)."""
 
-VIRTUAL = {"overlay", "proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2",
-           "fuse.workspacefs"}  # fmt: skip
+VIRTUAL = {
+    "overlay",
+    "proc",
+    "sysfs",
+    "tmpfs",
+    "devpts",
+    "mqueue",
+    "cgroup",
+    "cgroup2",
+    "fuse.workspacefs",
+}
 
 
 def status(box: PodmanSandbox) -> dict[str, str]:
@@ -116,8 +134,9 @@ def host_control_sockets() -> Iterator[list[str]]:
     service = subprocess.Popen(
         ["podman", "system", "service", "--time=0", f"unix://{podman_socket}"],
         env={**os.environ, "CONTAINERS_CONF": containers_conf()},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     docker = socket.socket(socket.AF_UNIX)
     docker.bind(docker_socket)
     docker.listen()

@@ -40,8 +40,9 @@ class Trees:
             else:
                 base = self._base / "host" / name
                 base.mkdir(parents=True)
-                self._backends[key] = HostFilesystem(build_host_root(corpus(name), base),
-                                                     limits=LIMITS)  # fmt: skip
+                self._backends[key] = HostFilesystem(
+                    build_host_root(corpus(name), base), limits=LIMITS
+                )
         return self._backends[key]
 
     def gnu_grep(self, name: str, pattern: str) -> list[Line]:

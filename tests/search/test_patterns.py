@@ -11,8 +11,31 @@ from hypothesis import strategies as st
 from workspacefs.fs._patterns import compile_line_pattern, required_literal
 from workspacefs.fs._search import grep_blocks
 
-TOKENS = ["a", "b", "ab", "é", ".", "*", "+", "?", "{2}", "{,2}", "{1,}", "(", ")", "|", "[ab]",
-          "[^a]", r"\.", r"\{", r"\w", "^", "$", "\\b", "x"]  # fmt: skip
+TOKENS = [
+    "a",
+    "b",
+    "ab",
+    "é",
+    ".",
+    "*",
+    "+",
+    "?",
+    "{2}",
+    "{,2}",
+    "{1,}",
+    "(",
+    ")",
+    "|",
+    "[ab]",
+    "[^a]",
+    r"\.",
+    r"\{",
+    r"\w",
+    "^",
+    "$",
+    "\\b",
+    "x",
+]
 TEXT = st.text(alphabet="abé.{},2x\n ", max_size=40)
 
 
@@ -45,8 +68,11 @@ def test_what_is_required() -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.booleans(), st.lists(st.sampled_from(TOKENS), max_size=8),
-       st.lists(TEXT, min_size=1, max_size=5))  # fmt: skip
+@given(
+    st.booleans(),
+    st.lists(st.sampled_from(TOKENS), max_size=8),
+    st.lists(TEXT, min_size=1, max_size=5),
+)
 def test_running_ahead_finds_what_reading_every_byte_finds(
     anchored: bool, tokens: list[str], texts: list[str]
 ) -> None:

@@ -30,8 +30,9 @@ def finishes_within(seconds: float, action: Callable[[], object]) -> object:
 
 
 @pytest.mark.parametrize("backend", ["memory", "host"])
-def test_many_double_stars_are_linear(tmp_path_factory: pytest.TempPathFactory,
-                                      backend: str) -> None:  # fmt: skip
+def test_many_double_stars_are_linear(
+    tmp_path_factory: pytest.TempPathFactory, backend: str
+) -> None:
     fs: Filesystem
     if backend == "memory":
         fs = InMemoryFilesystem()
@@ -58,8 +59,7 @@ def test_many_double_stars_are_linear(tmp_path_factory: pytest.TempPathFactory,
     ],
     ids=["glob **", "glob many **", "glob many **/", "grep", "grep empty"],
 )
-def test_link_loops_end(trees: Trees, backend: str,
-                        search: Callable[[Filesystem], object]) -> None:  # fmt: skip
+def test_link_loops_end(trees: Trees, backend: str, search: Callable[[Filesystem], object]) -> None:
     fs = trees.backend("loops", backend)
     finishes_within(1.0, lambda: search(fs))
 

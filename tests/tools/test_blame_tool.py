@@ -75,8 +75,9 @@ def test_the_blame_tool_lists_changes_newest_first() -> None:
     )
     assert lines[2].startswith("2. added by write_file call toolu_1 (snapshot `")
     assert "(tag `first`)" in lines[2]
-    result = tools.call("blame", {"path": "src/app.py", "limit": 1},
-                        context=ToolContext(filesystem=fs))  # fmt: skip
+    result = tools.call(
+        "blame", {"path": "src/app.py", "limit": 1}, context=ToolContext(filesystem=fs)
+    )
     assert result.message.splitlines()[-1] == "[... 1 older change not shown]"
     assert [entry.kind for entry in result.value or []] == ["modified", "added"]
 

@@ -77,9 +77,12 @@ async def _editor(index: int, attempts: int, mountpoint: str, outcomes: Outcomes
             token = f"c{index}: a{attempt}"
             result = await client.call_tool(
                 "edit_file",
-                {"path": path, "old_string": f"c{index}: end",
-                 "new_string": f"{token}\nc{index}: end"},
-            )  # fmt: skip
+                {
+                    "path": path,
+                    "old_string": f"c{index}: end",
+                    "new_string": f"{token}\nc{index}: end",
+                },
+            )
             outcomes[path].append((token, not result.is_error, _text(result)))
 
 
@@ -112,11 +115,24 @@ def _lose_no_edit(fs: RemoteFilesystem, attempts: int) -> None:
     for path in FILES:
         fs.write(path, markers)
     container = subprocess.Popen(
-        ["podman", "run", "--rm", "--network=none", "-v", f"{fs.mountpoint}:/workspace:rw",
-         "--rootfs", "/:O", "/bin/sh", "-c", APPENDER.format(files=" ".join(FILES))],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            "podman",
+            "run",
+            "--rm",
+            "--network=none",
+            "-v",
+            f"{fs.mountpoint}:/workspace:rw",
+            "--rootfs",
+            "/:O",
+            "/bin/sh",
+            "-c",
+            APPENDER.format(files=" ".join(FILES)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "CONTAINERS_CONF": containers_conf()},
-    )  # fmt: skip
+    )
     try:
         outcomes = anyio.run(_edit_together, fs, attempts)
     finally:
@@ -134,8 +150,11 @@ def _lose_no_edit(fs: RemoteFilesystem, attempts: int) -> None:
             f"p: {n}" for n in range(appended)
         ]
         for index in range(CLIENTS):
-            mine = [(token, message) for token, ok, message in outcomes[path] if ok
-                    and token.startswith(f"c{index}: ")]  # fmt: skip
+            mine = [
+                (token, message)
+                for token, ok, message in outcomes[path]
+                if ok and token.startswith(f"c{index}: ")
+            ]
             # Exactly the edits reported done, in order, then the marker.
             assert [line for line in lines if line.startswith(f"c{index}: ")] == [
                 token for token, _ in mine

@@ -13,8 +13,12 @@ SOURCE = "def f():\n    return 1\n\ndef g():\n    return 1\n\nx = 'héllo wörld
 
 def test_edit_replaces_once_and_shows_numbered_lines(make: MakeWorkspace) -> None:
     ws = make({"m.py": SOURCE})
-    result = ws.call("edit_file", path="m.py", old_string="def g():\n    return 1",
-                     new_string="def g():\n    return 2")  # fmt: skip
+    result = ws.call(
+        "edit_file",
+        path="m.py",
+        old_string="def g():\n    return 1",
+        new_string="def g():\n    return 2",
+    )
     assert result.success
     assert result.value == Edit("m.py", 1, (4,))
     assert result.message == (
@@ -44,8 +48,13 @@ def test_edit_ambiguous_lists_every_line(make: MakeWorkspace) -> None:
 
 def test_edit_replace_all(make: MakeWorkspace) -> None:
     ws = make({"m.py": SOURCE})
-    result = ws.call("edit_file", path="m.py", old_string="return 1", new_string="return (\n 3)",
-                     replace_all=True)  # fmt: skip
+    result = ws.call(
+        "edit_file",
+        path="m.py",
+        old_string="return 1",
+        new_string="return (\n 3)",
+        replace_all=True,
+    )
     assert result.success
     assert result.value == Edit("m.py", 2, (2, 6))
     assert "replaced 2 occurrences, now at lines 2, 6" in result.message
@@ -54,8 +63,9 @@ def test_edit_replace_all(make: MakeWorkspace) -> None:
 
 def test_edit_not_found_points_at_a_whitespace_match(make: MakeWorkspace) -> None:
     ws = make({"m.py": SOURCE})
-    message = ws.fail("edit_file", path="m.py", old_string="def g():\n  return 1",
-                      new_string="pass")  # fmt: skip
+    message = ws.fail(
+        "edit_file", path="m.py", old_string="def g():\n  return 1", new_string="pass"
+    )
     assert message.startswith("Cannot edit `m.py`: old_string was not found")
     assert "differs only in whitespace is at line 4-5" in message
     assert 'read_file(path="m.py", offset=1' in message
@@ -126,9 +136,10 @@ def test_edit_snippet_bounds(old: str, new: str, first: int, last: int) -> None:
     fs = InMemoryFilesystem()
     fs.write("t.txt", TEN)
     result = filesystem_tools(fs).call(
-        "edit_file", {"path": "t.txt", "old_string": old, "new_string": new},
+        "edit_file",
+        {"path": "t.txt", "old_string": old, "new_string": new},
         context=ToolContext(filesystem=fs),
-    )  # fmt: skip
+    )
     assert result.success, result.message
     updated = TEN.replace(old, new, 1).split("\n")
     expected = [f"{n:>6}\t{updated[n - 1]}" for n in range(first, last + 1)]
@@ -142,9 +153,14 @@ def test_edit_that_empties_the_file() -> None:
 
     fs = InMemoryFilesystem()
     fs.write("t.txt", "only\n")
-    message = filesystem_tools(fs).call(
-        "edit_file", {"path": "t.txt", "old_string": "only\n", "new_string": ""},
-        context=ToolContext(filesystem=fs),
-    ).message  # fmt: skip
+    message = (
+        filesystem_tools(fs)
+        .call(
+            "edit_file",
+            {"path": "t.txt", "old_string": "only\n", "new_string": ""},
+            context=ToolContext(filesystem=fs),
+        )
+        .message
+    )
     assert message == "Edited `t.txt`: replaced 1 occurrence at line 1. The file is now empty."
     assert fs.read_bytes("t.txt").content == b""

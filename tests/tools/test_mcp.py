@@ -133,10 +133,13 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
         assert tool.input_schema == exported[name]["input_schema"]
         assert tool.description == exported[name]["description"]
     hints = {
-        name: (t.annotations.read_only_hint, t.annotations.destructive_hint,
-               t.annotations.idempotent_hint)
+        name: (
+            t.annotations.read_only_hint,
+            t.annotations.destructive_hint,
+            t.annotations.idempotent_hint,
+        )
         for name, t in seen["tools"].items()
-    }  # fmt: skip
+    }
     assert hints["read_file"] == (True, False, True)
     assert hints["rm"] == (False, True, True)
     assert hints["write_file"] == (False, True, False)
@@ -179,8 +182,11 @@ def _boom(params: _BoomParams, *, context: ToolContext) -> ToolResult[None]:
 async def _in_process(server: Any) -> list[tuple[bool, str]]:
     async with Client(server) as client:
         out = []
-        for name, arguments in [("boom", {}), ("write_file", {"path": "a", "content": "x"}),
-                                ("ls", {})]:  # fmt: skip
+        for name, arguments in [
+            ("boom", {}),
+            ("write_file", {"path": "a", "content": "x"}),
+            ("ls", {}),
+        ]:
             result = await client.call_tool(name, arguments)
             out.append((result.is_error, _text(result)))
         return out

@@ -26,10 +26,15 @@ from .test_mcp import SOURCE_ROOT
 
 MIB = 1 << 20
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": "init", "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "raw", "version": "0"}},
-}  # fmt: skip
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
@@ -48,9 +53,12 @@ class Server:
     def __init__(self, *command: str) -> None:
         path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
-            [sys.executable, *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path},
-        )  # fmt: skip
+            [sys.executable, *command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
+        )
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         assert self.process.stdout is not None
         threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
@@ -135,8 +143,11 @@ NOT_JSON = {
     "utf8-surrogate": b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xed\xa0\x80"}\n',
 }
 NO_REQUEST = {
-    "surrogate": ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
-                  '"read_file", "arguments": {"path": "\\ud800"}}}', 7),
+    "surrogate": (
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
+        '"read_file", "arguments": {"path": "\\ud800"}}}',
+        7,
+    ),
     "surrogate-id": ('{"jsonrpc": "2.0", "id": "\\udcff", "method": "ping"}', None),
     "method": ('{"jsonrpc": "2.0", "id": 8, "method": 5}', 8),
     "bool-id": ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', None),
@@ -146,7 +157,7 @@ NO_REQUEST = {
     "batch": ("[]", None),
     "string": ('"ping"', None),
     "empty": ("{}", None),
-}  # fmt: skip
+}
 """JSON that is no request, and the id the answer names (None where it has no usable one:
 an id that is itself a lone surrogate cannot be sent back)."""
 

@@ -20,8 +20,18 @@ from workspacefs.tools import (
     filesystem_tools,
 )
 
-NAMES = ["ls", "read_file", "write_file", "edit_file", "glob", "grep", "rm", "snapshot",
-         "restore", "diff"]  # fmt: skip
+NAMES = [
+    "ls",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "rm",
+    "snapshot",
+    "restore",
+    "diff",
+]
 
 
 def _check(schema: dict[str, Any]) -> None:
@@ -68,26 +78,41 @@ def test_schema_accepts_what_the_model_accepts() -> None:
 BAD_INPUTS = [
     ("read_file", {}, "`path`: Field required"),
     ("read_file", {"path": 3}, "`path`: Input should be a valid string (got 3)"),
-    ("read_file", {"path": "a", "offset": 0},
-     "`offset`: Input should be greater than or equal to 1"),
+    (
+        "read_file",
+        {"path": "a", "offset": 0},
+        "`offset`: Input should be greater than or equal to 1",
+    ),
     ("read_file", {"path": "a", "limit": "many"}, "`limit`: Input should be a valid integer"),
     ("read_file", {"file_path": "a"}, "`file_path`: Extra inputs are not permitted"),
     ("write_file", {"path": "a"}, "`content`: Field required"),
-    ("write_file", {"path": "a", "content": "x", "mode": "truncate"},
-     "`mode`: Input should be 'create', 'overwrite' or 'append'"),
-    ("edit_file", {"path": "a", "old_string": "", "new_string": "x"},
-     "`old_string`: String should have at least 1 character"),
-    ("edit_file", {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "often"},
-     "`replace_all`: Input should be a valid boolean"),
+    (
+        "write_file",
+        {"path": "a", "content": "x", "mode": "truncate"},
+        "`mode`: Input should be 'create', 'overwrite' or 'append'",
+    ),
+    (
+        "edit_file",
+        {"path": "a", "old_string": "", "new_string": "x"},
+        "`old_string`: String should have at least 1 character",
+    ),
+    (
+        "edit_file",
+        {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "often"},
+        "`replace_all`: Input should be a valid boolean",
+    ),
     ("glob", {"pattern": ["*"]}, "`pattern`: Input should be a valid string"),
     ("grep", {"pattern": "x", "output_mode": "lines"}, "`output_mode`: Input should be"),
-    ("grep", {"pattern": "x", "context_lines": 99},
-     "`context_lines`: Input should be less than or equal to 10"),
+    (
+        "grep",
+        {"pattern": "x", "context_lines": 99},
+        "`context_lines`: Input should be less than or equal to 10",
+    ),
     ("rm", {"path": None}, "`path`: Input should be a valid string (got None)"),
     ("snapshot", {"tag": ""}, "`tag`: String should have at least 1 character"),
     ("restore", {}, "`id_or_tag`: Field required"),
     ("diff", {"to": "x"}, "`from`: Field required"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("tool", "arguments", "expected"), BAD_INPUTS)
@@ -128,8 +153,15 @@ def echo(params: EchoParams, *, context: ToolContext) -> ToolResult[int]:
 
 def test_a_tool_defined_elsewhere_joins_with_one_call() -> None:
     registry = filesystem_tools()
-    registry.add(Tool("echo", "Say the words.", EchoParams, echo,
-                      ToolAnnotations(read_only=True, destructive=False)))  # fmt: skip
+    registry.add(
+        Tool(
+            "echo",
+            "Say the words.",
+            EchoParams,
+            echo,
+            ToolAnnotations(read_only=True, destructive=False),
+        )
+    )
     fs = InMemoryFilesystem()
     result = registry.call("echo", {"words": ["hi", "there"]}, context=ToolContext(filesystem=fs))
     assert result == ToolResult("hi there", 2, True)

@@ -44,25 +44,27 @@ def test_vfs_workspace_hydrates_and_offers_tools(project: Path, tmp_path: Path) 
     assert fs.mount_point == "/workspace"
     assert fs.read("/workspace/code/main.py").content == "print('hi')\n"
     assert fs.read("notes.md").content == "notes\n"
-    result = section.tools.call("read_file", {"path": "/workspace/code/main.py"},
-                                context=section.context(session="s"))  # fmt: skip
+    result = section.tools.call(
+        "read_file", {"path": "/workspace/code/main.py"}, context=section.context(session="s")
+    )
     assert result.message == "     1\tprint('hi')"
     assert section.snapshots is WorkspaceSnapshots.of(fs)
     record = section.snapshots.snapshot("hydrated")
     section.tools.call("rm", {"path": "code", "recursive": True}, context=section.context())
-    assert section.tools.call("restore", {"id_or_tag": "hydrated"},
-                              context=section.context()).success  # fmt: skip
+    assert section.tools.call(
+        "restore", {"id_or_tag": "hydrated"}, context=section.context()
+    ).success
     assert fs.exists("code/main.py")
     assert section.snapshots.find(str(record.snapshot_id)[:8]) == record
     with pytest.raises(PermissionError):
-        VfsWorkspace(mounts=[HostMount(str(tmp_path / "secret.txt"))],
-                     allowed_host_roots=[project])  # fmt: skip
+        VfsWorkspace(mounts=[HostMount(str(tmp_path / "secret.txt"))], allowed_host_roots=[project])
 
 
 def test_vfs_workspace_read_only(project: Path) -> None:
     section = VfsWorkspace([HostMount("src")], [project], read_only=True)
-    result = section.tools.call("write_file", {"path": "src/x.py", "content": ""},
-                                context=section.context())  # fmt: skip
+    result = section.tools.call(
+        "write_file", {"path": "src/x.py", "content": ""}, context=section.context()
+    )
     assert result.message == "Cannot write `src/x.py`: the workspace is read-only."
 
 

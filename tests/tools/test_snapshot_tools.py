@@ -91,8 +91,14 @@ def test_diff_between_two_snapshots_not_just_since_start(make: MakeWorkspace) ->
     assert "to the live workspace: 1 file: 1 modified." in live
     assert "keep.txt" in live
     if isinstance(ws.fs, InMemoryFilesystem | RemoteFilesystem):  # they can read a snapshot
-        patch = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1 +1,2 @@",
-                 " alpha", "+beta"]  # fmt: skip
+        patch = [
+            "diff --git a/a.txt b/a.txt",
+            "--- a/a.txt",
+            "+++ b/a.txt",
+            "@@ -1 +1,2 @@",
+            " alpha",
+            "+beta",
+        ]
         assert "\n".join(patch) in first
         assert "-same\n+live" in live
     else:

@@ -91,9 +91,13 @@ def test_read_only_calls_take_no_snapshot() -> None:
     toolset.call("write_file", {"path": "a.txt", "content": "a\n"})
     taken = list(fs.snapshots())
     assert [s.tag for s in taken] == ["undo:write_file:call-1", "after:write_file:call-1"]
-    for name, arguments in [("read_file", {"path": "a.txt"}), ("ls", {}),
-                            ("grep", {"pattern": "a"}), ("glob", {"pattern": "*"}),
-                            ("diff", {"from": str(taken[0].snapshot_id)})]:  # fmt: skip
+    for name, arguments in [
+        ("read_file", {"path": "a.txt"}),
+        ("ls", {}),
+        ("grep", {"pattern": "a"}),
+        ("glob", {"pattern": "*"}),
+        ("diff", {"from": str(taken[0].snapshot_id)}),
+    ]:
         assert toolset.call(name, arguments).success
     assert list(fs.snapshots()) == taken
     toolset.call("write_file", {"path": "a.txt", "content": "x", "mode": "create"})  # refused

@@ -330,9 +330,11 @@ def test_changes_name_exactly_the_causes_of_each_file(steps: list[list]) -> None
                         source_dir, source = path.split("/")
                         target_dir, target = argument.split("/")
                         tree.rename(
-                            tree.resolve_path(source_dir) or 0, source,
-                            tree.resolve_path(target_dir) or 0, target,
-                        )  # fmt: skip
+                            tree.resolve_path(source_dir) or 0,
+                            source,
+                            tree.resolve_path(target_dir) or 0,
+                            target,
+                        )
                     if argument in files:
                         note(files[argument], cause)  # replaced: dropped
                     files[argument] = files.pop(path)

@@ -149,8 +149,7 @@ def test_v1_the_tightest_level_of_the_hierarchy_counts(tmp_path: Path) -> None:
     host = v1_host(tmp_path, "/jobs/one")
     # The parent's limit is looser, but siblings use most of it.
     host.v1(host.sys / "memory" / "jobs", limit=2 * GIB, usage=1900 * MIB, hierarchical=2 * GIB)
-    host.v1(host.sys / "memory" / "jobs" / "one", limit=GIB, usage=100 * MIB,
-            hierarchical=GIB)  # fmt: skip
+    host.v1(host.sys / "memory" / "jobs" / "one", limit=GIB, usage=100 * MIB, hierarchical=GIB)
     assert host.cgroup_ceilings() == [
         ("memory/jobs/one/memory.limit_in_bytes", GIB, GIB - 100 * MIB),
         ("memory/jobs/memory.limit_in_bytes", 2 * GIB, 148 * MIB),
@@ -160,8 +159,7 @@ def test_v1_the_tightest_level_of_the_hierarchy_counts(tmp_path: Path) -> None:
 
 def test_v1_memory_and_swap_limit(tmp_path: Path) -> None:
     host = v1_host(tmp_path, "/one")
-    host.v1(host.sys / "memory" / "one", limit=GIB, usage=500 * MIB,
-            memsw=(GIB, 900 * MIB))  # fmt: skip
+    host.v1(host.sys / "memory" / "one", limit=GIB, usage=500 * MIB, memsw=(GIB, 900 * MIB))
     assert host.cgroup_ceilings() == [
         ("memory/one/memory.limit_in_bytes", GIB, GIB - 500 * MIB),
         ("memory/one/memory.memsw.limit_in_bytes", GIB, GIB - 900 * MIB),
@@ -206,8 +204,12 @@ def test_v2_max_and_high_of_every_ancestor(tmp_path: Path) -> None:
     host.cgroup_lines("0::/user.slice/session.scope")
     # The root cgroup has no memory files.
     host.v2(host.sys / "user.slice", high=str(3 * GIB), current=2 * GIB)
-    host.v2(host.sys / "user.slice" / "session.scope", memory_max=str(2 * GIB), current=GIB,
-            inactive=GIB // 4)  # fmt: skip
+    host.v2(
+        host.sys / "user.slice" / "session.scope",
+        memory_max=str(2 * GIB),
+        current=GIB,
+        inactive=GIB // 4,
+    )
     assert host.cgroup_ceilings() == [
         ("user.slice/session.scope/memory.max", 2 * GIB, 2 * GIB - 3 * GIB // 4),
         ("user.slice/memory.high", 3 * GIB, GIB),
@@ -260,9 +262,13 @@ def test_a_real_cgroup_limit_bounds_the_default_budget() -> None:
     )
     with memory_limit(limit) as enforced:
         out = subprocess.run(
-            [sys.executable, "-c", script], preexec_fn=enforced.preexec, env=child_env(),
-            capture_output=True, text=True, check=True,
-        ).stdout.splitlines()  # fmt: skip
+            [sys.executable, "-c", script],
+            preexec_fn=enforced.preexec,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
     available, budget = map(int, out[0].split())
     assert 0 < budget <= available // 2 < limit // 2
     if enforced.cgroup is not None:
@@ -280,9 +286,13 @@ def test_a_data_limit_bounds_what_can_be_allocated() -> None:
         """
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], env=child_env(), capture_output=True, text=True,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)), check=True,
-    ).stdout.split()  # fmt: skip
+        [sys.executable, "-c", script],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)),
+        check=True,
+    ).stdout.split()
     available, data_limit, headroom = map(int, out)
     assert data_limit == limit
     assert 0 < available <= headroom < limit  # the interpreter's own data counts against it

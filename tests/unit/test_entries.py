@@ -46,8 +46,10 @@ def test_pages_of_entries_make_up_the_listing() -> None:
         after = tree_key(page[-1])
     assert pages == whole
     assert [e.path for e in fs.entries("/workspace/a", recursive=False)] == [
-        "a/x.txt", "a/y", "a/y0",
-    ]  # fmt: skip
+        "a/x.txt",
+        "a/y",
+        "a/y0",
+    ]
     assert fs.at(fs.snapshot()).entries() == whole
 
 

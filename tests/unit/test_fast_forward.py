@@ -43,8 +43,10 @@ def test_an_unchanged_origin_takes_the_forks_state() -> None:
     assert files(origin) == {"keep.txt": b"same", "src/app.py": b"v2", "src/new.py": b"new"}
     diff = origin.diff(before)
     assert (diff.added, diff.modified, diff.deleted) == (
-        ("src/new.py",), ("src/app.py",), ("old/gone.txt",)
-    )  # fmt: skip
+        ("src/new.py",),
+        ("src/app.py",),
+        ("old/gone.txt",),
+    )
     # Both go on independently, and new inodes of either never alias the other's.
     origin.write("src/after.py", "origin")
     fork.write("src/after.py", "fork")

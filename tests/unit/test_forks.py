@@ -151,8 +151,8 @@ def test_a_hundred_forks_cost_under_one_percent_each() -> None:
 
 
 def test_a_fork_sets_every_field_of_a_tree() -> None:
-    # Tree.fork builds the tree without __init__: a field added to Tree must be
-    # set there too.
+    # Tree.fork builds the tree without __init__ (both go through Tree._init):
+    # a field added to Tree must be set there.
     tree = Tree()
     fork = tree.fork(tree.snapshot())
     for name in Tree.__slots__:

@@ -9,11 +9,21 @@ import workspacefs
 from interpreter import python
 
 HEAVY = ("pyfuse3", "trio", "pygit2")
-# What the top level exports without importing it: the layers that load HEAVY.
+# What the top level exports without importing it: the layers that load HEAVY, and the
+# version (importlib.metadata costs more than the package's own import).
 LAZY = [
-    "CachePolicy", "HostFilesystem", "Mount", "RemoteFilesystem", "connect", "daemon", "fuse",
-    "git", "host", "mount",
-]  # fmt: skip
+    "CachePolicy",
+    "HostFilesystem",
+    "Mount",
+    "RemoteFilesystem",
+    "__version__",
+    "connect",
+    "daemon",
+    "fuse",
+    "git",
+    "host",
+    "mount",
+]
 
 
 def test_import_loads_no_heavy_dependency() -> None:

@@ -23,6 +23,7 @@ from workspacefs import (
     SnapshotRestoreError,
     SnapshotRetentionPolicy,
 )
+from workspacefs.fs import find_snapshot, short_id, snapshot_label
 
 
 @pytest.fixture
@@ -68,21 +69,39 @@ def test_record_says_what_it_refers_to(fs: InMemoryFilesystem) -> None:
 
 @pytest.mark.parametrize(
     ("old", "ref"),
-    [({"commit_ref": "a" * 40, "git_dir": "/g.git", "strategy": "git"},
-      SnapshotRef("git", "a" * 40, "/g.git")),
-     ({"commit_ref": "/kept/1", "git_dir": None, "strategy": "copy"},
-      SnapshotRef("copy", "/kept/1")),
-     ({"commit_ref": "b" * 40, "git_dir": "/r.git", "strategy": None},  # loaded from git
-      SnapshotRef("git", "b" * 40, "/r.git")),
-     ({"commit_ref": "version-3", "git_dir": None, "strategy": None},
-      SnapshotRef("memory", "version-3"))],
-)  # fmt: skip
+    [
+        (
+            {"commit_ref": "a" * 40, "git_dir": "/g.git", "strategy": "git"},
+            SnapshotRef("git", "a" * 40, "/g.git"),
+        ),
+        (
+            {"commit_ref": "/kept/1", "git_dir": None, "strategy": "copy"},
+            SnapshotRef("copy", "/kept/1"),
+        ),
+        (
+            {"commit_ref": "b" * 40, "git_dir": "/r.git", "strategy": None},  # loaded from git
+            SnapshotRef("git", "b" * 40, "/r.git"),
+        ),
+        (
+            {"commit_ref": "version-3", "git_dir": None, "strategy": None},
+            SnapshotRef("memory", "version-3"),
+        ),
+    ],
+)
 def test_records_written_before_typed_refs_still_load(
     old: dict[str, object], ref: SnapshotRef
 ) -> None:
-    data = {"snapshot_id": str(uuid.uuid4()), "created_at": "2026-01-01T00:00:00+00:00",
-            "root_path": "/w", "tag": None, "parent_id": None, "file_count": 1,
-            "total_bytes": 2, "workspace_id": None, **old}  # fmt: skip
+    data = {
+        "snapshot_id": str(uuid.uuid4()),
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "root_path": "/w",
+        "tag": None,
+        "parent_id": None,
+        "file_count": 1,
+        "total_bytes": 2,
+        "workspace_id": None,
+        **old,
+    }
     record = FilesystemSnapshot.from_dict(data)
     assert record.ref == ref
     assert FilesystemSnapshot.from_dict(record.to_dict()) == record
@@ -315,3 +334,26 @@ def test_snapshots_share_unchanged_data() -> None:
         tracemalloc.stop()
     # Ten snapshots of 1% changes cost about 10% of the content, not 10x.
     assert growth < 0.2 * content
+
+
+def test_names_find_one_snapshot_or_say_why_not(fs: InMemoryFilesystem) -> None:
+    first = replace(
+        fs.snapshot(tag="v1"), snapshot_id=uuid.UUID("abcd1111-0000-4000-8000-000000000000")
+    )
+    second = replace(fs.snapshot(), snapshot_id=uuid.UUID("abcd2222-0000-4000-8000-000000000000"))
+    third = replace(
+        fs.snapshot(tag="v1"), snapshot_id=uuid.UUID("12345678-0000-4000-8000-000000000000")
+    )
+    records = [first, second, third]
+    assert find_snapshot(records, "v1") is third  # the newest with the tag
+    assert find_snapshot(records, " ABCD2 ") is second
+    assert find_snapshot(records, str(first.snapshot_id)) is first
+    assert find_snapshot(records, first.snapshot_id) is first
+    assert find_snapshot([], first) is first
+    unknown = "no snapshot has this tag or id"
+    for name, why in [("abcd", "id prefix matches 2 snapshots"), ("123", unknown), ("v2", unknown)]:
+        with pytest.raises(SnapshotNotFoundError) as caught:
+            find_snapshot(records, name)
+        assert (caught.value.strerror, caught.value.filename) == (why, name)
+    assert (short_id(third.snapshot_id), snapshot_label(third)) == ("12345678", "12345678 (v1)")
+    assert (short_id("step-1"), short_id("live")) == ("step-1", "live")  # archive ids are names

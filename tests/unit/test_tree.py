@@ -40,9 +40,16 @@ def test_create_lookup_getattr(tree: Tree) -> None:
 
 @pytest.mark.parametrize(
     ("name", "code"),
-    [("", errno.EINVAL), (".", errno.EINVAL), ("..", errno.EINVAL), ("a/b", errno.EINVAL),
-     ("a\0b", errno.EINVAL), ("x" * 256, errno.ENAMETOOLONG), ("é" * 128, errno.ENAMETOOLONG)],
-)  # fmt: skip
+    [
+        ("", errno.EINVAL),
+        (".", errno.EINVAL),
+        ("..", errno.EINVAL),
+        ("a/b", errno.EINVAL),
+        ("a\0b", errno.EINVAL),
+        ("x" * 256, errno.ENAMETOOLONG),
+        ("é" * 128, errno.ENAMETOOLONG),
+    ],
+)
 def test_bad_names(tree: Tree, name: str, code: int) -> None:
     with pytest.raises(OSError) as excinfo:
         tree.create(ROOT_INO, name)

@@ -50,8 +50,9 @@ from datetime import UTC, datetime
 from typing import IO
 
 from .._errors import FsError, LimitExceededError, NoSpaceError
+from ..tree import PATH_MAX
 from ._names import needs_escaping
-from ._plan import MAX_LINK_TARGET, check_path, check_tree, member_key, plan
+from ._plan import check_path, check_tree, member_key, plan
 from ._types import (
     BLOCK,
     DEFAULT_ARCHIVE_LIMITS,
@@ -91,7 +92,7 @@ def _checked_entries(source: ArchiveSource, limits: ArchiveLimits) -> tuple[list
         if kind == _stat.S_IFLNK:
             target = symlink_target(entry)
             raw = target.encode("utf-8", "surrogateescape")
-            if not raw or b"\0" in raw or len(raw) > MAX_LINK_TARGET:
+            if not raw or b"\0" in raw or len(raw) > PATH_MAX:
                 raise ArchiveError("symlink target is empty, too long or holds a NUL", entry.path)
         escaping = escaping or needs_escaping(entry.path)
         entries.append(entry)
@@ -164,8 +165,9 @@ def write_archive(
                             out.write(block)
                             written += len(block)
                             # A host file may grow after it was listed: checked as it comes.
-                            _check_total(Entry(entry.path, entry.mode, 0, written),
-                                         total + written, limits)  # fmt: skip
+                            _check_total(
+                                Entry(entry.path, entry.mode, 0, written), total + written, limits
+                            )
                     sizes[key] = written
                     total += written
                     files += 1
@@ -263,8 +265,9 @@ def read_archive(
             if isinstance(exc, FsError):
                 raise
             if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise NoSpaceError(f"no space left for the archive's files: {exc.strerror}",
-                                   exc.filename) from exc  # fmt: skip
+                raise NoSpaceError(
+                    f"no space left for the archive's files: {exc.strerror}", exc.filename
+                ) from exc
             raise ArchiveError(f"corrupt archive: {exc}", os.fspath(path)) from None
         except BaseException:
             target.abort()

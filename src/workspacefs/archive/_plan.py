@@ -16,13 +16,12 @@ from typing import Any
 
 from .._errors import FsError, InvalidContentError, LimitExceededError, PathEscapeError
 from ..fs import Kind, Limits, LinkReach, link_reach, normalize_path, recorded_time
+from ..tree import NAME_MAX, PATH_MAX
 from ._names import escape, unescape
 from ._types import BLOCK, FORMAT, MANIFEST, PREFIX, VERSIONS, ArchiveError, ArchiveLimits, Entry
 
-MAX_LINK_TARGET = 4096
-"""Longest symlink target (PATH_MAX)."""
 # Archive paths follow POSIX limits, not the per-call protocol limits.
-_PATH_LIMITS = Limits(max_path_depth=2048, max_segment_length=255)
+_PATH_LIMITS = Limits(max_path_depth=2048, max_segment_length=NAME_MAX)
 _KINDS = {_stat.S_IFREG: Kind.FILE, _stat.S_IFDIR: Kind.DIRECTORY, _stat.S_IFLNK: Kind.SYMLINK}
 
 
@@ -49,8 +48,8 @@ def check_path(path: str, shown: str) -> str:
         normalize_path(path, None, _PATH_LIMITS)
     except FsError as exc:
         raise ArchiveError(f"bad entry path: {exc.strerror}", shown) from None
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in path.split("/")):
-        raise ArchiveError("a name is longer than 255 bytes", shown)
+    if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX for part in path.split("/")):
+        raise ArchiveError(f"a name is longer than {NAME_MAX} bytes", shown)
     return path
 
 
@@ -174,7 +173,7 @@ def plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[Planned]
             )
         target = None
         if _stat.S_ISLNK(mode):
-            if info.file_size > MAX_LINK_TARGET:
+            if info.file_size > PATH_MAX:
                 raise ArchiveError("symlink target too long", info.filename)
             target = archive.read(info).decode("utf-8", "surrogateescape")
             if not target or "\0" in target:

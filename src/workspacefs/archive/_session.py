@@ -125,8 +125,14 @@ def dump_session(
     folder.mkdir(parents=True, exist_ok=True)
     ref = FilesystemSnapshotRef(filesystem_key, session_id, type(filesystem).__name__)
     export_archive(filesystem, folder / f"{session_id}.fs.zip")
-    lines = [{"kind": "header", "id": session_id, "created_at": datetime.now(UTC).isoformat(),
-              "filesystem": asdict(ref)}]  # fmt: skip
+    lines = [
+        {
+            "kind": "header",
+            "id": session_id,
+            "created_at": datetime.now(UTC).isoformat(),
+            "filesystem": asdict(ref),
+        }
+    ]
     lines += [{"kind": "state", "key": key, "value": value} for key, value in state.items()]
     (folder / f"{session_id}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return ref

@@ -25,8 +25,9 @@ def checked_id(value: str, what: str = "snapshot id") -> str:
     caller's argument) must never be a path.
     """
     if not isinstance(value, str) or not _ID.match(value):
-        raise InvalidArgumentError(f"invalid {what} {value!r}: letters, digits, '.', '_', '-'",
-                                   repr(value))  # fmt: skip
+        raise InvalidArgumentError(
+            f"invalid {what} {value!r}: letters, digits, '.', '_', '-'", repr(value)
+        )
     return value
 
 

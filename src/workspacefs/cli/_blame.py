@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
+from ..fs import find_snapshot
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import MARKS, name, when, who
 from ._output import emit_json, stdout
-from ._snapshots import find_snapshot
 
 
 @app.command(epilog="Example: workspacefs blame ./ws src/app.py")
@@ -24,7 +24,7 @@ def blame(
     (the tool call, or the command, process and container that wrote it)."""
     point, rest = split_mountpoint(args, 1, 1)
     with workspace(point) as fs:
-        start = find_snapshot(fs, snapshot) if snapshot is not None else None
+        start = find_snapshot(fs.snapshots(), snapshot) if snapshot is not None else None
         entries = fs.blame(rest[0], snapshot=start)
     if as_json:
         emit_json([entry.to_dict() for entry in entries])
@@ -33,5 +33,7 @@ def blame(
         stdout.print(f"No recorded change to {rest[0]}.")
         return
     for entry in entries:
-        print(f"{name(entry.snapshot):<24} {when(entry.snapshot):<19} "
-              f"{MARKS[entry.kind]} {who(entry.causes)}")  # fmt: skip
+        print(
+            f"{name(entry.snapshot):<24} {when(entry.snapshot):<19} "
+            f"{MARKS[entry.kind]} {who(entry.causes)}"
+        )

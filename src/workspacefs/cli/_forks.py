@@ -19,9 +19,9 @@ import typer
 from rich.table import Table
 
 from .._errors import BackendUnavailableError, InvalidArgumentError, NotPermittedError
+from ..fs import find_snapshot, snapshot_label
 from ._app import EXIT_FAILED, JsonOption, app, workspace
 from ._output import emit_json, size, stdout
-from ._snapshots import describe, find_snapshot
 
 if TYPE_CHECKING:
     from ..daemon import MergeReport, RemoteFilesystem
@@ -206,7 +206,7 @@ def fork(
         if not os.path.isdir(mountpoint):
             raise InvalidArgumentError("the bind target must be an existing directory", mountpoint)
     with origin(of) as fs:
-        snapshot = find_snapshot(fs, source) if source is not None else None
+        snapshot = find_snapshot(fs.snapshots(), source) if source is not None else None
         info = fs.fork(name, snapshot=snapshot)
         if mountpoint is not None:
             try:
@@ -293,4 +293,4 @@ def _print_merge(report: MergeReport, mountpoint: str, *, dry_run: bool) -> None
     for path in report.changed:
         print(f"\t{path}")
     if report.snapshot is not None:
-        stdout.print(f"Snapshot before the merge: {describe(report.snapshot)}")
+        stdout.print(f"Snapshot before the merge: {snapshot_label(report.snapshot)}")

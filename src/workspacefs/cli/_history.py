@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..fs import snapshot_label
 from ._output import stdout
 
 if TYPE_CHECKING:
@@ -22,10 +23,7 @@ def who(causes: Sequence[Cause]) -> str:
 def name(record: FilesystemSnapshot | None) -> str:
     """A snapshot as people see it in these listings: its id's first 8 digits and its
     tag; ``live`` for None (the changes no snapshot holds yet)."""
-    if record is None:
-        return "live"
-    tag = f" ({record.tag})" if record.tag else ""
-    return f"{str(record.snapshot_id)[:8]}{tag}"
+    return "live" if record is None else snapshot_label(record)
 
 
 def when(record: FilesystemSnapshot | None) -> str:

@@ -92,17 +92,28 @@ def mount(
                 stdout.print(f"Mounted {message['record']['mountpoint']}; Ctrl-C unmounts")
 
         options = DaemonOptions(
-            mountpoint, source, persist, read_only,
-            allow_other=not private, latency_hint=not no_latency_hint,
-            load_limits=tuple(load_limits or ()), special_modes=special_modes,
-        )  # fmt: skip
+            mountpoint,
+            source,
+            persist,
+            read_only,
+            allow_other=not private,
+            latency_hint=not no_latency_hint,
+            load_limits=tuple(load_limits or ()),
+            special_modes=special_modes,
+        )
         raise typer.Exit(run_daemon(options, ready))
     with working(f"mounting {mountpoint}", quiet=as_json):
         record = start(
-            mountpoint, source=source, repository=persist, read_only=read_only,
-            allow_other=not private, latency_hint=not no_latency_hint, timeout=timeout,
-            load_limits=load_limits or (), special_modes=special_modes,
-        )  # fmt: skip
+            mountpoint,
+            source=source,
+            repository=persist,
+            read_only=read_only,
+            allow_other=not private,
+            latency_hint=not no_latency_hint,
+            timeout=timeout,
+            load_limits=load_limits or (),
+            special_modes=special_modes,
+        )
     if as_json:
         emit_json(record.to_dict())
         return

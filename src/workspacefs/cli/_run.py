@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..fs import short_id
 from ._app import EXIT_CONTAINER, app, is_mountpoint
 from ._output import stderr, working
 
@@ -77,7 +78,7 @@ def run(
         counts = (len(changes.added), len(changes.modified), len(changes.deleted))
         stderr.print(
             f"workspacefs: exit status {status}; {counts[0]} added, {counts[1]} modified, "
-            f"{counts[2]} deleted since snapshot {str(before.snapshot_id)[:8]}; "
+            f"{counts[2]} deleted since snapshot {short_id(before.snapshot_id)}; "
             f"the workspace stays mounted at {fs.mountpoint}"
         )
     raise typer.Exit(status)

@@ -10,39 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from .._errors import InvalidArgumentError, SnapshotNotFoundError
-from ..fs import FilesystemSource, patch_lines
+from .._errors import InvalidArgumentError
+from ..fs import FilesystemSource, find_snapshot, patch_lines, short_id, snapshot_label
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import changes_json, print_files
 from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
-    from ..daemon import RemoteFilesystem
-    from ..fs import FilesystemSnapshot, SpaceUsage
-
-MIN_PREFIX = 4
-
-
-def find_snapshot(fs: RemoteFilesystem, ref: str) -> FilesystemSnapshot:
-    """The snapshot ``ref`` names: a tag (the newest with it), an id, or a unique id prefix."""
-    records = fs.snapshots()
-    tagged = [r for r in records if r.tag == ref]
-    if tagged:
-        return tagged[-1]
-    key = ref.strip().lower()
-    found = []
-    if len(key) >= MIN_PREFIX:
-        found = [r for r in records if str(r.snapshot_id).startswith(key)]
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise SnapshotNotFoundError(f"id prefix matches {len(found)} snapshots", ref)
-    raise SnapshotNotFoundError("no snapshot has this tag or id", ref)
-
-
-def describe(record: FilesystemSnapshot) -> str:
-    tag = f" ({record.tag})" if record.tag else ""
-    return f"{str(record.snapshot_id)[:8]}{tag}"
+    from ..fs import SpaceUsage
 
 
 @app.command(epilog="Example: workspacefs snapshot ./ws --tag before-refactor")
@@ -59,7 +34,8 @@ def snapshot(
         emit_json(record.to_dict())
     else:
         stdout.print(
-            f"Snapshot {describe(record)}: {record.file_count:,} files, {size(record.total_bytes)}"
+            f"Snapshot {snapshot_label(record)}: {record.file_count:,} files, "
+            f"{size(record.total_bytes)}"
         )
 
 
@@ -71,12 +47,12 @@ def restore(
     """Return the workspace to a snapshot (by tag, id or id prefix); the mount shows it at once."""
     point, rest = split_mountpoint(args, 1, 1)
     with workspace(point) as fs:
-        record = find_snapshot(fs, rest[0])
+        record = find_snapshot(fs.snapshots(), rest[0])
         fs.restore(record)
     if as_json:
         emit_json(record.to_dict())
     else:
-        stdout.print(f"Restored {describe(record)}")
+        stdout.print(f"Restored {snapshot_label(record)}")
 
 
 def _write_lines(lines: Iterable[str]) -> None:
@@ -97,8 +73,9 @@ def diff(
     """What changed from snapshot BASE to TARGET (default: the live workspace)."""
     point, rest = split_mountpoint(args, 1, 2)
     with workspace(point) as fs:
-        base = find_snapshot(fs, rest[0])
-        target = find_snapshot(fs, rest[1]) if len(rest) > 1 else None
+        records = fs.snapshots()
+        base = find_snapshot(records, rest[0])
+        target = find_snapshot(records, rest[1]) if len(rest) > 1 else None
         changes = fs.diff(base, target)
         lines: Iterator[str] | None = None
         if patch:
@@ -183,9 +160,9 @@ def log(
         for r in records:
             row = [
                 "*" if r.snapshot_id == current else "",
-                str(r.snapshot_id)[:8],
+                short_id(r.snapshot_id),
                 r.tag or "",
-                str(r.parent_id)[:8] if r.parent_id else "",
+                short_id(r.parent_id) if r.parent_id else "",
                 r.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
                 f"{r.file_count:,}",
                 size(r.total_bytes),
@@ -272,7 +249,7 @@ def prune(
             f"(memory held {size(result.held_before)} -> {size(result.held_after)})"
         )
     for record in result.pruned:
-        stdout.print(f"  {describe(record)}")
+        stdout.print(f"  {snapshot_label(record)}")
 
 
 def size_option(text: str, option: str) -> int:

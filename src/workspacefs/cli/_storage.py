@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
+from ..fs import find_snapshot, snapshot_label
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._output import emit_json, stdout, working
-from ._snapshots import describe, find_snapshot, size_option
+from ._snapshots import size_option
 
 
 @app.command(epilog="Example: workspacefs persist ./ws --tag reviewed --remote ../backup.git")
@@ -38,14 +39,14 @@ def persist(
     point, _ = split_mountpoint(args or [], 0, 0)
     limit = None if max_file_size is None else size_option(max_file_size, "--max-file-size")
     with workspace(point) as fs:
-        record = None if snapshot is None else find_snapshot(fs, snapshot)
+        record = None if snapshot is None else find_snapshot(fs.snapshots(), snapshot)
         with working("persisting", quiet=as_json):
             result = fs.persist(record, tag=tag, remote=remote, max_file_bytes=limit)
     if as_json:
         emit_json({**dataclasses.asdict(result), "snapshot": result.snapshot.to_dict()})
         return
     stdout.print(
-        f"Persisted {describe(result.snapshot)} as {result.ref} "
+        f"Persisted {snapshot_label(result.snapshot)} as {result.ref} "
         f"(commit {result.commit[:12]}, {result.objects_written} objects) in {result.repository}"
     )
     if result.pushed_to:
@@ -61,8 +62,10 @@ def _remote(verb: str, args: list[str], as_json: bool) -> None:
     if as_json:
         emit_json({"repository": repository, "url": rest[0], verb: True})
     else:
-        stdout.print(f"{'Pushed' if verb == 'push' else 'Fetched'} {repository} "
-                     f"{'to' if verb == 'push' else 'from'} {rest[0]}")  # fmt: skip
+        stdout.print(
+            f"{'Pushed' if verb == 'push' else 'Fetched'} {repository} "
+            f"{'to' if verb == 'push' else 'from'} {rest[0]}"
+        )
 
 
 @app.command(epilog="Example: workspacefs push ./ws ssh://host/backup.git")
@@ -95,7 +98,7 @@ def export_(
     point, rest = split_mountpoint(args, 1, 1)
     path = os.path.abspath(rest[0])
     with workspace(point) as fs:
-        source = fs if snapshot is None else fs.at(find_snapshot(fs, snapshot))
+        source = fs if snapshot is None else fs.at(find_snapshot(fs.snapshots(), snapshot))
         with working(f"exporting to {path}", quiet=as_json):
             files = source.export_archive(path)
     if as_json:

@@ -38,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         os.set_inheritable(args.ready_fd, False)
         os.write(args.ready_fd, json.dumps({"starting": os.getpid()}).encode() + b"\n")
     logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr,
+        level=logging.INFO,
+        stream=sys.stderr,
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
-    )  # fmt: skip
+    )
     options = DaemonOptions(
         mountpoint=args.mountpoint,
         source=args.source,

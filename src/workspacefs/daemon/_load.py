@@ -74,9 +74,13 @@ def load_source(
             workspace, newest = "", 0
         ref = source.ref or str(newest)
         return git.load(
-            source.path, ref, workspace=workspace or None, mount_point=mount_point,
-            limits=limits, special_modes=special_modes,
-        )  # fmt: skip
+            source.path,
+            ref,
+            workspace=workspace or None,
+            mount_point=mount_point,
+            limits=limits,
+            special_modes=special_modes,
+        )
     fs = InMemoryFilesystem(mount_point=mount_point)
     # What the workspace starts with is blamed on where it came from.
     with attributed(Cause.call(label=f"loaded from {source.kind} {source.path}")):

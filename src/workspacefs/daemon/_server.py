@@ -86,9 +86,11 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         paths.record.unlink()  # a dead daemon's
     source = parse_source(options.source)
     fs = load_source(
-        source, mountpoint, limits=parse_load_limits(options.load_limits),
+        source,
+        mountpoint,
+        limits=parse_load_limits(options.load_limits),
         special_modes=options.special_modes,
-    )  # fmt: skip
+    )
     repository = options.repository or source.repository or git.default_repository(fs.workspace_id)
     info = WorkspaceInfo(
         mountpoint=mountpoint,
@@ -101,9 +103,14 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     )
     workspace = Workspace(fs, info)
     handle = stack.enter_context(
-        mount(workspace.view, mountpoint, allow_other=options.allow_other,
-              read_only=options.read_only, latency_hint=options.latency_hint)
-    )  # fmt: skip
+        mount(
+            workspace.view,
+            mountpoint,
+            allow_other=options.allow_other,
+            read_only=options.read_only,
+            latency_hint=options.latency_hint,
+        )
+    )
     workspace.attach(handle)
     listener = _bind(paths.socket)
     stack.callback(lambda: paths.socket.unlink(missing_ok=True))

@@ -199,9 +199,14 @@ def start(
     try:
         child = subprocess.Popen(
             daemon_command(options, ready_fd=write_end, detach=True),
-            stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, pass_fds=(write_end,),
-            start_new_session=True, cwd="/", env={**os.environ, "PYTHONPATH": _python_path()},
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            pass_fds=(write_end,),
+            start_new_session=True,
+            cwd="/",
+            env={**os.environ, "PYTHONPATH": _python_path()},
+        )
     finally:
         os.close(write_end)
         os.close(log_fd)

@@ -44,9 +44,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .._errors import NotFoundError
-from ..fs import PatchSource, build_patch, file_patch
+from ..fs import PATCH_LINE_LIMIT, PatchSource, build_patch, file_patch
+from ..tree import PATH_MAX
 from ._http import (
-    MAX_PATH,
     ApiError,
     JsonResponse,
     SecurityHeaders,
@@ -66,8 +66,6 @@ TIMELINE_CAUSES = 3
 """Causes the timeline shows per snapshot (the rest are counted)."""
 TEXT_LIMIT = 1 << 20
 """Largest file shown as text (bigger ones: 413, and a download)."""
-DIFF_LINE_LIMIT = 20_000
-"""Most lines per side that a file diff compares (difflib is quadratic at worst)."""
 PATCH_LINES = 2_000
 """Lines ``/api/diff?patch=1`` returns unless ``max_lines`` says otherwise."""
 MAX_PATCH_LINES = 50_000
@@ -212,7 +210,7 @@ class _Api:
             self._summary(against)  # an unknown id is a 404, not "every line changed"
             other = self._version(against, path)
             old = None if other.text is None else split_lines(other.text)
-            comparable = old is not None and max(len(old), len(lines)) <= DIFF_LINE_LIMIT
+            comparable = old is not None and max(len(old), len(lines)) <= PATCH_LINE_LIMIT
             body["against"] = against
             body["against_status"] = other.why
             body["changed_lines"] = (
@@ -313,7 +311,7 @@ class _Api:
         too_large = "too_large" in (old.why, new.why)
         if old.text is not None and new.text is not None:
             old_lines, new_lines = split_lines(old.text), split_lines(new.text)
-            too_large = max(len(old_lines), len(new_lines)) > DIFF_LINE_LIMIT
+            too_large = max(len(old_lines), len(new_lines)) > PATCH_LINE_LIMIT
             if not too_large:
                 found = hunks(old_lines, new_lines)
         if old.entry is None or new.entry is None:
@@ -366,7 +364,7 @@ class _Api:
         snapshot = self._seed_snapshot(request)
         limit = positive_int(request, "limit", TREE_LIMIT, TREE_LIMIT)
         after = query(request, "after", "")
-        if len(after) > MAX_PATH or "\0" in after:
+        if len(after) > PATH_MAX or "\0" in after:
             raise ApiError(400, "bad_request", "after must be a path the tree listed")
         deadline = self._deadline()
         walked = self.target.walk(snapshot, after=after)

@@ -46,12 +46,11 @@ from .._errors import (
     SnapshotError,
     SnapshotNotFoundError,
 )
+from ..tree import PATH_MAX
 from ._model import TreeEntry
 
 log = logging.getLogger(__name__)
 
-MAX_PATH = 4096
-"""Longest ``?path=`` accepted (PATH_MAX)."""
 TREE_CHUNK = 2_000
 """Entries per chunk of a streamed tree."""
 
@@ -139,8 +138,8 @@ def checked_path(raw: str) -> str:
     Anything naming a parent (``..``) or an absolute path is refused outright
     rather than resolved: the UI only sends paths the API gave it.
     """
-    if len(raw) > MAX_PATH:
-        raise ApiError(400, "bad_request", f"path longer than {MAX_PATH} characters")
+    if len(raw) > PATH_MAX:
+        raise ApiError(400, "bad_request", f"path longer than {PATH_MAX} characters")
     if "\0" in raw:
         raise ApiError(400, "bad_request", "path contains a NUL byte")
     if raw.startswith("/"):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..fs import Cause, SnapshotChanges
+from ..fs import Cause, SnapshotChanges, short_id
 from ..fs import EntryKind as EntryKind  # one path's entry is the fs layer's
 from ..fs import TreeEntry as TreeEntry
 from ..fs import depth_first as depth_first
@@ -130,6 +130,8 @@ class SnapshotSummary:
         origin: The tool call or command that it belongs to, where recorded.
         source: Where the state is kept, for people (``memory``, a commit, an archive).
         space: Shared and exclusive bytes in memory (a live in-memory workspace only).
+
+    Its JSON also carries ``short_id``, the id as every label shows it (``fs.short_id``).
     """
 
     id: str
@@ -147,6 +149,7 @@ class SnapshotSummary:
         """A JSON-ready dict."""
         return {
             "id": self.id,
+            "short_id": short_id(self.id),
             "number": self.number,
             "created_at": None if self.created_at is None else self.created_at.isoformat(),
             "tag": self.tag,

@@ -11,13 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SNIFF_BYTES = 8192
-"""A NUL byte this early means binary, as git and grep decide."""
+from ..fs import is_binary
 
 
 def decode_text(data: bytes) -> str | None:
     """``data`` as text, or None if it is binary (a NUL byte, or not UTF-8)."""
-    if b"\0" in data[:SNIFF_BYTES]:
+    if is_binary(data):
         return None
     try:
         return data.decode("utf-8")

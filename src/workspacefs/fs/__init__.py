@@ -35,11 +35,13 @@ from ._limits import Limits as Limits
 from ._links import LinkReach as LinkReach
 from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
+from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
 from ._patch import FilesystemSource as FilesystemSource
 from ._patch import Patch as Patch
 from ._patch import PatchSource as PatchSource
 from ._patch import build_patch as build_patch
 from ._patch import file_patch as file_patch
+from ._patch import is_binary as is_binary
 from ._patch import patch_lines as patch_lines
 from ._paths import normalize as normalize_path
 from ._protocol import Filesystem as Filesystem
@@ -59,6 +61,12 @@ from ._results import ReadBytesResult as ReadBytesResult
 from ._results import ReadResult as ReadResult
 from ._results import WriteMode as WriteMode
 from ._results import WriteResult as WriteResult
+from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
+from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
+from ._snapshot_names import SnapshotSelector as SnapshotSelector
+from ._snapshot_names import find_snapshot as find_snapshot
+from ._snapshot_names import short_id as short_id
+from ._snapshot_names import snapshot_label as snapshot_label
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
@@ -81,6 +89,9 @@ __all__ = [
     "LAST_TIME_NS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
+    "MIN_ID_PREFIX",
+    "PATCH_LINE_LIMIT",
+    "SHORT_ID_LENGTH",
     "SPECIAL_BITS",
     "AttributedFilesystem",
     "BackendFilesystem",
@@ -116,6 +127,7 @@ __all__ = [
     "SnapshotObserver",
     "SnapshotRef",
     "SnapshotRetentionPolicy",
+    "SnapshotSelector",
     "SnapshotSpace",
     "SnapshotStore",
     "SnapshotableFilesystem",
@@ -137,6 +149,8 @@ __all__ = [
     "default_memory_budget",
     "depth_first",
     "file_patch",
+    "find_snapshot",
+    "is_binary",
     "link_reach",
     "locate",
     "memory_ceilings",
@@ -146,6 +160,8 @@ __all__ = [
     "recorded_id",
     "recorded_int",
     "recorded_time",
+    "short_id",
+    "snapshot_label",
     "tree_entries",
     "tree_key",
 ]

@@ -68,8 +68,9 @@ def memory_ceilings(proc: str | os.PathLike[str] = "/proc") -> list[MemoryCeilin
 def _machine(proc: Path) -> MemoryCeiling:
     info = _fields(proc / "meminfo")
     if "MemAvailable" in info:
-        return MemoryCeiling("MemAvailable", info.get("MemTotal", 0) * 1024,
-                             info["MemAvailable"] * 1024)  # fmt: skip
+        return MemoryCeiling(
+            "MemAvailable", info.get("MemTotal", 0) * 1024, info["MemAvailable"] * 1024
+        )
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return MemoryCeiling("free pages", pages, free)
@@ -78,8 +79,10 @@ def _machine(proc: Path) -> MemoryCeiling:
 def _rlimits(proc: Path) -> Iterator[MemoryCeiling]:
     status = _fields(proc / "self" / "status")
     # RLIMIT_DATA counts private writable mappings too (Linux 4.7+), as VmData does.
-    for name, which, used in (("RLIMIT_AS", resource.RLIMIT_AS, "VmSize"),
-                              ("RLIMIT_DATA", resource.RLIMIT_DATA, "VmData")):  # fmt: skip
+    for name, which, used in (
+        ("RLIMIT_AS", resource.RLIMIT_AS, "VmSize"),
+        ("RLIMIT_DATA", resource.RLIMIT_DATA, "VmData"),
+    ):
         soft, _ = resource.getrlimit(which)
         if soft != resource.RLIM_INFINITY:
             yield MemoryCeiling(name, soft, max(0, soft - status.get(used, 0) * 1024))

@@ -70,6 +70,7 @@ def list_directory(fd: int) -> list[tuple[str, Kind]]:
     """
     file, directory, symlink = Kind.FILE, Kind.DIRECTORY, Kind.SYMLINK
     with os.scandir(fd) as entries:
+        # Kept by hand (fmt: skip): ruff would put each operand of the chain on a line of its own.
         listed = [
             (entry.name,
              file if entry.is_file(follow_symlinks=False)
@@ -86,9 +87,13 @@ def list_directory(fd: int) -> list[tuple[str, Kind]]:
 def entry_of(info: os.stat_result) -> Entry:
     """A host ``lstat`` as the frontend's ``Entry``."""
     return Entry(
-        kind_of(info.st_mode), (info.st_dev, info.st_ino), info.st_size, info.st_mode,
-        info.st_mtime_ns, None,
-    )  # fmt: skip
+        kind_of(info.st_mode),
+        (info.st_dev, info.st_ino),
+        info.st_size,
+        info.st_mode,
+        info.st_mtime_ns,
+        None,
+    )
 
 
 class DirectoryBackend:

@@ -262,8 +262,11 @@ class BackendFilesystem:
         for name, kind in sorted(listing.entries, key=_name):
             is_link = kind is Kind.SYMLINK
             target = listing.links[name] if is_link else kind
-            entries.append(FileEntry(name, join(norm, name), target is Kind.FILE,
-                                     target is Kind.DIRECTORY, is_link))  # fmt: skip
+            entries.append(
+                FileEntry(
+                    name, join(norm, name), target is Kind.FILE, target is Kind.DIRECTORY, is_link
+                )
+            )
         return entries
 
     def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:

@@ -37,7 +37,7 @@ from ..posix import (
     same_object,
     walk_directory,
 )
-from ..tree import Tree
+from ..tree import NAME_MAX, Tree
 from ._backend import Kind
 from ._directory import DirectoryBackend
 from ._limits import Limits
@@ -48,7 +48,7 @@ from ._resolve import locate
 
 SPECIAL_BITS = _stat.S_ISUID | _stat.S_ISGID | _stat.S_ISVTX
 # Host paths follow POSIX limits, not the per-call protocol limits.
-_HOST_LIMITS = Limits(max_path_depth=4096, max_segment_length=255)
+_HOST_LIMITS = Limits(max_path_depth=4096, max_segment_length=NAME_MAX)
 
 
 @dataclass(frozen=True, slots=True)

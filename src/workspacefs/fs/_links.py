@@ -20,9 +20,7 @@ import enum
 from collections.abc import Callable
 
 from ._backend import Kind
-
-MAX_HOPS = 40
-"""As Linux: a resolution following more links than this is a loop (ELOOP)."""
+from ._resolve import MAX_SYMLINK_HOPS
 
 Lookup = Callable[[str], tuple[Kind, str | None] | None]
 """What the tree holds at a path (relative, ``/``-separated): its kind and, for
@@ -79,7 +77,7 @@ def link_reach(link: str, target: str, lookup: Lookup) -> LinkReach:
             if leaves_as_written(path, next_target):
                 return LinkReach.DECLARED_OUT
             hops += 1
-            if hops > MAX_HOPS:
+            if hops > MAX_SYMLINK_HOPS:
                 return LinkReach.INSIDE  # a loop leads nowhere
             pending.extend(next_target.split("/")[::-1])
         elif kind is Kind.DIRECTORY:

@@ -89,23 +89,45 @@ class InMemoryFilesystem(TreeFilesystem):
         memory_budget: int | None = None,
     ) -> None:
         limit = default_memory_budget() if memory_budget is None else memory_budget
-        tree = Tree(uid=os.getuid(), gid=os.getgid(), budget=MemoryBudget(limit))
+        self._init(
+            Tree(uid=os.getuid(), gid=os.getgid(), budget=MemoryBudget(limit)),
+            read_only=read_only,
+            mount_point=mount_point,
+            limits=limits,
+            store=store or InMemorySnapshotStore(),
+            retention=retention,
+            workspace_id=workspace_id or uuid.uuid4().hex,
+            fork_point=None,
+            origin=None,
+            family=WeakRegistry(),
+        )
+
+    def _init(
+        self,
+        tree: Tree,
+        *,
+        read_only: bool,
+        mount_point: str | None,
+        limits: Limits,
+        store: SnapshotStore[Version],
+        retention: SnapshotRetentionPolicy | None,
+        workspace_id: str,
+        fork_point: Version | None,
+        origin: weakref.ref[InMemoryFilesystem] | None,
+        family: WeakRegistry[InMemoryFilesystem],
+    ) -> None:
+        # The one place every field is set: ``__init__`` and ``fork`` both come here.
         super().__init__(tree, read_only=read_only, mount_point=mount_point, limits=limits)
         self._live = tree
-        self._store: SnapshotStore[Version] = store or InMemorySnapshotStore()
+        self._store = store
         self._retention = retention
-        self._workspace_id = workspace_id or uuid.uuid4().hex
+        self._workspace_id = workspace_id
         self._current: uuid.UUID | None = None
-        self._fork_point: Version | None = None
-        self._origin: weakref.ref[InMemoryFilesystem] | None = None
+        self._fork_point = fork_point
+        self._origin = origin
         self._recorded: dict[Lineage, Recorded] = {}
+        # A fork is journalled by whoever made it durable, if anyone: it starts with none.
         self._observers: list[SnapshotObserver] = []
-        self._init_merges()
-        # This workspace and its forks, theirs too (weakly): what space accounting asks.
-        self._family: WeakRegistry[InMemoryFilesystem] = WeakRegistry()
-        self._family.add(self)
-
-    def _init_merges(self) -> None:
         # Per workspace merged in (weakly: it goes with that workspace), the last
         # merge: where it is in this history, and the version of that workspace
         # it brought in (strongly: a merge base must keep its data).
@@ -113,6 +135,9 @@ class InMemoryFilesystem(TreeFilesystem):
             weakref.WeakKeyDictionary()
         )
         self._merges_lock = threading.Lock()
+        # This workspace and its forks, theirs too (weakly): what space accounting asks.
+        self._family = family
+        family.add(self)
 
     def fork(self, snapshot: FilesystemSnapshot | None = None) -> InMemoryFilesystem:
         """A new writable workspace whose state is ``snapshot`` (default: the live
@@ -133,23 +158,20 @@ class InMemoryFilesystem(TreeFilesystem):
             version = self._live.snapshot() if snapshot is None else self.version(snapshot)
             tree = self._live.fork(version)
         fork = InMemoryFilesystem.__new__(InMemoryFilesystem)
-        TreeFilesystem.__init__(
-            fork, tree, read_only=self.read_only, mount_point=self.mount_point, limits=self.limits
+        fork._init(
+            tree,
+            read_only=self.read_only,
+            mount_point=self.mount_point,
+            limits=self.limits,
+            store=InMemorySnapshotStore(),
+            retention=self._retention,
+            workspace_id=uuid.uuid4().hex,
+            fork_point=version,
+            # History before the fork is the origin's, read while the origin lives:
+            # a strong reference would keep every origin snapshot alive with the fork.
+            origin=weakref.ref(self),
+            family=self._family,
         )
-        fork._live = tree
-        fork._store = InMemorySnapshotStore()
-        fork._retention = self._retention
-        fork._workspace_id = uuid.uuid4().hex
-        fork._current = None
-        fork._fork_point = version
-        # History before the fork is the origin's, read while the origin lives:
-        # a strong reference would keep every origin snapshot alive with the fork.
-        fork._origin = weakref.ref(self)
-        fork._recorded = {}
-        fork._observers = []  # a fork is journalled by whoever made it durable, if anyone
-        fork._init_merges()
-        fork._family = self._family
-        self._family.add(fork)
         return fork
 
     def fast_forward(self, other: InMemoryFilesystem) -> bool:

@@ -36,7 +36,7 @@ PATCH_TEXT_LIMIT = 1 << 20
 PATCH_LINE_LIMIT = 20_000
 """Most lines a side that are compared (difflib is quadratic at worst)."""
 SNIFF_BYTES = 8000
-"""A NUL byte this early makes a file binary, as git decides."""
+"""A NUL byte this early makes a file binary, as git decides (``buffer_is_binary``)."""
 CONTEXT = 3
 """Lines of context around each change, as ``git diff``."""
 READ_BLOCK = 1 << 20
@@ -116,6 +116,12 @@ class FilesystemSource:
         return bytes(data)
 
 
+def is_binary(data: bytes) -> bool:
+    """True if git would call ``data`` binary (a NUL byte among its first
+    ``SNIFF_BYTES``): no line-wise diff or merge of it."""
+    return b"\0" in data[:SNIFF_BYTES]
+
+
 def git_mode(entry: TreeEntry) -> str | None:
     """The mode git records for ``entry``; None for what git does not hold."""
     if entry.kind == "symlink":
@@ -154,7 +160,7 @@ def _side(entry: TreeEntry | None, source: PatchSource, label: str, limit: int) 
     if entry.size > limit:
         return _Side(label, entry.size, None, "too_large")
     data = source.read(entry.path, limit)
-    if b"\0" in data[:SNIFF_BYTES]:
+    if is_binary(data):
         return _Side(label, entry.size, None, "binary", data)
     try:
         lines = _split(data.decode("utf-8"))

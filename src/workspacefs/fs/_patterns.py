@@ -335,8 +335,15 @@ class StatePlan:
     directory.
     """
 
-    __slots__ = ("_below", "_final_star", "_program", "_stars", "_tests", "match_hidden_leaf",
-                 "match_leaf")  # fmt: skip
+    __slots__ = (
+        "_below",
+        "_final_star",
+        "_program",
+        "_stars",
+        "_tests",
+        "match_hidden_leaf",
+        "match_leaf",
+    )
 
     def __init__(self, program: GlobProgram, states: States) -> None:
         segments, accept = program.segments, program.accept
@@ -353,8 +360,9 @@ class StatePlan:
         self._stars = frozenset(stars)
         self._final_star = accept - 1 in self._stars  # a final ``**`` takes any non-hidden name
         self._below: dict[tuple[tuple[int, ...], bool], tuple[States, States]] = {}
-        last = [(hidden_ok, matcher) for position, hidden_ok, matcher in tests
-                if position == accept - 1]  # fmt: skip
+        last = [
+            (hidden_ok, matcher) for position, hidden_ok, matcher in tests if position == accept - 1
+        ]
         self.match_leaf: Matcher
         self.match_hidden_leaf: Matcher
         if program.dirs_only:

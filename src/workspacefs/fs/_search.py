@@ -159,8 +159,9 @@ def _in_path_order(listing: Listing) -> list[tuple[str, Kind]]:
         return name + "/" if kind is directory else name
 
     if not targets:
-        return sorted(listing.entries, key=lambda entry: entry[0] + "/"
-                      if entry[1] is directory else entry[0])  # fmt: skip
+        return sorted(
+            listing.entries, key=lambda entry: entry[0] + "/" if entry[1] is directory else entry[0]
+        )
     return sorted(listing.entries, key=order)
 
 
@@ -203,8 +204,16 @@ def walk_files(scan: Scan, base: str, *, limits: Limits = DEFAULT_LIMITS) -> Ite
             if not below.entries or below.key in ancestors:
                 continue  # empty, gone, or a loop: nothing new below
             stack.append((entries, prefix, listing, key, depth, links))
-            stack.append((iter(_in_path_order(below)), path + "/", below, below.key,
-                          depth + 1, links + is_link))  # fmt: skip
+            stack.append(
+                (
+                    iter(_in_path_order(below)),
+                    path + "/",
+                    below,
+                    below.key,
+                    depth + 1,
+                    links + is_link,
+                )
+            )
             if below.key is not None:
                 ancestors.add(below.key)
             break
@@ -404,9 +413,14 @@ def _search(
         line_number += buffer.count(b"\n", counted, line_start)
         counted = line_start
         found.append(
-            _line_match(path, line_number, buffer[line_start:line_end],
-                        start - line_start, min(stop, line_end) - line_start)
-        )  # fmt: skip
+            _line_match(
+                path,
+                line_number,
+                buffer[line_start:line_end],
+                start - line_start,
+                min(stop, line_end) - line_start,
+            )
+        )
         if len(found) >= limit or line_end >= end:
             return
         position = line_end + 1

@@ -2,12 +2,13 @@
 
 pyfuse3 3.5.0 drops the inode from the requests that carry a file handle
 (read, write, readdir...) and never lets the filesystem touch the
-connection's capabilities. scripts/setup.sh builds it with
-``patches/pyfuse3/*.patch``, which add both
-(``Operations.pass_inode_to_fh_handlers``, ``Operations.init_connection``)
-and a single-task session loop (``main(max_tasks=1, poll_ns=...)``). With a
-stock pyfuse3 everything works the same, only with more kernel requests and
-slower round trips: the mount asks this module and falls back.
+connection's capabilities, and has no fallocate handler. scripts/setup.sh
+builds it with ``patches/pyfuse3/*.patch``, which add both
+(``Operations.pass_inode_to_fh_handlers``, ``Operations.init_connection``),
+a single-task session loop (``main(max_tasks=1, poll_ns=...)``) and
+``Operations.fallocate``. With a stock pyfuse3 everything works the same,
+only with more kernel requests and slower round trips, and fallocate(2) on
+the mount fails with EOPNOTSUPP: the mount asks this module and falls back.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ without a request (the kernel's NO_OPEN / NO_OPENDIR support)."""
 
 SESSION_POLL: Final[bool] = "poll_ns" in inspect.signature(pyfuse3.main).parameters
 """True if ``pyfuse3.main`` can poll for the next request before it sleeps."""
+
+
+FALLOCATE: Final[bool] = hasattr(pyfuse3.Operations, "fallocate")
+"""True if this pyfuse3 passes fallocate requests to ``Operations.fallocate``;
+without it the kernel answers every fallocate(2) on the mount with EOPNOTSUPP."""
 
 
 def capability(name: str) -> int:

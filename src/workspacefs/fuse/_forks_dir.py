@@ -28,7 +28,7 @@ from pyfuse3 import FUSEError, InodeT
 from .._errors import AlreadyExistsError, NotFoundError
 from ..tree import ROOT_INO, Node, TreeView, validate_name
 from ._attributes import CachePolicy, entry_attributes
-from ._served import LOCAL_BITS, LOCAL_MASK, ServedTree
+from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
 
 NAME = b".forks"
 _BASE = 1 << 61
@@ -41,7 +41,7 @@ class ForksDir:
 
     FIRST_INO: Final[InodeT] = _BASE
     """Inode numbers from here below ``2**62`` are the forks'."""
-    INO: Final[InodeT] = (1 << 62) + 1
+    INO: Final[InodeT] = HIDDEN_INOS + 1
     """The directory's own inode number."""
 
     def __init__(self) -> None:

@@ -57,7 +57,6 @@ from ..fs import TreeFilesystem
 from ..tree import Tree
 from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
-from ._fallocate import install as install_fallocate
 from ._features import OPEN_FREE, SESSION_POLL
 from ._forks_dir import NAME as FORKS_NAME
 from ._forks_dir import ForksDir
@@ -388,7 +387,6 @@ class Mount:
             self._ready.set()
             return
         self._fuse_fd = min(_fuse_descriptors() - before, default=None)
-        install_fallocate(operations.fallocate)
         failure: BaseException | None = None
         try:
             trio.run(self._main, operations)

@@ -56,7 +56,7 @@ from ._features import OPEN_FREE, capability
 from ._forks_dir import ForksDir
 from ._listings import Listings
 from ._privileges import without_privileges
-from ._served import ServedTree
+from ._served import HIDDEN_INOS, ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
 from ._trees import OTHER_TREES, ServedTrees
@@ -116,7 +116,7 @@ OPEN_PROBE = b".workspacefs-open-probe"
 """While the mount starts (``WorkspaceOperations.open_probe``), the root answers a
 lookup of this name with an empty file of the mount's own, unless a real entry
 has the name."""
-_PROBE_INO = InodeT((1 << 62) + 2)  # among the hidden directories' numbers: never routed
+_PROBE_INO = InodeT(HIDDEN_INOS + 2)  # among the hidden directories' numbers: never routed
 
 
 @dataclass(slots=True)
@@ -856,17 +856,14 @@ class WorkspaceOperations(pyfuse3.Operations):
             tree.removexattr(local, name)
 
     # -- fallocate -------------------------------------------------------------
-    # pyfuse3 has no hook for it: ``_fallocate`` calls this from the session's
-    # callback table, synchronously, in the FUSE thread (stock or patched
-    # pyfuse3 alike: the patches add no libfuse callback).
+    # Only the patched pyfuse3 calls it (``_features.FALLOCATE``); a stock one
+    # leaves libfuse to answer ENOSYS, and the kernel then EOPNOTSUPP.
 
-    def fallocate(self, inode: InodeT, mode: int, offset: int, length: int) -> None:
-        """fallocate(2) on ``inode`` (see ``Tree.fallocate``); raises FUSEError or OSError."""
-        self._causes.attribute(None)  # the callback gets no caller
-        started = time.perf_counter_ns()
-        try:
-            served, tree, (local,) = self._writable(inode)
-            with served.lock:
-                tree.fallocate(local, mode, offset, length)
-        finally:
-            self._requests.record("fallocate", started)
+    @fuse_errors
+    def fallocate(
+        self, inode: InodeT, mode: int, offset: int, length: int, fh: FileHandleT
+    ) -> None:
+        self._causes.attribute(None)  # pyfuse3 passes this request no context
+        served, tree, (local,) = self._writable(inode)
+        with served.lock:
+            tree.fallocate(local, mode, offset, length)

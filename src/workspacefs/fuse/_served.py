@@ -23,6 +23,9 @@ LOCAL_BITS = 36
 """A forked or snapshot tree's own inode numbers must fit in this many bits
 (68 billion inodes): above them sit the range's bits."""
 LOCAL_MASK = (1 << LOCAL_BITS) - 1
+HIDDEN_INOS = 1 << 62
+"""The hidden directories' own inode numbers (``/.snapshots``, ``/.forks``, the open
+probe) start here, above every served tree's range."""
 
 
 class ServedTree:

@@ -30,12 +30,11 @@ from .._errors import SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
-from ._served import ServedTree
+from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
 
 _NAME = b".snapshots"
 _BASE = 1 << 60
-_SLOT_SHIFT = 36
-_LOCAL_MASK = (1 << _SLOT_SHIFT) - 1
+_SLOT_MASK = (1 << (60 - LOCAL_BITS)) - 1  # slots fit below 2**60, where forks start
 _TIMEOUT = 1.0  # snapshots come and go with API calls that invalidate nothing here
 
 SnapshotLister = Callable[[], Sequence[tuple[FilesystemSnapshot, Version]]]
@@ -70,7 +69,7 @@ class SnapshotsDir:
     FIRST_INO: Final[pyfuse3.InodeT] = _BASE
     """Inode numbers from here up are this directory's (itself and every inode
     of its snapshots: read-only, never held); below are the live tree's."""
-    INO: Final[pyfuse3.InodeT] = 1 << 62
+    INO: Final[pyfuse3.InodeT] = HIDDEN_INOS
     """The directory's own inode number."""
 
     def __init__(self, lister: SnapshotLister | None) -> None:
@@ -91,7 +90,7 @@ class SnapshotsDir:
         """
         if ino == self.INO:
             raise FUSEError(errno.EISDIR)
-        slot = (ino >> _SLOT_SHIFT) & 0xFFFFFF
+        slot = (ino >> LOCAL_BITS) & _SLOT_MASK
         version = self._version(slot)
         if version is None:
             self._refresh()  # a snapshot taken since: refresh the slots
@@ -102,7 +101,7 @@ class SnapshotsDir:
         # version; read-only and never held, and ``..`` of its root is itself.
         root = _base(slot) + ROOT_INO
         served = ServedTree(version, base=_base(slot), writable=False, parent=root)
-        return served, pyfuse3.InodeT(ino & _LOCAL_MASK)
+        return served, pyfuse3.InodeT(ino & LOCAL_MASK)
 
     def _version(self, slot: int) -> Version | None:
         ref = self._versions.get(slot)
@@ -169,4 +168,4 @@ class SnapshotsDir:
 
 def _base(slot: int) -> int:
     """The number of slot ``slot``'s inode 0: its inode ``n`` is ``base + n``."""
-    return _BASE | slot << _SLOT_SHIFT
+    return _BASE | slot << LOCAL_BITS

@@ -50,9 +50,9 @@ def history_to_persist(
 ) -> list[SnapshotChanges]:
     """The changes the commit of ``snapshot`` records: its own, then each earlier
     snapshot's back to (not including) one already in the repository."""
-    anchors = [] if state.record is None or state.version is None else [
-        (state.record, state.version)
-    ]  # fmt: skip
+    anchors = (
+        [] if state.record is None or state.version is None else [(state.record, state.version)]
+    )
     found: list[SnapshotChanges] = []
     for step in fs.history(snapshot, anchors=anchors):
         if found and step.snapshot is not None and step.snapshot.snapshot_id in state.persisted:

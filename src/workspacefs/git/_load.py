@@ -123,9 +123,14 @@ def load(
         )
         with fs.transaction() as tree:
             dirs = _populate(
-                tree, BlobStore(repository), commit.tree_id, meta_commit.tree_id, records,
-                limits, progress,
-            )  # fmt: skip
+                tree,
+                BlobStore(repository),
+                commit.tree_id,
+                meta_commit.tree_id,
+                records,
+                limits,
+                progress,
+            )
         version = fs.adopt_snapshot(record, history=recorded)
     except LimitExceededError:
         raise
@@ -295,9 +300,14 @@ def _populate(
         for name, value in entry.xattrs:
             tree.setxattr(ino, name, value)
         tree.setattr(
-            ino, mode=entry.mode, uid=entry.uid, gid=entry.gid,
-            atime_ns=entry.atime, mtime_ns=entry.mtime, ctime_ns=entry.ctime,
-        )  # fmt: skip
+            ino,
+            mode=entry.mode,
+            uid=entry.uid,
+            gid=entry.gid,
+            atime_ns=entry.atime,
+            mtime_ns=entry.mtime,
+            ctime_ns=entry.ctime,
+        )
     return dir_trees, meta_trees
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from .._errors import InvalidArgumentError, ReadOnlyError
-from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, is_binary
 from ..tree import (
     Directory,
     File,
@@ -50,7 +50,7 @@ from ..tree import (
     diff_versions,
 )
 from ..tree import same_entry as _same
-from ._mergefile import is_binary, merge_text
+from ._mergefile import merge_text
 
 ConflictKind = Literal[
     "content", "binary", "mode", "symlink", "type", "delete/modify", "add/add", "directory"

@@ -9,15 +9,6 @@ from __future__ import annotations
 
 import pygit2
 
-BINARY_PROBE = 8000
-"""Bytes git looks at to call content binary (a NUL byte among them, as in
-git's ``buffer_is_binary``)."""
-
-
-def is_binary(data: bytes) -> bool:
-    """True if git would treat ``data`` as binary (no line-wise merge)."""
-    return b"\0" in data[:BINARY_PROBE]
-
 
 class _MemoryBackend(pygit2.OdbBackend):
     """An object database backend in a dict, for one merge."""

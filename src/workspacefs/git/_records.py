@@ -301,9 +301,10 @@ def measure(
             stack.append((oid, path, True))  # again once its subdirectories are counted
             prefix = path if path.endswith("/") else path + "/"
             stack.extend(
-                (sub, prefix + name, False) for name, sub in record.subdirs.items()
+                (sub, prefix + name, False)
+                for name, sub in record.subdirs.items()
                 if sub not in totals
-            )  # fmt: skip
+            )
             continue
         entries, declared = len(record.entries), record.declared
         for sub in record.subdirs.values():

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import pygit2
 
 from .._errors import InvalidArgumentError
+from ..tree import NAME_MAX
 
 PREFIX = "refs/workspacefs"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-MAX_REF_PART = 255
-"""Bytes in one ref component: a loose ref is a file, its name a file name."""
 
 
 def valid_ref_part(part: str) -> bool:
@@ -43,7 +42,8 @@ def tag_ref_part(tag: str) -> str:
         InvalidArgumentError: Any other tag.
     """
     part = tag.replace(":", "%3A")
-    if not valid_ref_part(tag.replace(":", "_")) or len(part) > MAX_REF_PART:
+    # A loose ref is a file: a component is a file name.
+    if not valid_ref_part(tag.replace(":", "_")) or len(part) > NAME_MAX:
         raise InvalidArgumentError(f"tag {tag!r} cannot be used in a git ref name", tag)
     return part
 

@@ -169,12 +169,17 @@ class HostArchiveTarget:
             self._open.append((entry.path, open_directory(directory, name), entry))
         elif kind == _stat.S_IFLNK:
             os.symlink(symlink_target(entry), name, dir_fd=directory)
-            os.utime(name, ns=(entry.mtime_ns, entry.mtime_ns), dir_fd=directory,
-                     follow_symlinks=False)  # fmt: skip
+            os.utime(
+                name, ns=(entry.mtime_ns, entry.mtime_ns), dir_fd=directory, follow_symlinks=False
+            )
         else:
             data = file_content(entry, content)
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600, dir_fd=directory)  # fmt: skip
+            fd = os.open(
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=directory,
+            )
             try:
                 while block := data.read(1 << 20):
                     view = memoryview(block)
@@ -228,6 +233,30 @@ class HostArchiveTarget:
 def export_directory(root: int, path: str | os.PathLike[str]) -> int:
     """Export the host directory open as ``root`` as a workspace archive; the file count."""
     return write_archive(HostArchiveSource(root), path)
+
+
+class ArchivableDirectory:
+    """The directory open as ``root`` as the ``archive`` verbs see a backend
+    (``archive.Archivable``), so ``ArchiveSnapshots`` keeps its snapshots.
+
+    Args:
+        root: The directory's descriptor (owned by the caller).
+        special_modes: Imports keep setuid, setgid and sticky bits.
+    """
+
+    def __init__(self, root: int, *, special_modes: bool = False) -> None:
+        self._root = root
+        self._special = special_modes
+
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write the directory as a workspace archive at ``path``; the file count."""
+        return export_directory(self._root, path)
+
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
+        """Replace the directory's content with the archive at ``path``; the file count."""
+        return import_directory(self._root, path, limits=limits, special_modes=self._special)
 
 
 def import_directory(

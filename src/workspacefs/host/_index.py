@@ -74,9 +74,16 @@ def read_index(path: str) -> list[IndexEntry] | None:
 def index_entry(path: str, mode: int, oid: pygit2.Oid, info: os.stat_result) -> IndexEntry:
     """The entry of ``path`` hashed as ``oid`` while its ``lstat`` was ``info``."""
     return IndexEntry(
-        path, mode, oid, _truncated_ns(info.st_mtime_ns), info.st_size & _WORD,
-        info.st_ino & _WORD, 0, _truncated_ns(info.st_ctime_ns), info.st_dev & _WORD,
-    )  # fmt: skip
+        path,
+        mode,
+        oid,
+        _truncated_ns(info.st_mtime_ns),
+        info.st_size & _WORD,
+        info.st_ino & _WORD,
+        0,
+        _truncated_ns(info.st_ctime_ns),
+        info.st_dev & _WORD,
+    )
 
 
 def _truncated_ns(ns: int) -> int:
@@ -113,10 +120,19 @@ def write_index(path: str, entries: Iterable[IndexEntry]) -> None:
         mtime_s, mtime_ns = divmod(max(entry.mtime_ns, 0), 1_000_000_000)
         flags = (entry.stage << 12) | min(len(name), 0xFFF)
         packed = _ENTRY.pack(
-            ctime_s & _WORD, ctime_ns, mtime_s & _WORD, mtime_ns, max(entry.dev, 0) & _WORD,
-            max(entry.ino, 0) & _WORD, entry.mode, 0, 0, max(entry.size, 0) & _WORD,
-            entry.oid.raw, flags,
-        )  # fmt: skip
+            ctime_s & _WORD,
+            ctime_ns,
+            mtime_s & _WORD,
+            mtime_ns,
+            max(entry.dev, 0) & _WORD,
+            max(entry.ino, 0) & _WORD,
+            entry.mode,
+            0,
+            0,
+            max(entry.size, 0) & _WORD,
+            entry.oid.raw,
+            flags,
+        )
         length = len(packed) + len(name)
         chunks.append(packed + name + b"\0" * (8 - length % 8))
     body = b"".join(chunks)

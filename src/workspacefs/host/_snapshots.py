@@ -361,8 +361,9 @@ class GitSnapshots:
                 listing = b"\0".join(encode_name(path) for path in sorted(found.empty))
                 blob = repo.odb.write(ObjectType.BLOB, listing)
                 tree = write_trees(repo.odb, {_EMPTY_DIRECTORIES: (MODE_FILE, blob)})[""]
-                meta = repo.create_commit(None, signature, signature,
-                                          f"workspacefs metadata {number}\n", tree, [])  # fmt: skip
+                meta = repo.create_commit(
+                    None, signature, signature, f"workspacefs metadata {number}\n", tree, []
+                )
                 repo.references.create(_REFS.meta(number), meta)
                 message += f"\n\n{_META_TRAILER}{meta}\n"
             commit = repo.create_commit(

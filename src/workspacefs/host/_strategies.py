@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
+from ..archive import ArchiveSnapshots
 from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotRef
 from ..posix import (
     DIRECTORY_FLAGS,
@@ -42,7 +43,7 @@ from ..posix import (
     set_attributes,
     walk_directory,
 )
-from ._archive import check_special_modes, export_directory, import_directory
+from ._archive import ArchivableDirectory, check_special_modes
 
 StrategyName = Literal["auto", "git", "copy", "archive"]
 STORE_MARKER = ".workspacefs-store.json"
@@ -92,8 +93,12 @@ def copy_tree(source: int, target: int, *, owners: bool) -> tuple[int, int]:
                 os.symlink(link, name, dir_fd=into)
                 if owners:
                     os.chown(name, info.st_uid, info.st_gid, dir_fd=into, follow_symlinks=False)
-                os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=into,
-                         follow_symlinks=False)  # fmt: skip
+                os.utime(
+                    name,
+                    ns=(info.st_atime_ns, info.st_mtime_ns),
+                    dir_fd=into,
+                    follow_symlinks=False,
+                )
                 files += 1
                 size += info.st_size
             elif _stat.S_ISREG(mode):
@@ -120,8 +125,12 @@ def copy_tree(source: int, target: int, *, owners: bool) -> tuple[int, int]:
 
 def _copy_file(reader: int, into: int, name: str, owners: bool) -> int:
     info = os.fstat(reader)
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600, dir_fd=into)  # fmt: skip
+    fd = os.open(
+        name,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=into,
+    )
     try:
         copy_content(reader, fd)
         if owners:
@@ -260,13 +269,10 @@ class _Kept:
             self._made = store
         return self._made
 
-    def _item_path(self, snapshot_id: uuid.UUID) -> str:
-        suffix = ".zip" if self.name == "archive" else ""
-        return os.path.join(self._directory, snapshot_id.hex + suffix)
-
     def _record(
         self,
         snapshot_id: uuid.UUID,
+        location: str,
         tag: str | None,
         parent: uuid.UUID | None,
         files: int,
@@ -275,9 +281,7 @@ class _Kept:
         return FilesystemSnapshot(
             snapshot_id=snapshot_id,
             created_at=datetime.now(UTC),
-            ref=SnapshotRef(
-                "archive" if self.name == "archive" else "copy", self._item_path(snapshot_id)
-            ),
+            ref=SnapshotRef("archive" if self.name == "archive" else "copy", location),
             root_path=self._root,
             tag=tag,
             parent_id=parent,
@@ -327,14 +331,14 @@ class CopySnapshots(_Kept):
 
     def snapshot(self, tag: str | None, parent: uuid.UUID | None) -> FilesystemSnapshot:
         snapshot_id = uuid.uuid4()
-        target = self._item_path(snapshot_id)
+        target = os.path.join(self._directory, snapshot_id.hex)
         os.mkdir(target, 0o700)
         fd = os.open(target, DIRECTORY_FLAGS)
         try:
             files, size = copy_tree(self._fd, fd, owners=os.geteuid() == 0)
         finally:
             os.close(fd)
-        return self._record(snapshot_id, tag, parent, files, size)
+        return self._record(snapshot_id, target, tag, parent, files, size)
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
         source = os.open(self._item(snapshot), DIRECTORY_FLAGS)
@@ -362,24 +366,32 @@ def _opened(path: str) -> Iterator[int]:
 
 
 class ArchiveStrategy(_Kept):
-    """A workspace archive per snapshot."""
+    """A workspace archive per snapshot: ``archive.ArchiveSnapshots`` over the directory,
+    kept in the store (this strategy's ``restore`` is its ``rollback``)."""
 
     name = "archive"
 
     def snapshot(self, tag: str | None, parent: uuid.UUID | None) -> FilesystemSnapshot:
         snapshot_id = uuid.uuid4()
-        target = self._item_path(snapshot_id)
-        files = export_directory(self._fd, target)
-        with zipfile.ZipFile(target) as archive:
+        archives = ArchiveSnapshots(ArchivableDirectory(self._fd), self._directory)
+        info = archives.snapshot(snapshot_id.hex)
+        with zipfile.ZipFile(info.archive_path) as archive:
+            # Links count by their targets' length, as the other strategies count them.
             size = sum(i.file_size for i in archive.infolist() if i.filename.startswith("files/"))
-        return self._record(snapshot_id, tag, parent, files, size)
+        return self._record(snapshot_id, info.archive_path, tag, parent, info.file_count, size)
+
+    def _rollback(self, snapshot: FilesystemSnapshot, directory: int, special_modes: bool) -> None:
+        """Put ``snapshot``'s archive into the directory open as ``directory``."""
+        store, name = os.path.split(self._item(snapshot))
+        target = ArchivableDirectory(directory, special_modes=special_modes)
+        ArchiveSnapshots(target, store).rollback(name.removesuffix(".zip"))
 
     def restore(self, snapshot: FilesystemSnapshot) -> None:
         # The directory's own snapshot: special modes come back, except as root, where
         # files come back root-owned and a setuid bit would change what they grant.
         keep = os.geteuid() != 0
         check_special_modes(keep, trusted=True)
-        import_directory(self._fd, self._item(snapshot), special_modes=keep)
+        self._rollback(snapshot, self._fd, keep)
 
     def diff(self, base: FilesystemSnapshot, target: FilesystemSnapshot | None) -> FilesystemDiff:
         with (
@@ -387,9 +399,9 @@ class ArchiveStrategy(_Kept):
             tempfile.TemporaryDirectory() as after,
             _opened(before) as before_fd,
         ):
-            import_directory(before_fd, self._item(base), special_modes=True)
+            self._rollback(base, before_fd, True)
             if target is None:
                 return compare_directories(before_fd, self._fd)
             with _opened(after) as after_fd:
-                import_directory(after_fd, self._item(target), special_modes=True)
+                self._rollback(target, after_fd, True)
                 return compare_directories(before_fd, after_fd)

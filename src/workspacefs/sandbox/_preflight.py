@@ -58,8 +58,10 @@ def _podman() -> list[str]:
     if shutil.which("podman") is None:
         return [f"podman: not installed ({SETUP} installs podman, runc and catatonit)"]
     if not os.path.exists(INIT_PATH):
-        return [f"catatonit: {INIT_PATH} is missing, podman run --init needs it (apt-get "
-                "install catatonit)"]  # fmt: skip
+        return [
+            f"catatonit: {INIT_PATH} is missing, podman run --init needs it (apt-get "
+            "install catatonit)"
+        ]
     return []
 
 
@@ -73,8 +75,10 @@ def _runtime() -> list[str]:
         with open(path, "rb") as file:
             conf = tomllib.load(file)
     except FileNotFoundError:
-        return [f"containers.conf: {path} does not exist (unset CONTAINERS_CONF to use the "
-                "sandbox's own)"]  # fmt: skip
+        return [
+            f"containers.conf: {path} does not exist (unset CONTAINERS_CONF to use the "
+            "sandbox's own)"
+        ]
     except (OSError, tomllib.TOMLDecodeError) as exc:
         return [f"containers.conf: {path} cannot be read: {exc}"]
     problems = []
@@ -127,8 +131,10 @@ def _user_allow_other() -> bool:
 def _root_filesystem(image: str | None, rootfs: str | None) -> list[str]:
     if image is not None:
         if run_podman("image", "exists", image, check=False, timeout=60).returncode != 0:
-            return [f"root filesystem: no local image {image!r} (podman images lists them; "
-                    "podman import or podman build makes one; nothing is pulled)"]  # fmt: skip
+            return [
+                f"root filesystem: no local image {image!r} (podman images lists them; "
+                "podman import or podman build makes one; nothing is pulled)"
+            ]
         return []
     own_overlay = os.geteuid() == 0 and not (rootfs or "").endswith(":O")
     root = os.path.abspath((rootfs or "/").removesuffix(":O") or "/")

@@ -62,9 +62,20 @@ HIDDEN_VAR = ("tmp", "log", "mail", "spool", "backups", "local", "opt")
 """Host state under ``/var`` a container does not see (``var/lib`` is filtered on its own)."""
 
 KEPT_VAR_LIB = frozenset(
-    {"apt", "dpkg", "ucf", "pam", "misc", "python", "sgml-base", "xml-core", "shells.state",
-     "ca-certificates", "ca-certificates-java"}
-)  # fmt: skip
+    {
+        "apt",
+        "dpkg",
+        "ucf",
+        "pam",
+        "misc",
+        "python",
+        "sgml-base",
+        "xml-core",
+        "shells.state",
+        "ca-certificates",
+        "ca-certificates-java",
+    }
+)
 """Package-manager state in ``/var/lib`` (for apt and dpkg); services' data is hidden."""
 
 OPAQUE = "trusted.overlay.opaque"

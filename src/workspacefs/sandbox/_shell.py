@@ -163,8 +163,9 @@ def shell_tool(
         result = sandbox.exec(
             params.command, timeout=params.timeout, cwd=params.cwd, stdin=params.stdin
         )
-        return ToolResult(describe_result(result, max_output_chars=max_output_chars), result,
-                          result.ok)  # fmt: skip
+        return ToolResult(
+            describe_result(result, max_output_chars=max_output_chars), result, result.ok
+        )
 
     network = (
         "There is no network."

@@ -125,9 +125,12 @@ def cleanup_stale(*, containers: bool = True) -> list[str]:
 
 def _stale_containers() -> list[str]:
     listing = run_podman(
-        "ps", "--all", f"--filter=label={LABEL}",
-        f"--format={{{{.Names}}}}\t{{{{index .Labels \"{LABEL}\"}}}}", check=False,
-    )  # fmt: skip
+        "ps",
+        "--all",
+        f"--filter=label={LABEL}",
+        f'--format={{{{.Names}}}}\t{{{{index .Labels "{LABEL}"}}}}',
+        check=False,
+    )
     stale = []
     for line in listing.stdout.splitlines():
         name, _, identity = line.partition("\t")

@@ -128,8 +128,12 @@ class TryRun:
                     return outcome
             self._state = "accepted"
         self._release(self)
-        log.info("%s accepted (%s): %d paths", self.id, "fast-forward" if fast else "merged",
-                 len(outcome.changed))  # fmt: skip
+        log.info(
+            "%s accepted (%s): %d paths",
+            self.id,
+            "fast-forward" if fast else "merged",
+            len(outcome.changed),
+        )
         return outcome
 
     def reject(self) -> None:

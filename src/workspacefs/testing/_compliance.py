@@ -343,16 +343,18 @@ class FilesystemProtocolTests:
         now = content_digest(b"v2\n")
         fs.write_bytes("src/app.py", b"+", mode="append", if_match=now)
         assert fs.read("src/app.py").content == "v2\n+"
-        self.check_write(fs, lambda: fs.write("new.txt", "x", mode="create", if_match=now),
-                         ValueError)  # fmt: skip
+        self.check_write(
+            fs, lambda: fs.write("new.txt", "x", mode="create", if_match=now), ValueError
+        )
 
     def test_conditional_delete(self) -> None:
         fs = self.fs()
         seen = content_digest(fs.read_bytes("README.md").content)
         stale = content_digest(b"what it held before")
         self.check_write(fs, lambda: fs.delete("README.md", if_match=stale), ContentChangedError)
-        self.check_write(fs, lambda: fs.delete("src", recursive=True, if_match=seen),
-                         ContentChangedError)  # fmt: skip
+        self.check_write(
+            fs, lambda: fs.delete("src", recursive=True, if_match=seen), ContentChangedError
+        )
         self.check_write(fs, lambda: fs.delete("gone.txt", if_match=seen), ContentChangedError)
         if self.check_write(fs, lambda: fs.delete("README.md", if_match=seen)):
             assert not fs.exists("README.md")

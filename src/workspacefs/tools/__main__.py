@@ -18,9 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     """Parse arguments, fill the workspace, serve until stdin closes."""
     parser = argparse.ArgumentParser(prog="python -m workspacefs.tools", description=__doc__)
     parser.add_argument(
-        "--hydrate", metavar="DIR", action="append", default=[],
+        "--hydrate",
+        metavar="DIR",
+        action="append",
+        default=[],
         help="copy this host directory into the workspace root first (repeatable)",
-    )  # fmt: skip
+    )
     parser.add_argument("--mount-point", default="/workspace", help="absolute path agents see")
     parser.add_argument("--read-only", action="store_true", help="refuse every write")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..fs import AttributedFilesystem, BlameEntry, Cause, FilesystemSnapshot
 from ._context import ToolContext
-from ._messages import cause, count, quote
+from ._messages import count, describe_error, quote
 from ._result import ToolResult
 from ._snapshots import describe
 from ._tool import Tool, ToolAnnotations, ToolParams
@@ -49,7 +49,7 @@ def blame(params: BlameParams, *, context: ToolContext) -> ToolResult[list[Blame
     try:
         entries = list(fs.blame(params.path))
     except (OSError, ValueError) as exc:
-        return ToolResult.fail(f"Cannot blame {quote(params.path)}: {cause(exc)}.")
+        return ToolResult.fail(f"Cannot blame {quote(params.path)}: {describe_error(exc)}.")
     if not entries:
         where = "exists but" if fs.exists(params.path) else "does not exist and"
         return ToolResult.ok(
@@ -72,6 +72,7 @@ BLAME = Tool(
     ),
     params=BlameParams,
     handler=blame,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Blame file"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Blame file"
+    ),
+)

@@ -260,6 +260,7 @@ EDIT_FILE = Tool(
     ),
     params=EditFileParams,
     handler=edit_file,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=False,
-                                title="Edit file"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=False, destructive=True, idempotent=False, title="Edit file"
+    ),
+)

@@ -123,9 +123,10 @@ READ_FILE = Tool(
     ),
     params=ReadFileParams,
     handler=read_file,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Read file"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Read file"
+    ),
+)
 
 WRITE_FILE = Tool(
     name="write_file",
@@ -136,6 +137,7 @@ WRITE_FILE = Tool(
     ),
     params=WriteFileParams,
     handler=write_file,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=False,
-                                title="Write file"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=False, destructive=True, idempotent=False, title="Write file"
+    ),
+)

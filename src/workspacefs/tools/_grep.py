@@ -139,6 +139,7 @@ GREP = Tool(
     ),
     params=GrepParams,
     handler=grep,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Search file contents"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Search file contents"
+    ),
+)

@@ -216,9 +216,10 @@ LS = Tool(
     ),
     params=LsParams,
     handler=ls,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="List directory"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="List directory"
+    ),
+)
 
 GLOB = Tool(
     name="glob",
@@ -228,9 +229,10 @@ GLOB = Tool(
     ),
     params=GlobParams,
     handler=glob,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Find files"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Find files"
+    ),
+)
 
 RM = Tool(
     name="rm",
@@ -240,6 +242,5 @@ RM = Tool(
     ),
     params=RmParams,
     handler=rm,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True,
-                                title="Remove"),
-)  # fmt: skip
+    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True, title="Remove"),
+)

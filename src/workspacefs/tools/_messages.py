@@ -30,8 +30,8 @@ def quote(path: str) -> str:
     return f"`{path or '.'}`"
 
 
-def cause(exc: BaseException) -> str:
-    """The cause of a filesystem error as a short clause."""
+def describe_error(exc: BaseException) -> str:
+    """A failed call's exception as a short clause for the model: what went wrong."""
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     if isinstance(exc, SnapshotNotFoundError):
         return "no such snapshot"
@@ -49,7 +49,7 @@ def cause(exc: BaseException) -> str:
 
 def failure(action: str, path: str, exc: BaseException) -> str:
     """``Cannot <action> `<path>`: <cause>.`` for a failed call."""
-    return f"Cannot {action} {quote(path)}: {cause(exc)}."
+    return f"Cannot {action} {quote(path)}: {describe_error(exc)}."
 
 
 def changed_meanwhile(action: str, path: str, tool: str, looked: str, undone: str) -> str:

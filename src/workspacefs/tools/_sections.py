@@ -37,7 +37,7 @@ class WorkspaceSection(Protocol):
         ...
 
 
-class _Workspace:
+class _Section:
     """What both sections share: the snapshots manager and a tool registry of their own."""
 
     def __init__(self, filesystem: SnapshotableFilesystem) -> None:
@@ -64,7 +64,7 @@ class _Workspace:
         return ToolContext(filesystem=self._fs, **fields)
 
 
-class VfsWorkspace(_Workspace):
+class VfsWorkspace(_Section):
     """An in-memory workspace, optionally filled from host directories.
 
     Args:
@@ -96,7 +96,7 @@ class VfsWorkspace(_Workspace):
         return self._memory
 
 
-class HostWorkspace(_Workspace):
+class HostWorkspace(_Section):
     """A workspace that is a real directory on the host.
 
     The tools layer sits beside the host layer and does not import it, so the

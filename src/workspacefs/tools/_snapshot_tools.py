@@ -14,9 +14,10 @@ from ..fs import (
     SnapshotableFilesystem,
     changed_paths,
     normalize_path,
+    short_id,
 )
 from ._context import ToolContext
-from ._messages import cause, count
+from ._messages import count, describe_error
 from ._patch import cut_note, unified_diff
 from ._result import ToolResult
 from ._snapshots import WorkspaceSnapshots, describe
@@ -52,9 +53,9 @@ def snapshot(params: SnapshotParams, *, context: ToolContext) -> ToolResult[File
     try:
         record = snaps.snapshot(params.tag)
     except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, FileExistsError) else cause(exc)
+        why = exc.strerror if isinstance(exc, FileExistsError) else describe_error(exc)
         return ToolResult.fail(f"Cannot take a snapshot tagged `{params.tag}`: {why}.")
-    name = json.dumps(record.tag or str(record.snapshot_id)[:8])
+    name = json.dumps(record.tag or short_id(record.snapshot_id))
     return ToolResult.ok(
         f"Took {describe(record)}: {count(record.file_count, 'file')}, "
         f"{count(record.total_bytes, 'byte')}. Return to it with restore(id_or_tag={name}); "
@@ -100,7 +101,8 @@ def restore(params: RestoreParams, *, context: ToolContext) -> ToolResult[Filesy
             f"workspace while it was restoring ({meanwhile}), so nothing was restored. Try again."
         )
     except (OSError, ValueError) as exc:
-        return ToolResult.fail(f"Cannot restore snapshot `{params.id_or_tag}`: {cause(exc)}.")
+        why = describe_error(exc)
+        return ToolResult.fail(f"Cannot restore snapshot `{params.id_or_tag}`: {why}.")
     if not undone.changed:
         snaps.forget(now)  # nothing is in it that the restored snapshot lacks
         return ToolResult.ok(f"Restored {describe(record)}; nothing had changed since.", record)
@@ -147,14 +149,14 @@ def diff(params: DiffParams, *, context: ToolContext) -> ToolResult[FilesystemDi
     try:
         prefix = normalize_path(params.path, fs.mount_point, getattr(fs, "limits", DEFAULT_LIMITS))
     except (OSError, ValueError) as exc:
-        return ToolResult.fail(f"Cannot diff under `{params.path}`: {cause(exc)}.")
+        return ToolResult.fail(f"Cannot diff under `{params.path}`: {describe_error(exc)}.")
     try:
         base = snaps.find(params.from_)
         target = None if params.to is None else snaps.find(params.to)
         changes = snaps.diff(base, target)
     except (OSError, ValueError) as exc:
         names = params.from_ if params.to is None else f"{params.from_}` or `{params.to}"
-        return ToolResult.fail(f"Cannot diff snapshot `{names}`: {cause(exc)}.")
+        return ToolResult.fail(f"Cannot diff snapshot `{names}`: {describe_error(exc)}.")
     to = "the live workspace" if target is None else describe(target)
 
     def under(paths: tuple[str, ...]) -> list[str]:
@@ -188,9 +190,10 @@ SNAPSHOT = Tool(
     ),
     params=SnapshotParams,
     handler=snapshot,
-    annotations=ToolAnnotations(read_only=False, destructive=False, idempotent=False,
-                                title="Snapshot workspace"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=False, destructive=False, idempotent=False, title="Snapshot workspace"
+    ),
+)
 
 RESTORE = Tool(
     name="restore",
@@ -200,9 +203,10 @@ RESTORE = Tool(
     ),
     params=RestoreParams,
     handler=restore,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True,
-                                title="Restore snapshot"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=False, destructive=True, idempotent=True, title="Restore snapshot"
+    ),
+)
 
 DIFF = Tool(
     name="diff",
@@ -213,6 +217,7 @@ DIFF = Tool(
     ),
     params=DiffParams,
     handler=diff,
-    annotations=ToolAnnotations(read_only=True, destructive=False, idempotent=True,
-                                title="Diff snapshots"),
-)  # fmt: skip
+    annotations=ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, title="Diff snapshots"
+    ),
+)

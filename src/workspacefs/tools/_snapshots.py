@@ -10,32 +10,28 @@ from __future__ import annotations
 
 import builtins
 import threading
-import uuid
 import weakref
 from collections.abc import Sequence
 
-from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
-from ..fs import Filesystem, FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem
-
-MIN_ID_PREFIX = 4
-"""Shortest id prefix accepted (ids are shown by their first 8 characters)."""
-
-SnapshotRef = str | uuid.UUID | FilesystemSnapshot
-"""A snapshot named by tag, full id, id prefix or its record."""
+from .._errors import AlreadyExistsError, InvalidArgumentError
+from ..fs import (
+    Filesystem,
+    FilesystemDiff,
+    FilesystemSnapshot,
+    SnapshotableFilesystem,
+    SnapshotSelector,
+    find_snapshot,
+    short_id,
+)
 
 _SHARED: weakref.WeakKeyDictionary[object, WorkspaceSnapshots] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
-def short_id(snapshot: FilesystemSnapshot) -> str:
-    """The id as messages show it."""
-    return str(snapshot.snapshot_id)[:8]
-
-
 def describe(snapshot: FilesystemSnapshot) -> str:
     """``snapshot `1a2b3c4d` (tag `x`)``."""
     tag = f" (tag `{snapshot.tag}`)" if snapshot.tag else ""
-    return f"snapshot `{short_id(snapshot)}`{tag}"
+    return f"snapshot `{short_id(snapshot.snapshot_id)}`{tag}"
 
 
 class WorkspaceSnapshots:
@@ -72,8 +68,9 @@ class WorkspaceSnapshots:
                     raise InvalidArgumentError("a snapshot tag must not be blank", tag)
                 clash = self._by_tag(tag)
                 if clash is not None:
+                    taken = short_id(clash.snapshot_id)
                     raise AlreadyExistsError(
-                        f"tag already names snapshot {short_id(clash)}; choose another", tag
+                        f"tag already names snapshot {taken}; choose another", tag
                     )
             record = self._fs.snapshot(tag=tag)
             self._records.append(record)
@@ -103,32 +100,21 @@ class WorkspaceSnapshots:
     def _by_tag(self, tag: str) -> FilesystemSnapshot | None:
         return next((r for r in reversed(self._known()) if r.tag == tag), None)
 
-    def find(self, ref: SnapshotRef) -> FilesystemSnapshot:
-        """The snapshot a tag, id or unique id prefix names.
+    def find(self, ref: SnapshotSelector) -> FilesystemSnapshot:
+        """The snapshot a tag, id or unique id prefix names (``fs.find_snapshot``), among
+        those taken here and those the backend lists.
 
         Raises:
             SnapshotNotFoundError: Nothing, or more than one snapshot, matches.
         """
         if isinstance(ref, FilesystemSnapshot):
-            return ref
+            return ref  # without listing what the backend keeps
         with self._lock:
             known = self._known()
-            if isinstance(ref, uuid.UUID):
-                found = [r for r in known if r.snapshot_id == ref]
-            else:
-                found = [r for r in known if r.tag == ref][-1:]
-                key = ref.strip().lower()
-                if not found and len(key) >= MIN_ID_PREFIX:
-                    found = [r for r in known if str(r.snapshot_id).startswith(key)]
-        if len(found) == 1:
-            return found[0]
-        name = str(ref)
-        if found:
-            raise SnapshotNotFoundError(f"id prefix matches {len(found)} snapshots", name)
-        raise SnapshotNotFoundError("no snapshot has this tag or id", name)
+        return find_snapshot(known, ref)
 
     def restore(
-        self, ref: SnapshotRef, *, if_unchanged_since: FilesystemSnapshot | None = None
+        self, ref: SnapshotSelector, *, if_unchanged_since: FilesystemSnapshot | None = None
     ) -> FilesystemSnapshot:
         """Return the workspace to a snapshot; the snapshot restored
         (``if_unchanged_since``: only if nothing changed since, see ``Filesystem``)."""
@@ -136,7 +122,9 @@ class WorkspaceSnapshots:
         self._fs.restore(record, if_unchanged_since=if_unchanged_since)
         return record
 
-    def diff(self, base: SnapshotRef, target: SnapshotRef | None = None) -> FilesystemDiff:
+    def diff(
+        self, base: SnapshotSelector, target: SnapshotSelector | None = None
+    ) -> FilesystemDiff:
         """What changed from ``base`` to ``target`` (None: the live workspace)."""
         return self._fs.diff(self.find(base), None if target is None else self.find(target))
 

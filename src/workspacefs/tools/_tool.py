@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..fs import Cause, attributed, current_cause
 from ._context import ToolContext
-from ._messages import cause
+from ._messages import describe_error
 from ._result import ToolResult
 
 P = TypeVar("P", bound=BaseModel)
@@ -120,7 +120,7 @@ class Tool(Generic[P, T]):
             with attributed(call):
                 return self.handler(params, context=context)
         except (OSError, ValueError) as exc:
-            return ToolResult.fail(f"{self.name} failed: {cause(exc)}.")
+            return ToolResult.fail(f"{self.name} failed: {describe_error(exc)}.")
 
 
 @functools.lru_cache(maxsize=256)

@@ -111,27 +111,60 @@ class Tree(TreeView):
         budget: MemoryBudget | None = None,
     ) -> None:
         # Epoch numbers come from one counter per family of forks (see ``fork``).
-        self._epochs = itertools.count(1)
-        self._epoch = next(self._epochs)
+        epochs = itertools.count(1)
+        epoch = next(epochs)
+        root = Directory(epoch, mode, uid, gid, time.time_ns())
+        self._init(
+            epochs,
+            epoch,
+            put(Table(epoch, []), ROOT_INO, root, epoch),
+            versions=WeakRegistry(),
+            budget=budget if budget is not None else MemoryBudget(),
+            head=Lineage(None, frozenset()),
+            changes={ROOT_INO},
+            next_ino=ROOT_INO + 1,
+            attributing=True,
+            file_count=0,
+            total_bytes=0,
+        )
+
+    def _init(
+        self,
+        epochs: itertools.count[int],
+        epoch: int,
+        table: Table,
+        *,
+        versions: WeakRegistry[Version],
+        budget: MemoryBudget,
+        head: Lineage,
+        changes: set[int],
+        next_ino: int,
+        attributing: bool,
+        file_count: int,
+        total_bytes: int,
+    ) -> None:
+        # The one place every field is set: ``__init__`` and ``fork`` both come here,
+        # so a new field cannot be forgotten by one of them.
+        super().__init__(table)
+        self._epochs = epochs
+        self._epoch = epoch
         # Every version of the family still alive, wherever it is held (space accounting).
-        self._versions: WeakRegistry[Version] = WeakRegistry()
-        self.budget = budget if budget is not None else MemoryBudget()
-        super().__init__(Table(self._epoch, []))
+        self._versions = versions
+        self.budget = budget
         self.id = next(_tree_ids)
         self._journal = Journal()
         self.lock = TreeLock(self._take_journal)
-        self._next_ino = ROOT_INO + 1
+        self._next_ino = next_ino
         self._orphans: dict[int, Node] = {}
         self._held: set[int] = set()
-        self._changes: set[int] = {ROOT_INO}
+        self._changes = changes
         self._causes: dict[int, Cause | tuple[Cause, ...]] = {}
-        self._head = Lineage(None, frozenset())
-        self.attributing = True
+        self._head = head
+        self.attributing = attributing
         """Record the cause in effect (``current_cause``) with every change; off,
         changes are recorded without one (and the mount resolves no processes)."""
-        self.file_count = 0
-        self.total_bytes = 0
-        self._table = put(self._table, ROOT_INO, Directory(1, mode, uid, gid, time.time_ns()), 1)
+        self.file_count = file_count
+        self.total_bytes = total_bytes
 
     # -- versions ------------------------------------------------------------
 
@@ -220,23 +253,19 @@ class Tree(TreeView):
         if version.tree_id != self.id:
             raise InvalidArgumentError("version belongs to another tree", None)
         fork = object.__new__(Tree)
-        fork._epochs = self._epochs
-        fork._epoch = next(self._epochs)
-        fork._versions = self._versions
-        fork.budget = self.budget
-        fork._table = version._table
-        fork.id = next(_tree_ids)
-        fork._journal = Journal()
-        fork.lock = TreeLock(fork._take_journal)
-        fork._next_ino = self._next_ino
-        fork._orphans = {}
-        fork._held = set()
-        fork._changes = set()
-        fork._causes = {}
-        fork.attributing = self.attributing
-        fork._head = version.lineage
-        fork.file_count = version.file_count
-        fork.total_bytes = version.total_bytes
+        fork._init(
+            self._epochs,
+            next(self._epochs),
+            version._table,
+            versions=self._versions,
+            budget=self.budget,
+            head=version.lineage,
+            changes=set(),
+            next_ino=self._next_ino,
+            attributing=self.attributing,
+            file_count=version.file_count,
+            total_bytes=version.total_bytes,
+        )
         return fork
 
     def restore(self, version: Version) -> Journal:

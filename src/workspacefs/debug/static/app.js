@@ -86,7 +86,7 @@ function when(iso) {
 }
 
 function shortId(snapshot) {
-  return snapshot.id.length > 16 ? snapshot.id.slice(0, 8) : snapshot.id;
+  return snapshot.short_id;  // the server's fs.short_id, as the CLI and tools show it
 }
 
 function snapshotName(id) {

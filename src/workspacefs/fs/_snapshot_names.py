@@ -1,0 +1,69 @@
+"""How people name a snapshot: by tag, id or id prefix, and its short label.
+
+The command line, the agent tools and the debug UI all show and accept
+snapshots this way; the rule lives here so that a name one of them prints is
+one every other accepts, with the same error when it names nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from .._errors import SnapshotNotFoundError
+from ._snapshots import FilesystemSnapshot
+
+MIN_ID_PREFIX = 4
+"""Shortest id prefix accepted (ids are shown by their first ``SHORT_ID_LENGTH`` characters)."""
+
+SHORT_ID_LENGTH = 8
+"""Characters of an id that labels show."""
+
+_SHORT_NAME = 2 * SHORT_ID_LENGTH
+"""An id at most this long is a name (an archive's id), shown whole."""
+
+SnapshotSelector = str | uuid.UUID | FilesystemSnapshot
+"""A snapshot named by tag, full id, id prefix or its record (``find_snapshot``)."""
+
+
+def find_snapshot(
+    records: Sequence[FilesystemSnapshot], selector: SnapshotSelector
+) -> FilesystemSnapshot:
+    """The snapshot ``selector`` names among ``records`` (oldest first).
+
+    A record is itself; a UUID is the record with that id. A string is a tag
+    (the newest snapshot with it), else a full id or an id prefix of at least
+    ``MIN_ID_PREFIX`` characters (case and surrounding blanks ignored) that
+    exactly one record's id starts with.
+
+    Raises:
+        SnapshotNotFoundError: Nothing, or more than one snapshot, matches.
+    """
+    if isinstance(selector, FilesystemSnapshot):
+        return selector
+    if isinstance(selector, uuid.UUID):
+        found = [r for r in records if r.snapshot_id == selector]
+    else:
+        found = [r for r in records if r.tag == selector][-1:]
+        key = selector.strip().lower()
+        if not found and len(key) >= MIN_ID_PREFIX:
+            found = [r for r in records if str(r.snapshot_id).startswith(key)]
+    if len(found) == 1:
+        return found[0]
+    name = str(selector)
+    if found:
+        raise SnapshotNotFoundError(f"id prefix matches {len(found)} snapshots", name)
+    raise SnapshotNotFoundError("no snapshot has this tag or id", name)
+
+
+def short_id(snapshot_id: uuid.UUID | str) -> str:
+    """An id as labels show it: a UUID's first ``SHORT_ID_LENGTH`` characters; a short
+    name (an archive's id, ``live``) whole."""
+    text = str(snapshot_id)
+    return text if len(text) <= _SHORT_NAME else text[:SHORT_ID_LENGTH]
+
+
+def snapshot_label(record: FilesystemSnapshot) -> str:
+    """``1a2b3c4d (tag)``: the short id, and the tag if there is one."""
+    tag = f" ({record.tag})" if record.tag else ""
+    return f"{short_id(record.snapshot_id)}{tag}"
