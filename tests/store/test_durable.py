@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,87 @@ def test_every_acknowledged_snapshot_survives_sigkill(tmp_path: Path, kill_after
             fs.restore(snapshot)
             assert files_of(fs) == model(int(str(snapshot.tag)[1:])), snapshot.tag
     assert read_journal(str(tmp_path / "store" / "journal")).damage is None
+
+
+def test_a_file_grown_by_truncate_comes_back_at_its_size(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.NONE)
+    with durable:
+        durable.fs.write("f.txt", "hello")
+        durable.sync()
+        with durable.fs.tree.lock:
+            durable.fs.tree.truncate(durable.fs.tree.resolve_path("f.txt") or 0, 1 << 20)
+        durable.sync()
+    again, _ = open_workspace(store, durability=Durability.NONE)
+    with again:
+        assert again.fs.stat("f.txt").size_bytes == 1 << 20
+        assert again.fs.read_bytes("f.txt", limit=8).content == b"hello\0\0\0"
+
+
+def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    data = os.urandom(40 << 20)  # past PART_BYTES: several records
+    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    with durable:
+        durable.fs.write("small.txt", "before\n")
+        durable.sync()
+        for start in range(0, len(data), 8 << 20):
+            durable.fs.write_bytes("big.bin", data[start : start + (8 << 20)], mode="append")
+        durable.fs.write("small.txt", "after\n")
+        durable.sync()
+    reading = read_journal(str(store / "journal"))
+    assert len(reading.records) >= 4  # one group before, three or more in the big one
+    again, _ = open_workspace(str(store), durability=Durability.NONE)
+    with again:
+        read = again.fs.read_bytes
+        pieces = [
+            read("big.bin", offset=at, limit=8 << 20).content for at in range(0, 40 << 20, 8 << 20)
+        ]
+        assert b"".join(pieces) == data
+        assert again.fs.read("small.txt").content == "after\n"
+    # A group cut short (its last record gone) was never acknowledged: none of it counts.
+    (segment,) = (store / "journal").glob("*.wal")
+    last = reading.records[-1]
+    os.truncate(segment, last.start + 10)
+    third, recovery = open_workspace(str(store), durability=Durability.NONE)
+    with third:
+        assert recovery.damage is not None
+        assert recovery.damage.torn
+        assert [e.name for e in third.fs.list()] == ["small.txt"]
+        assert third.fs.read("small.txt").content == "before\n"
+
+
+def test_journal_freezes_add_nothing_to_history(tmp_path: Path) -> None:
+    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    with durable:
+        depth = durable.fs.tree.pending().depth
+        for n in range(50):
+            durable.fs.write("f.txt", f"{n}\n")
+            durable.sync()
+        assert durable.fs.tree.pending().depth == depth
+
+
+def test_a_merge_and_the_journal_thread_do_not_wait_on_each_other(tmp_path: Path) -> None:
+    from workspacefs import git
+
+    durable, _ = open_workspace(str(tmp_path / "store"), interval=0.001)
+    finished = threading.Event()
+
+    def merges() -> None:
+        for n in range(30):
+            fork = durable.fs.fork()
+            fork.write(f"from-fork-{n}.txt", "x\n")
+            durable.fs.write(f"live-{n}.txt", "y\n")
+            git.merge(durable.fs, fork)
+        finished.set()
+
+    with durable:
+        worker = threading.Thread(target=merges, daemon=True)
+        worker.start()
+        worker.join(60)  # a liveness bound: a deadlock never finishes
+        assert finished.is_set()
+    again, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    with again:
+        names = {e.name for e in again.fs.list()}
+        assert {f"from-fork-{n}.txt" for n in range(30)} <= names
+        assert {f"live-{n}.txt" for n in range(30)} <= names

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreter import child_env
-from workspacefs import NoSpaceError, StoreDamagedError
+from workspacefs import NoSpaceError, StoreDamagedError, StoreError
 from workspacefs.store import Journal, Kind, cut_after, read_journal, segments
 
 
@@ -127,7 +127,7 @@ def test_a_segment_of_another_format_is_refused(tmp_path: Path) -> None:
         read_journal(str(tmp_path))
 
 
-def test_a_full_disk_fails_the_record_and_keeps_the_journal_whole(tmp_path: Path) -> None:
+def test_a_full_disk_fails_the_record_and_every_later_one(tmp_path: Path) -> None:
     disk = tmp_path / "disk"
     disk.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
@@ -143,10 +143,12 @@ def test_a_full_disk_fails_the_record_and_keeps_the_journal_whole(tmp_path: Path
                 break
             written += 1
         assert 0 < written < 1000  # the disk filled up: 256 KiB
+        with pytest.raises(StoreError, match="failed earlier"):
+            journal.append(Kind.CHANGES, b"x")  # nothing more after a failed write
         journal.close()
         reading = read_journal(str(disk))
         assert len(reading.records) == written
-        assert reading.damage is None
+        assert reading.damage is None or reading.damage.torn  # the refused record's start
     finally:
         subprocess.run(["umount", str(disk)], check=True)
 
@@ -179,3 +181,50 @@ def test_every_acknowledged_record_survives_a_kill(tmp_path: Path) -> None:
     reading = read_journal(str(tmp_path))
     assert reading.last_sequence >= acknowledged
     assert [r.sequence for r in reading.records] == list(range(1, reading.last_sequence + 1))
+
+
+def test_a_record_out_of_sequence_is_damage_and_what_follows_is_kept_aside(
+    tmp_path: Path,
+) -> None:
+    journal = Journal(str(tmp_path), 1)
+    for payload in (b"one", b"two"):
+        journal.append(Kind.CHANGES, payload)
+    journal._next = 4  # a record missing: 3
+    for payload in (b"four", b"five"):
+        journal.append(Kind.CHANGES, payload)
+    journal.close()
+    reading = read_journal(str(tmp_path))
+    assert [r.payload for r in reading.records] == [b"one", b"two"]
+    assert reading.damage is not None
+    assert not reading.damage.torn
+    assert reading.damage.offset == reading.records[-1].end  # where record 4 starts
+    resumed = Journal.resume(str(tmp_path), reading)
+    resumed.append(Kind.CHANGES, b"three")
+    resumed.close()
+    assert [r.payload for r in read_journal(str(tmp_path)).records] == [b"one", b"two", b"three"]
+
+
+def test_a_segment_being_made_when_the_process_died_is_ignored(tmp_path: Path) -> None:
+    write(tmp_path, payloads(3)).close()
+    (tmp_path / "00000000000000000004.wal.new").write_bytes(b"WSFSJ")  # a header cut short
+    reading = read_journal(str(tmp_path))
+    assert len(reading.records) == 3
+    assert reading.damage is None
+    resumed = Journal.resume(str(tmp_path), reading)
+    resumed.append(Kind.CHANGES, b"four")
+    resumed.close()
+    assert len(read_journal(str(tmp_path)).records) == 4
+
+
+def test_a_payload_over_the_limit_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workspacefs.store import _records
+
+    monkeypatch.setattr(_records, "MAX_PAYLOAD", 100)
+    journal = Journal(str(tmp_path), 1)
+    with pytest.raises(ValueError, match="over 100"):
+        journal.append(Kind.CHANGES, bytes(101))
+    journal.append(Kind.CHANGES, bytes(100))
+    journal.close()
+    assert [len(r.payload) for r in read_journal(str(tmp_path)).records] == [100]

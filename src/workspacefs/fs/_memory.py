@@ -320,8 +320,19 @@ class InMemoryFilesystem(TreeFilesystem):
             )
             self._store.save(record, version)
             self._current = record.snapshot_id
-        for observer in self._observers:
-            observer.snapshot_taken(record, version)
+            then = [observer.snapshot_taken(record, version) for observer in self._observers]
+        try:
+            for finish in then:
+                if finish is not None:
+                    finish()
+        except BaseException:
+            # Not kept where it was promised to be kept (a journal's disk is full):
+            # not kept at all, rather than lost later.
+            with self._live.lock, contextlib.suppress(SnapshotNotFoundError):
+                self._store.delete(record.snapshot_id)
+                if self._current == record.snapshot_id:
+                    self._current = parent
+            raise
         if self._retention is not None:
             self.prune(self._retention)
         return record

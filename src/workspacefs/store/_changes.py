@@ -1,191 +1,275 @@
-"""A ``CHANGES`` record: the states of the inodes that differ between two frozen versions
+"""``CHANGES`` records: the states of the inodes that differ between two frozen states
 of a tree, and how a tree takes them back.
 
-The journal does not log operations; it logs states. The tree already knows which
-inodes changed between two of its versions (their change sets), and a frozen version
-never changes, so the writer freezes the live tree (O(1)), then outside the tree lock
-writes what each changed inode *is* in that version: its attributes, a directory's
-entries, a link's target, and the file chunks that are not the very chunks the previous
-version held (copy-on-write replaces a chunk on its first write after a freeze, so
-identity tells what changed). Replaying a record is putting those states back, which
-is idempotent and needs no operation's logic: a record applied to the state its
-predecessors built gives exactly the frozen version it was written from.
+The journal does not log operations; it logs states. The tree records which inodes
+change between two of its freezes, and a frozen state never changes, so the writer
+freezes the live tree (O(1)), then outside the tree lock writes what each changed
+inode *is* in that state: its attributes, a directory's entries, a link's target,
+and the file chunks that are not the very chunks the previous state held
+(copy-on-write replaces a chunk on its first write after a freeze, so identity tells
+what changed). Replaying puts those states back, which needs no operation's logic
+and is idempotent: applied to the state its predecessors built, a group of records
+gives exactly the frozen state it was written from.
 
-Payload layout (little-endian): ``next_ino u64, file_count u64, total_bytes u64,
-count u32`` then ``count`` inode states, each ``ino u64, kind u8`` and, unless the
-kind is ``GONE``, the attributes and the kind's own part (see ``_encode_node``).
-Strings are UTF-8 with surrogate escapes, prefixed by their length (u32).
+A change set is written as a *group* of records of at most ``PART_BYTES`` each, the
+last one marked final; replay applies a group only once its final record is read, so
+a group cut short by a crash changes nothing (its writer was never told it was on
+disk). A file with more changed chunks than fit a record continues in ``CHUNKS``
+entries of the next ones.
+
+Record layout (little-endian): ``next_ino u64, file_count u64, total_bytes u64,
+final u8, count u32``, then ``count`` entries, each ``ino u64, kind u8`` and the
+kind's part (see ``_Writer.node``). Strings are UTF-8 with surrogate escapes,
+prefixed by their length (u32).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .._errors import StoreDamagedError
-from ..tree import Chunk, Directory, File, MemoryBudget, Node, Special, Symlink, Tree, Version
-from ..tree import TreeView as _View
+from ..tree import Chunk, Directory, File, Node, Special, Symlink, Tree, TreeView
 
-GONE, FILE, DIRECTORY, SYMLINK, SPECIAL = range(5)
+GONE, FILE, DIRECTORY, SYMLINK, SPECIAL, CHUNKS = range(6)
+DELTA, WHOLE, SAME = range(3)
+"""How a ``FILE`` entry's chunks relate to the file's previous state: changed chunks
+on top of it, all of them, or the same data (only the size may differ)."""
 
-_HEAD = struct.Struct("<QQQI")
-_INODE = struct.Struct("<QB")
+PART_BYTES = 16 << 20
+"""A record is closed once it holds this much (one chunk more at most)."""
+
+_HEAD = struct.Struct("<QQQBI")
+_ENTRY = struct.Struct("<QB")
 _ATTRS = struct.Struct("<IIIIqqqq")  # mode uid gid nlink atime mtime ctime crtime
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
-_LINK = struct.Struct("<Q")  # parent, then the name
-_FILE = struct.Struct("<QBII")  # size, whole (1: the chunks listed are all), listed, dropped
-_CHUNK = struct.Struct("<Q")  # index, then the bytes
+_FILE = struct.Struct("<QBI")  # size, how, dropped count (then the chunks' count, below)
 
 
-def encode_changes(before: _View | None, after: Version, inodes: Iterable[int],
-                   counts: tuple[int, int, int]) -> bytes:  # fmt: skip
-    """The ``CHANGES`` payload taking a tree from ``before`` (None: empty) to ``after``:
-    the state in ``after`` of each of ``inodes`` (the inodes that may differ).
+def encode_changes(
+    before: TreeView | None,
+    after: TreeView,
+    inodes: Iterable[int],
+    counts: tuple[int, int, int],
+) -> Iterator[bytes]:
+    """The payloads of the group of records taking a tree from ``before`` (None:
+    nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
+    the inodes that differ). Each payload holds at most about ``PART_BYTES``.
 
     Args:
-        counts: ``after``'s tree's next inode number, file count and total bytes.
+        counts: The next inode number, file count and total bytes of ``after``.
     """
-    parts = [b""]
-    count = 0
+    writer = _Writer(counts)
     for ino in sorted(inodes):
         node = after.get(ino)
         old = None if before is None else before.get(ino)
-        if node is None and old is None:
-            continue
-        count += 1
         if node is None:
-            parts.append(_INODE.pack(ino, GONE))
+            if old is not None:
+                writer.entry(ino, GONE)
         else:
-            parts.append(_encode_node(ino, node, old))
-    parts[0] = _HEAD.pack(*counts, count)
-    return b"".join(parts)
+            yield from writer.node(ino, node, old)
+    yield writer.close(final=True)
 
 
-def _encode_node(ino: int, node: Node, old: Node | None) -> bytes:
-    out = bytearray()
-    kind = _kind_of(node)
-    out += _INODE.pack(ino, kind)
-    out += _ATTRS.pack(node.mode, node.uid, node.gid, node.nlink, node.atime_ns,
-                       node.mtime_ns, node.ctime_ns, node.crtime_ns)  # fmt: skip
-    out += _U32.pack(len(node.links))
-    for parent, name in node.links:
-        out += _LINK.pack(parent)
-        _put_text(out, name)
-    xattrs = node.xattrs or {}
-    out += _U32.pack(len(xattrs))
-    for key, value in xattrs.items():
-        _put_bytes(out, key)
-        _put_bytes(out, value)
-    if isinstance(node, Directory):
-        out += _U32.pack(len(node.entries))
-        for name, child in node.entries.items():
+class _Writer:
+    """Builds a group's records, closing one whenever it is full."""
+
+    def __init__(self, counts: tuple[int, int, int]) -> None:
+        self.counts = counts
+        self.out = bytearray()
+        self.count = 0
+
+    def entry(self, ino: int, kind: int) -> None:
+        self.out += _ENTRY.pack(ino, kind)
+        self.count += 1
+
+    def close(self, *, final: bool) -> bytes:
+        payload = _HEAD.pack(*self.counts, final, self.count) + self.out
+        self.out = bytearray()
+        self.count = 0
+        return payload
+
+    def full(self) -> bool:
+        return len(self.out) >= PART_BYTES
+
+    def node(self, ino: int, node: Node, old: Node | None) -> Iterator[bytes]:
+        kind = _kind_of(node)
+        self.entry(ino, kind)
+        out = self.out
+        times = (node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns)
+        out += _ATTRS.pack(node.mode, node.uid, node.gid, node.nlink, *times)
+        out += _U32.pack(len(node.links))
+        for parent, name in node.links:
+            out += _U64.pack(parent)
             _put_text(out, name)
-            out += _U64.pack(child)
-    elif isinstance(node, Symlink):
-        _put_text(out, node.target)
-    elif isinstance(node, Special):
-        out += _U64.pack(node.rdev)
-    elif isinstance(node, File):
-        _encode_data(out, node, old if isinstance(old, File) else None)
-    return bytes(out)
+        xattrs = node.xattrs or {}
+        out += _U32.pack(len(xattrs))
+        for key, value in xattrs.items():
+            _put_bytes(out, key)
+            _put_bytes(out, value)
+        if isinstance(node, Directory):
+            out += _U32.pack(len(node.entries))
+            for name, child in node.entries.items():
+                _put_text(out, name)
+                out += _U64.pack(child)
+        elif isinstance(node, Symlink):
+            _put_text(out, node.target)
+        elif isinstance(node, Special):
+            out += _U64.pack(node.rdev)
+        elif isinstance(node, File):
+            yield from self.data(ino, node, old if isinstance(old, File) else None)
+        if self.full():
+            yield self.close(final=False)
+
+    def data(self, ino: int, node: File, old: File | None) -> Iterator[bytes]:
+        """A file's data: the chunks that changed, continued in ``CHUNKS`` entries of
+        the next records when they do not fit this one."""
+        if old is not None and (
+            old.chunks is node.chunks if node.lazy is None else old.lazy is node.lazy
+        ):
+            self.out += _FILE.pack(node.size, SAME, 0) + _U32.pack(0)
+            return
+        node.load()  # content not loaded yet is written as its bytes (within the budget)
+        chunks = node.chunks
+        if old is None or old.lazy is not None:
+            how, listed, dropped = WHOLE, sorted(chunks), []
+        else:
+            previous = old.chunks
+            listed = sorted(i for i, chunk in chunks.items() if previous.get(i) is not chunk)
+            dropped = sorted(i for i in previous if i not in chunks)
+            how = DELTA
+        self.out += _FILE.pack(node.size, how, len(dropped))
+        for index in dropped:
+            self.out += _U64.pack(index)
+        yield from self.chunks(ino, listed, chunks)
+
+    def chunks(self, ino: int, listed: list[int], chunks: dict[int, Chunk]) -> Iterator[bytes]:
+        """``listed`` chunks as a count and ``index u64, bytes`` each, split where a
+        record is full: the rest goes in a ``CHUNKS`` entry of the next record."""
+        start = 0
+        while True:
+            room = 1
+            if start < len(listed):
+                room = max(1, (PART_BYTES - len(self.out)) // (len(chunks[listed[start]]) + 12))
+            batch = listed[start : start + room]
+            self.out += _U32.pack(len(batch))
+            for index in batch:
+                self.out += _U64.pack(index)
+                _put_bytes(self.out, chunks[index])
+            start += len(batch)
+            if start >= len(listed):
+                return
+            yield self.close(final=False)
+            self.entry(ino, CHUNKS)
 
 
-def _encode_data(out: bytearray, node: File, old: File | None) -> None:
-    same = (
-        old is not None
-        and old.size == node.size
-        and (old.chunks is node.chunks if node.lazy is None else old.lazy is node.lazy)
-    )
-    if same:
-        out += _FILE.pack(node.size, 0, 0, 0)  # the same data (or the same content to load)
-        return
-    node.load()  # content not loaded yet is written as its bytes (within the budget)
-    chunks = node.chunks
-    if old is None or old.lazy is not None:
-        listed, dropped, whole = sorted(chunks), [], 1
-    else:
-        previous = old.chunks
-        listed = sorted(i for i, chunk in chunks.items() if previous.get(i) is not chunk)
-        dropped = sorted(i for i in previous if i not in chunks)
-        whole = 0
-    out += _FILE.pack(node.size, whole, len(listed), len(dropped))
-    for index in listed:
-        out += _CHUNK.pack(index)
-        _put_bytes(out, chunks[index])
-    for index in dropped:
-        out += _CHUNK.pack(index)
+class ChangesReplay:
+    """Puts groups of ``CHANGES`` records into a tree: each group once its final
+    record is read (``add`` returns True then)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self._states: dict[int, Node | None] = {}
+        self._order: list[int] = []
+
+    @property
+    def pending(self) -> bool:
+        """True if a group has begun and not ended."""
+        return bool(self._order)
+
+    def add(self, payload: bytes) -> bool:
+        """Read one record of a group; apply the group if it is the final one.
+
+        Raises:
+            StoreDamagedError: The record does not parse.
+        """
+        try:
+            next_ino, file_count, total_bytes, final, count = _HEAD.unpack_from(payload)
+            reader = _Reader(payload, _HEAD.size)
+            for _ in range(count):
+                self._entry(reader)
+            if reader.offset != len(payload):
+                raise ValueError("bytes past the last entry")
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise StoreDamagedError(f"a journal record does not parse: {exc}", None) from exc
+        if not final:
+            return False
+        states = [(ino, self._states[ino]) for ino in self._order]
+        self._states, self._order = {}, []
+        with self.tree.lock:
+            self.tree.install(
+                states, next_ino=next_ino, file_count=file_count, total_bytes=total_bytes
+            )
+        return True
+
+    def _entry(self, reader: _Reader) -> None:
+        ino, kind = reader.unpack(_ENTRY)
+        if kind == CHUNKS:
+            node = self._states.get(ino)
+            if not isinstance(node, File):
+                raise ValueError(f"chunks of inode {ino}, which is no file of this group")
+            _read_chunks(reader, node.chunks, self.tree)
+            node.set_data(node.chunks, node.size)
+            return
+        if ino not in self._states:
+            self._order.append(ino)
+        self._states[ino] = None if kind == GONE else self._node(reader, ino, kind)
+
+    def _node(self, reader: _Reader, ino: int, kind: int) -> Node:
+        mode, uid, gid, nlink, atime, mtime, ctime, crtime = reader.unpack(_ATTRS)
+        links = tuple((reader.unpack(_U64)[0], reader.text()) for _ in range(reader.u32()))
+        xattrs = {reader.raw(): reader.raw() for _ in range(reader.u32())}
+        epoch = self.tree.live_epoch
+        node: Node
+        if kind == DIRECTORY:
+            directory = Directory(epoch, mode, uid, gid, 0)
+            directory.entries = {reader.text(): reader.unpack(_U64)[0] for _ in range(reader.u32())}
+            node = directory
+        elif kind == SYMLINK:
+            node = Symlink(epoch, reader.text(), uid, gid, 0)
+        elif kind == SPECIAL:
+            node = Special(epoch, mode, reader.unpack(_U64)[0], uid, gid, 0)
+        elif kind == FILE:
+            node = self._file(reader, ino, epoch, mode, uid, gid)
+        else:
+            raise ValueError(f"unknown entry kind {kind}")
+        node.mode, node.uid, node.gid, node.nlink = mode, uid, gid, nlink
+        node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns = atime, mtime, ctime, crtime
+        node.links = links
+        node.xattrs = xattrs or None
+        return node
+
+    def _file(self, reader: _Reader, ino: int, epoch: int, mode: int, uid: int, gid: int) -> File:
+        size, how, dropped = reader.unpack(_FILE)
+        previous = self._states[ino] if ino in self._states else self.tree.get(ino)
+        old = previous if isinstance(previous, File) else None
+        if how == SAME:
+            if old is None:
+                raise ValueError(f"inode {ino} keeps data it never had")
+            same = old.clone(epoch)
+            assert isinstance(same, File)
+            same.resize(size)
+            reader.u32()  # no chunks follow
+            return same
+        chunks: dict[int, Chunk] = {}
+        if how == DELTA:
+            if old is None:
+                raise ValueError(f"inode {ino} changes data it never had")
+            old.load()
+            chunks = dict(old.chunks)
+        for _ in range(dropped):
+            chunks.pop(reader.unpack(_U64)[0], None)
+        _read_chunks(reader, chunks, self.tree)
+        node = File(epoch, mode, uid, gid, 0, self.tree.budget)
+        node.set_data(chunks, size)
+        return node
 
 
-def apply_changes(tree: Tree, payload: bytes) -> None:
-    """Put the states a ``CHANGES`` payload holds into ``tree`` (its live state).
-
-    Raises:
-        StoreDamagedError: The payload does not parse (a record that passed its
-            checksum but was written by something else).
-    """
-    try:
-        next_ino, file_count, total_bytes, count = _HEAD.unpack_from(payload)
-        reader = _Reader(payload, _HEAD.size)
-        states = [_decode_node(reader, tree) for _ in range(count)]
-        if reader.offset != len(payload):
-            raise ValueError("bytes past the last inode")
-    except (struct.error, ValueError, UnicodeDecodeError) as exc:
-        raise StoreDamagedError(f"a journal record does not parse: {exc}", None) from exc
-    tree.install(states, next_ino=next_ino, file_count=file_count, total_bytes=total_bytes)
-
-
-def _decode_node(reader: _Reader, tree: Tree) -> tuple[int, Node | None]:
-    ino, kind = reader.unpack(_INODE)
-    if kind == GONE:
-        return ino, None
-    mode, uid, gid, nlink, atime, mtime, ctime, crtime = reader.unpack(_ATTRS)
-    links = tuple((reader.unpack(_LINK)[0], reader.text()) for _ in range(reader.u32()))
-    xattrs = {reader.raw(): reader.raw() for _ in range(reader.u32())}
-    epoch = tree.live_epoch
-    node: Node
-    if kind == DIRECTORY:
-        directory = Directory(epoch, mode, uid, gid, 0)
-        directory.entries = {reader.text(): reader.unpack(_U64)[0] for _ in range(reader.u32())}
-        node = directory
-    elif kind == SYMLINK:
-        node = Symlink(epoch, reader.text(), uid, gid, 0)
-    elif kind == SPECIAL:
-        node = Special(epoch, mode, reader.unpack(_U64)[0], uid, gid, 0)
-    elif kind == FILE:
-        node = _decode_file(reader, tree, ino, epoch, mode, uid, gid)
-    else:
-        raise ValueError(f"unknown inode kind {kind}")
-    node.mode, node.uid, node.gid = mode, uid, gid
-    node.nlink = nlink
-    node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns = atime, mtime, ctime, crtime
-    node.links = links
-    node.xattrs = xattrs or None
-    return ino, node
-
-
-def _decode_file(reader: _Reader, tree: Tree, ino: int, epoch: int, mode: int, uid: int,
-                 gid: int) -> File:  # fmt: skip
-    size, whole, listed, dropped = reader.unpack(_FILE)
-    old = None if whole else tree.get(ino)
-    if isinstance(old, File) and not (listed or dropped):
-        same = old.clone(epoch)  # the same data (or the same content, still to load)
-        assert isinstance(same, File)
-        return same
-    budget: MemoryBudget = tree.budget
-    node = File(epoch, mode, uid, gid, 0, budget)
-    if isinstance(old, File):
-        old.load()
-        chunks = dict(old.chunks)
-    else:
-        chunks = {}
-    for _ in range(listed):
-        index = reader.unpack(_CHUNK)[0]
-        chunks[index] = Chunk(budget, reader.raw())
-    for _ in range(dropped):
-        chunks.pop(reader.unpack(_CHUNK)[0], None)
-    node.set_data(chunks, size)
-    return node
+def _read_chunks(reader: _Reader, chunks: dict[int, Chunk], tree: Tree) -> None:
+    for _ in range(reader.u32()):
+        index = reader.unpack(_U64)[0]
+        chunks[index] = Chunk(tree.budget, reader.raw())
 
 
 def _kind_of(node: Node) -> int:
@@ -217,7 +301,7 @@ class _Reader:
         self.offset = offset
 
     def unpack(self, shape: struct.Struct) -> tuple[int, ...]:
-        values = shape.unpack_from(self.data, self.offset)
+        values: tuple[int, ...] = shape.unpack_from(self.data, self.offset)
         self.offset += shape.size
         return values
 

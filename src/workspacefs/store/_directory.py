@@ -32,12 +32,15 @@ class StoreDirectory:
     def __init__(self, path: str) -> None:
         self.path = os.path.abspath(path)
         created = _make_private(self.path)
+        if created:
+            sync_directory(os.path.dirname(self.path))
         self._lock_fd = _lock(self.path)
         try:
             self._check_format(created)
             self.journal = os.path.join(self.path, "journal")
             with contextlib.suppress(FileExistsError):
                 os.mkdir(self.journal, 0o700)
+                sync_directory(self.path)
         except BaseException:
             os.close(self._lock_fd)
             raise
@@ -52,11 +55,7 @@ class StoreDirectory:
                 raise StoreDamagedError(
                     "not a workspace store (no format file)", self.path
                 ) from None
-            with open(path + ".new", "w", encoding="utf-8") as new:
-                new.write(STORE_FORMAT + "\n")
-                new.flush()
-                os.fsync(new.fileno())
-            os.replace(path + ".new", path)
+            _write_durably(path, STORE_FORMAT)
             return
         if written != STORE_FORMAT:
             raise StoreDamagedError(
@@ -73,11 +72,7 @@ class StoreDirectory:
                 return found.read().strip()
         except FileNotFoundError:
             pass
-        with open(path + ".new", "w", encoding="utf-8") as written:
-            written.write(new + "\n")
-            written.flush()
-            os.fsync(written.fileno())
-        os.replace(path + ".new", path)
+        _write_durably(path, new)
         return new
 
     def close(self) -> None:
@@ -123,3 +118,22 @@ def _lock(path: str) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _write_durably(path: str, line: str) -> None:
+    """Make ``path`` hold ``line``, whole or not at all, on disk when this returns."""
+    with open(path + ".new", "w", encoding="utf-8") as written:
+        written.write(line + "\n")
+        written.flush()
+        os.fsync(written.fileno())
+    os.replace(path + ".new", path)
+    sync_directory(os.path.dirname(path))
+
+
+def sync_directory(path: str) -> None:
+    """fsync a directory: its entries (a file made, renamed or removed) reach the disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -24,18 +24,22 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import StoreDamagedError
+from .._errors import SnapshotIncompatibleError, StoreDamagedError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
-from ..tree import Version
-from ._changes import apply_changes, encode_changes
+from ..tree import TreeView, Version
+from ._changes import ChangesReplay, encode_changes
 from ._directory import StoreDirectory
-from ._journal import Journal, Reading, read_journal
-from ._records import Damage, Kind
+from ._journal import Journal, Reading, read_journal, stop_before
+from ._records import Damage, Kind, Record
 
 log = logging.getLogger(__name__)
+
+Counts = tuple[int, int, int]
+"""A state's next inode number, file count and total bytes."""
 
 DEFAULT_INTERVAL = 1.0
 """Seconds a change may wait for the disk under the ``interval`` policy."""
@@ -80,7 +84,6 @@ class DurableWorkspace:
         fs: InMemoryFilesystem,
         store: StoreDirectory,
         journal: Journal,
-        last: Version | None,
         *,
         durability: Durability,
         interval: float,
@@ -90,8 +93,11 @@ class DurableWorkspace:
         self.durability = durability
         self.interval = interval
         self._journal = journal
-        self._last = last
-        self._flushing = threading.Lock()  # one record at a time, in freeze order
+        # Lock order: the tree lock, then this one (a snapshot taken under the tree
+        # lock journals itself); writing happens under this one alone.
+        self._flushing = threading.Lock()
+        with fs.tree.lock:
+            self._last: TreeView = fs.tree.track_changes()
         self._stop = threading.Event()
         self._stop_observing = fs.observe_snapshots(self)
         self._thread: threading.Thread | None = None
@@ -109,19 +115,24 @@ class DurableWorkspace:
     def flush(self, *, sync: bool = True) -> int:
         """Journal what changed since the last record (nothing if nothing did); with
         ``sync``, return once it and everything before it is on disk. The last record's
-        sequence number."""
+        sequence number.
+
+        Raises:
+            NoSpaceError: The store's disk is full (the journal then refuses every
+                later write until the store is opened again).
+            StoreError: Writing the journal failed, now or earlier.
+        """
         tree = self.fs.tree
-        with self._flushing:
-            with tree.lock:
-                last = self._last
-                if last is None or not tree.unchanged_since(last):
-                    version = tree.snapshot()
-                    counts = (tree.next_ino, tree.file_count, tree.total_bytes)
-                else:
-                    version = None
-            if version is not None:
-                self._write_changes(last, version, counts)
+        with tree.lock:
+            self._flushing.acquire()
+            frozen = tree.freeze_changes()
+            counts = (tree.next_ino, tree.file_count, tree.total_bytes)
+        try:
+            if frozen is not None:
+                self._write_changes(frozen[0], frozen[1], counts)
             sequence = self._journal.written_through
+        finally:
+            self._flushing.release()
         if sync:
             self._journal.sync(sequence)
         return sequence
@@ -130,28 +141,36 @@ class DurableWorkspace:
         """A durability point: everything changed before it is on disk when it returns."""
         self.flush(sync=True)
 
-    def _write_changes(
-        self, last: Version | None, version: Version, counts: tuple[int, int, int]
-    ) -> None:
-        """One ``CHANGES`` record from ``last`` to ``version``; hold ``_flushing``."""
-        tree = self.fs.tree
-        inodes = set(version.inodes()) if last is None else tree.changes_between(last, version)
-        self._journal.append(Kind.CHANGES, encode_changes(last, version, inodes, counts))
-        self._last = version
+    def _write_changes(self, after: TreeView, inodes: set[int], counts: Counts) -> None:
+        """The group of ``CHANGES`` records from the last state written to ``after``;
+        hold ``_flushing``."""
+        for payload in encode_changes(self._last, after, inodes, counts):
+            self._journal.append(Kind.CHANGES, payload)
+        self._last = after
 
     # -- snapshots (SnapshotObserver) -----------------------------------------------------
 
-    def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> None:
-        """Journal the snapshot and what it holds; return once it is on disk."""
+    def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> Callable[[], None] | None:
+        """Under the tree lock: note what the snapshot holds; the function returned
+        journals it and returns once it is on disk."""
         assert isinstance(version, Version)
         tree = self.fs.tree
-        with self._flushing:
-            with tree.lock:
-                counts = (tree.next_ino, version.file_count, version.total_bytes)
-            if self._last is None or self._last is not version:
-                self._write_changes(self._last, version, counts)
-            sequence = self._journal.append(Kind.SNAPSHOT, _record_bytes(record))
-        self._journal.sync(sequence)
+        self._flushing.acquire()  # the tree lock is held: the lock order holds
+        # Every inode changed since the last freeze, a superset of those that differ
+        # between the last state written and the snapshot; they stay recorded for the
+        # next flush, which writes them again as the live tree has them then.
+        inodes = tree.unfrozen_changes()
+        counts = (tree.next_ino, version.file_count, version.total_bytes)
+
+        def finish() -> None:
+            try:
+                self._write_changes(version, inodes, counts)
+                sequence = self._journal.append(Kind.SNAPSHOT, _record_bytes(record))
+            finally:
+                self._flushing.release()
+            self._journal.sync(sequence)
+
+        return finish
 
     def snapshot_deleted(self, record: FilesystemSnapshot) -> None:
         """Journal that the snapshot is gone (on disk by the next durability point)."""
@@ -164,10 +183,11 @@ class DurableWorkspace:
         while not self._stop.wait(self.interval):
             try:
                 self.flush(sync=True)
-            except OSError:
-                # The store's disk full or failing: said in the log, and again by the
-                # next durability point, which raises it to its caller.
-                log.exception("journalling the workspace failed")
+            except Exception:
+                # The store's disk full or failing: said in the log, and raised by the
+                # next durability point to its caller. Nothing more can be journalled.
+                log.exception("journalling the workspace failed; it is no longer durable")
+                return
 
     def close(self) -> None:
         """Journal and sync what is left, stop, and release the store; safe to call twice."""
@@ -203,56 +223,73 @@ def open_workspace(
     Raises:
         BusyError: Another process has the store open.
         NotPermittedError: The store is not private to its owner.
-        StoreDamagedError: The store is of another format, or a record does not parse.
+        StoreDamagedError: The store is of another format.
     """
     store = StoreDirectory(path)
     try:
         reading = read_journal(store.journal)
         fs = InMemoryFilesystem(workspace_id=store.workspace_id(uuid.uuid4().hex), **options)
-        recovery, last = _replay(fs, reading)
+        records, snapshots = _replay(fs, reading)
+        set_aside = journal_set_aside(reading)
         journal = Journal.resume(store.journal, reading)
     except BaseException:
         store.close()
         raise
     if reading.damage is not None:
-        level = logging.ERROR if not reading.damage.torn else logging.WARNING
-        log.log(level, "journal of %s stopped at %s: %s", path, reading.damaged_segment,
-                reading.damage.reason)  # fmt: skip
-    recovery = Recovery(
-        recovery.records, recovery.snapshots, reading.damage, journal_set_aside(reading)
-    )
-    durable = DurableWorkspace(fs, store, journal, last, durability=durability, interval=interval)
+        level = logging.WARNING if reading.damage.torn else logging.ERROR
+        log.log(
+            level,
+            "the journal of %s stops at %s, offset %d: %s",
+            path,
+            reading.damaged_segment,
+            reading.damage.offset,
+            reading.damage.reason,
+        )
+    recovery = Recovery(records, snapshots, reading.damage, set_aside)
+    durable = DurableWorkspace(fs, store, journal, durability=durability, interval=interval)
     return durable, recovery
 
 
 def journal_set_aside(reading: Reading) -> list[str]:
-    """The files ``Journal.resume`` set aside for ``reading``."""
+    """The names ``Journal.resume`` will set ``reading``'s damaged files aside as."""
     if reading.damage is None or reading.damaged_segment is None:
         return []
     kept = [] if reading.damage.torn else [reading.damaged_segment + ".damaged"]
     return kept + [later + ".damaged" for later in reading.dropped_segments]
 
 
-def _replay(fs: InMemoryFilesystem, reading: Reading) -> tuple[Recovery, Version | None]:
-    tree = fs.tree
-    last: Version | None = None
+def _replay(fs: InMemoryFilesystem, reading: Reading) -> tuple[int, int]:
+    """Put what ``reading`` holds into ``fs``: (records applied, snapshots kept). A
+    record that does not parse ends the reading there, as damage does; a group of
+    ``CHANGES`` records without its final one (cut short) is dropped."""
+    changes = ChangesReplay(fs.tree)
     kept: dict[str, FilesystemSnapshot] = {}
-    for record in reading.records:
-        if record.kind is Kind.CHANGES:
-            with tree.lock:
-                apply_changes(tree, record.payload)
-                last = tree.snapshot()
-        elif record.kind is Kind.SNAPSHOT:
-            snapshot = _record_of(record.payload)
-            fs.adopt_snapshot(snapshot)
-            last = fs.version(snapshot)
-            kept[str(snapshot.snapshot_id)] = snapshot
-        elif record.kind is Kind.FORGET:
-            doomed = kept.pop(record.payload.decode(), None)
-            if doomed is not None:
-                with contextlib.suppress(OSError):
-                    fs.delete_snapshot(doomed)
-    return Recovery(len(reading.records), len(kept)), last
+    applied = 0
+    group_start: Record | None = None
+    for record in list(reading.records):
+        try:
+            if record.kind is Kind.CHANGES:
+                group_start = group_start or record
+                if changes.add(record.payload):
+                    group_start = None
+            elif record.kind is Kind.SNAPSHOT:
+                snapshot = _record_of(record.payload)
+                fs.adopt_snapshot(snapshot)
+                kept[str(snapshot.snapshot_id)] = snapshot
+            elif record.kind is Kind.FORGET:
+                doomed = kept.pop(record.payload.decode("ascii", "replace"), None)
+                if doomed is not None:
+                    with contextlib.suppress(OSError):
+                        fs.delete_snapshot(doomed)
+        except (StoreDamagedError, SnapshotIncompatibleError) as exc:
+            stop_before(reading, group_start or record, str(exc))
+            break
+        if group_start is None:
+            applied = reading.records.index(record) + 1
+    else:
+        if group_start is not None:  # the last group never ended: never acknowledged
+            reading.records = reading.records[: reading.records.index(group_start)]
+    return applied, len(kept)
 
 
 def _record_bytes(record: FilesystemSnapshot) -> bytes:

@@ -16,13 +16,17 @@ gets the error: the journal never holds a record its writer was told failed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import itertools
 import os
+import struct
 import threading
 from dataclasses import dataclass, field
+from typing import NoReturn
 
-from .._errors import NoSpaceError, StoreDamagedError
+from .._errors import NoSpaceError, StoreDamagedError, StoreError
+from ._directory import sync_directory
 from ._records import (
     FILE_HEADER,
     Damage,
@@ -90,14 +94,15 @@ def read_journal(directory: str, after: int = 0) -> Reading:
             raise StoreDamagedError(f"journal segment {problem}", path)
         offset = FILE_HEADER.size
         for record in read_records(data):
-            offset = record.end
             if record.sequence < expected:
+                offset = record.end
                 continue  # covered by a checkpoint already
             if record.sequence != expected:
                 reason = f"record {record.sequence} where {expected} was due"
-                reading.damage = Damage(offset, reason, torn=False)
+                reading.damage = Damage(record.start, reason, torn=False)
                 break
-            reading.records.append(record)
+            reading.records.append(dataclasses.replace(record, segment=path))
+            offset = record.end
             expected += 1
         else:
             reading.damage = damage(data, offset)
@@ -112,8 +117,25 @@ def read_journal(directory: str, after: int = 0) -> Reading:
     return reading
 
 
+def stop_before(reading: Reading, record: Record, reason: str) -> None:
+    """Make ``reading`` end just before ``record`` (damage found in it while replaying
+    it: it is kept, with everything after it, as ``cut_after`` keeps damage)."""
+    index = reading.records.index(record)
+    files = list(dict.fromkeys(r.segment for r in reading.records[index:]))
+    later = [path for path in reading.dropped_segments if path not in files]
+    reading.records = reading.records[:index]
+    reading.damage = Damage(record.start, reason, torn=False)
+    reading.damaged_segment = record.segment
+    reading.dropped_segments = [*files[1:], *later]
+
+
 class Journal:
     """Appends records to the segment files in ``directory`` and syncs them.
+
+    After a write or sync fails, the journal refuses every later call (the error
+    names the first failure): what the disk holds past that point is unknown, and a
+    record written after it might never be read back. Reopening the store reads what
+    is there and goes on from it.
 
     Args:
         directory: The journal's directory (it exists; the store owns it).
@@ -134,6 +156,7 @@ class Journal:
         self._fd = -1
         self._size = 0
         self._unsynced_fds: list[int] = []  # segments closed by a rotation, not yet synced
+        self._failed: OSError | None = None
         self._closed = False
 
     @classmethod
@@ -161,66 +184,95 @@ class Journal:
         """Every record up to this sequence number has been appended."""
         return self._written
 
+    def _check(self) -> None:
+        if self._closed:
+            raise ValueError("the journal is closed")
+        if self._failed is not None:
+            raise StoreError(
+                f"the journal failed earlier ({self._failed.strerror}); reopen the store",
+                self.directory,
+            ) from self._failed
+
+    def _fail(self, exc: OSError) -> NoReturn:
+        """Refuse every later call, and raise ``exc`` as the project's error."""
+        self._failed = exc
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise NoSpaceError("the workspace's store is full", self.directory) from exc
+        raise StoreError(f"writing the journal failed: {exc.strerror}", self.directory) from exc
+
     def append(self, kind: Kind, payload: bytes) -> int:
         """Append one record; its sequence number. On disk only after ``sync``.
 
         Raises:
-            NoSpaceError: The disk is full; the journal is as it was before.
-            OSError: Writing failed otherwise; the journal is as it was before.
+            NoSpaceError: The disk is full.
+            StoreError: Writing failed otherwise, or failed before.
         """
+        data = frame(self._next, kind, payload)  # sized before anything is written
         with self._write_lock:
-            if self._closed:
-                raise ValueError("the journal is closed")
+            self._check()
             sequence = self._next
-            data = frame(sequence, kind, payload)
-            if self._fd < 0 or self._size >= self._segment_bytes:
-                self._rotate(sequence)
-            start = self._size
+            if sequence != struct.unpack_from("<Q", data, 8)[0]:
+                data = frame(sequence, kind, payload)  # another writer took that number
             try:
+                if self._fd < 0 or self._size >= self._segment_bytes:
+                    self._rotate(sequence)
                 _write_all(self._fd, data)
             except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, start)
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise NoSpaceError("the workspace's store is full", self.directory) from exc
-                raise
-            self._size = start + len(data)
+                self._fail(exc)
+            self._size += len(data)
             self._next = sequence + 1
             self._written = sequence
             return sequence
 
     def sync(self, through: int | None = None) -> None:
         """Return once every record up to ``through`` (default: every one appended so
-        far) is on disk."""
+        far) is on disk.
+
+        Raises:
+            StoreError: Syncing failed, now or before (and then ``NoSpaceError`` is
+                possible too).
+        """
         target = self._written if through is None else through
-        if self._durable >= target:
+        if self._durable >= target and self._failed is None:
             return
         with self._sync_lock:
-            if self._durable >= target:
+            if self._durable >= target and self._failed is None:
                 return  # a sync that ran while this one waited covered it
             with self._write_lock:
+                self._check()
                 covered = self._written
                 fd = self._fd
-                rotated, self._unsynced_fds = self._unsynced_fds, []
-            for old in rotated:
-                os.fdatasync(old)
-                os.close(old)
-            if fd >= 0:
-                os.fdatasync(fd)
+                rotated = list(self._unsynced_fds)
+            try:
+                for old in rotated:
+                    os.fdatasync(old)
+                if fd >= 0:
+                    os.fdatasync(fd)
+            except OSError as exc:
+                with self._write_lock:
+                    self._fail(exc)
+            with self._write_lock:
+                for old in rotated:
+                    self._unsynced_fds.remove(old)
+                    os.close(old)
             self._durable = max(self._durable, covered)
 
     def _rotate(self, first_sequence: int) -> None:
-        """Start a new segment whose first record is ``first_sequence``."""
+        """Start a new segment whose first record is ``first_sequence``: made whole
+        under a temporary name, then renamed into place, so a crash never leaves a
+        segment without its header."""
         path = os.path.join(self.directory, segment_name(first_sequence))
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        making = path + ".new"
+        fd = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             _write_all(fd, file_header())
             os.fdatasync(fd)
-            _sync_directory(self.directory)
+            os.rename(making, path)
+            sync_directory(self.directory)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):
-                os.unlink(path)
+                os.unlink(making)
             raise
         if self._fd >= 0:
             self._unsynced_fds.append(self._fd)
@@ -237,45 +289,62 @@ class Journal:
                 os.unlink(path)
                 removed.append(path)
         if removed:
-            _sync_directory(self.directory)
+            sync_directory(self.directory)
         return removed
 
     def close(self) -> None:
         """Sync what was appended and close the files; safe to call twice."""
         if self._closed:
             return
-        self.sync()
-        with self._write_lock:
-            self._closed = True
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        try:
+            if self._failed is None:
+                self.sync()
+        finally:
+            with self._write_lock:
+                self._closed = True
+                for fd in [*self._unsynced_fds, self._fd]:
+                    if fd >= 0:
+                        os.close(fd)
+                self._unsynced_fds, self._fd = [], -1
 
 
 def cut_after(reading: Reading) -> list[str]:
     """Make the journal end where ``reading`` stopped, so new records follow its last
-    intact one: a torn tail is cut off; a damaged segment is kept beside the journal as
-    ``<name>.damaged`` (and so is every segment after it) before being cut. Returns the
-    paths set aside."""
+    intact one: a torn tail is cut off; a damaged segment is first copied beside the
+    journal as ``<name>.damaged`` (``.damaged.1``... if that exists), and every segment
+    after it is renamed so. Returns the paths set aside."""
     if reading.damage is None or reading.damaged_segment is None:
         return []
     kept = []
     path = reading.damaged_segment
     if not reading.damage.torn:
-        with open(path, "rb") as source, open(path + ".damaged", "wb") as copy:
-            copy.write(source.read())
-        kept.append(path + ".damaged")
+        copy = _aside(path)
+        with open(path, "rb") as source, open(copy, "xb") as target:
+            target.write(source.read())
+            target.flush()
+            os.fsync(target.fileno())
+        kept.append(copy)
     for later in reading.dropped_segments:
-        os.replace(later, later + ".damaged")
-        kept.append(later + ".damaged")
+        aside = _aside(later)
+        os.rename(later, aside)
+        kept.append(aside)
+    sync_directory(os.path.dirname(path))
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
         os.ftruncate(fd, reading.damage.offset)
         os.fdatasync(fd)
     finally:
         os.close(fd)
-    _sync_directory(os.path.dirname(path))
     return kept
+
+
+def _aside(path: str) -> str:
+    """A name beside ``path`` for a damaged copy that no earlier one has."""
+    candidate, number = f"{path}.damaged", 0
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = f"{path}.damaged.{number}"
+    return candidate
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -283,11 +352,3 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def _sync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -51,16 +51,26 @@ class Kind(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One intact record, and where it ends in its segment file."""
+    """One intact record, and where it lies in its segment file."""
 
     sequence: int
     kind: Kind
     payload: bytes
+    start: int
     end: int
+    segment: str = ""
+    """The segment file's path (set by ``read_journal``)."""
 
 
 def frame(sequence: int, kind: Kind, payload: bytes) -> bytes:
-    """The bytes of one record."""
+    """The bytes of one record.
+
+    Raises:
+        ValueError: The payload is over ``MAX_PAYLOAD`` (a reader would take it for
+            damage): writers split what they write into records of bounded size.
+    """
+    if len(payload) > MAX_PAYLOAD:
+        raise ValueError(f"a record of {len(payload):,} bytes is over {MAX_PAYLOAD:,}")
     head = _HEAD.pack(MARKER, len(payload), sequence, kind)
     digest = xxhash.xxh3_64_intdigest(payload, seed=xxhash.xxh3_64_intdigest(head))
     return head + payload + _CHECK.pack(digest)
@@ -147,4 +157,4 @@ def _record_at(view: memoryview, offset: int) -> Record | str:
         found_kind = Kind(kind)
     except ValueError:
         return f"an unknown record kind {kind}"
-    return Record(sequence, found_kind, bytes(payload), end)
+    return Record(sequence, found_kind, bytes(payload), offset, end)

@@ -257,6 +257,11 @@ class File(Node):
         self.owned = None
         self.lazy = None
 
+    def resize(self, size: int) -> None:
+        """Set the size of a new node that shares its data with the one it was cloned
+        from (a journal's replay); the chunks already end within it."""
+        self._size = size
+
     def _load(self) -> None:
         """Fill the chunks from deferred content, a piece at a time. Safe on a
         frozen node: the bytes it reads are the bytes it already stood for.
