@@ -87,6 +87,7 @@ class DurableWorkspace:
         *,
         durability: Durability,
         interval: float,
+        fresh: bool = False,
     ) -> None:
         self.fs = fs
         self.store = store
@@ -97,7 +98,9 @@ class DurableWorkspace:
         # lock journals itself); writing happens under this one alone.
         self._flushing = threading.Lock()
         with fs.tree.lock:
-            self._last: TreeView = fs.tree.track_changes()
+            frozen = fs.tree.track_changes()
+        # A new store's first record holds every inode; later ones what changed.
+        self._last: TreeView | None = None if fresh else frozen
         self._stop = threading.Event()
         self._stop_observing = fs.observe_snapshots(self)
         self._thread: threading.Thread | None = None
@@ -144,6 +147,8 @@ class DurableWorkspace:
     def _write_changes(self, after: TreeView, inodes: set[int], counts: Counts) -> None:
         """The group of ``CHANGES`` records from the last state written to ``after``;
         hold ``_flushing``."""
+        if self._last is None:
+            inodes = set(after.inodes())
         for payload in encode_changes(self._last, after, inodes, counts):
             self._journal.append(Kind.CHANGES, payload)
         self._last = after
@@ -246,7 +251,10 @@ def open_workspace(
             reading.damage.reason,
         )
     recovery = Recovery(records, snapshots, reading.damage, set_aside)
-    durable = DurableWorkspace(fs, store, journal, durability=durability, interval=interval)
+    fresh = not reading.records
+    durable = DurableWorkspace(
+        fs, store, journal, durability=durability, interval=interval, fresh=fresh
+    )
     return durable, recovery
 
 
