@@ -35,6 +35,8 @@ from ._errors import SnapshotError as SnapshotError
 from ._errors import SnapshotIncompatibleError as SnapshotIncompatibleError
 from ._errors import SnapshotNotFoundError as SnapshotNotFoundError
 from ._errors import SnapshotRestoreError as SnapshotRestoreError
+from ._errors import StoreDamagedError as StoreDamagedError
+from ._errors import StoreError as StoreError
 from ._errors import TooManyLinksError as TooManyLinksError
 from .archive import ArchiveError as ArchiveError
 from .archive import ArchiveSnapshots as ArchiveSnapshots

@@ -175,6 +175,14 @@ class MountLostError(BackendUnavailableError):
     default_errno = _errno.ENOTCONN
 
 
+class StoreError(FsError):
+    """A workspace's store on disk cannot be used as it is (EIO unless said otherwise)."""
+
+
+class StoreDamagedError(StoreError):
+    """A store's files are not what this version writes: another format, or damage."""
+
+
 class SnapshotError(FsError):
     """Base class of snapshot errors."""
 

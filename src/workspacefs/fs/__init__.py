@@ -72,6 +72,7 @@ from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
 from ._snapshots import SnapshotBytes as SnapshotBytes
 from ._snapshots import SnapshotKind as SnapshotKind
+from ._snapshots import SnapshotObserver as SnapshotObserver
 from ._snapshots import SnapshotRef as SnapshotRef
 from ._snapshots import SnapshotRetentionPolicy as SnapshotRetentionPolicy
 from ._snapshots import SnapshotStore as SnapshotStore
@@ -123,6 +124,7 @@ __all__ = [
     "SnapshotBytes",
     "SnapshotChanges",
     "SnapshotKind",
+    "SnapshotObserver",
     "SnapshotRef",
     "SnapshotRetentionPolicy",
     "SnapshotSelector",

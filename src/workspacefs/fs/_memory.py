@@ -8,7 +8,7 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
@@ -48,6 +48,7 @@ from ._snapshots import (
     FilesystemDiff,
     FilesystemSnapshot,
     InMemorySnapshotStore,
+    SnapshotObserver,
     SnapshotRef,
     SnapshotRetentionPolicy,
     SnapshotStore,
@@ -125,6 +126,8 @@ class InMemoryFilesystem(TreeFilesystem):
         self._fork_point = fork_point
         self._origin = origin
         self._recorded: dict[Lineage, Recorded] = {}
+        # A fork is journalled by whoever made it durable, if anyone: it starts with none.
+        self._observers: list[SnapshotObserver] = []
         # Per workspace merged in (weakly: it goes with that workspace), the last
         # merge: where it is in this history, and the version of that workspace
         # it brought in (strongly: a merge base must keep its data).
@@ -317,9 +320,29 @@ class InMemoryFilesystem(TreeFilesystem):
             )
             self._store.save(record, version)
             self._current = record.snapshot_id
+            then = [observer.snapshot_taken(record, version) for observer in self._observers]
+        try:
+            for finish in then:
+                if finish is not None:
+                    finish()
+        except BaseException:
+            # Not kept where it was promised to be kept (a journal's disk is full):
+            # not kept at all, rather than lost later.
+            with self._live.lock, contextlib.suppress(SnapshotNotFoundError):
+                self._store.delete(record.snapshot_id)
+                if self._current == record.snapshot_id:
+                    self._current = parent
+            raise
         if self._retention is not None:
             self.prune(self._retention)
         return record
+
+    def observe_snapshots(self, observer: SnapshotObserver) -> Callable[[], None]:
+        """Tell ``observer`` of every snapshot taken and deleted from now on, before the
+        call that took or deleted it returns (a journal makes it durable there);
+        returns the function that stops it."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
 
     def adopt_snapshot(
         self, record: FilesystemSnapshot, *, history: Iterable[SnapshotChanges] | None = None
@@ -508,6 +531,8 @@ class InMemoryFilesystem(TreeFilesystem):
     def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
         """Forget a snapshot; memory no other version shares is freed."""
         self._store.delete(snapshot.snapshot_id)
+        for observer in self._observers:
+            observer.snapshot_deleted(snapshot)
 
     def prune(
         self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False
@@ -533,6 +558,8 @@ class InMemoryFilesystem(TreeFilesystem):
             for snapshot in doomed:
                 with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
                     self._store.delete(snapshot.snapshot_id)
+                    for observer in self._observers:
+                        observer.snapshot_deleted(snapshot)
         return doomed
 
     def version(self, snapshot: FilesystemSnapshot) -> Version:

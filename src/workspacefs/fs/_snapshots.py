@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
@@ -192,6 +192,19 @@ class SnapshotRetentionPolicy:
 
 
 PayloadT = TypeVar("PayloadT")
+
+
+class SnapshotObserver(Protocol):
+    """Told of each snapshot a workspace takes or deletes (``observe_snapshots``)."""
+
+    def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> Callable[[], None] | None:
+        """``record`` was taken; ``version`` is its frozen tree. Called under the tree
+        lock, so that nothing changes in between; the function it returns, if any,
+        runs once the lock is released, and the snapshot call returns after it (if it
+        raises, the snapshot is deleted and the call raises that)."""
+
+    def snapshot_deleted(self, record: FilesystemSnapshot) -> None:
+        """``record`` was deleted (or pruned)."""
 
 
 class SnapshotStore(Protocol[PayloadT]):

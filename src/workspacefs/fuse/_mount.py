@@ -535,6 +535,7 @@ def mount(
     on_lost: LostCallback | None = None,
     open_free: bool | None = None,
     latency_hint: bool = True,
+    on_sync: Callable[[], None] | None = None,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -561,6 +562,10 @@ def mount(
         latency_hint: While requests flow, ask idle CPUs to poll rather than
             sleep, so that each reply wakes its caller in microseconds (PM QoS,
             root only; dropped after 5 ms without a request: see ``_latency``).
+        on_sync: Makes ``fsync``/``fdatasync`` on the mount a durability point: called
+            in the FUSE thread, it returns once everything written before it is on
+            disk (``DurableWorkspace.sync``). None: the tree is the storage, and the
+            mount answers those requests ENOSYS once (the kernel then stops asking).
 
     statfs shows the workspace's memory budget as the size and what is left
     of it as free (see ``InMemoryFilesystem``).
@@ -578,6 +583,7 @@ def mount(
         cache=cache,
         snapshots=snapshot_lister(filesystem) if show_snapshots else None,
         open_free=OPEN_FREE and cache.keep_cache if open_free is None else open_free,
+        on_sync=on_sync,
     )
     options = mount_options(
         allow_other=allow_other,

@@ -155,8 +155,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         cache: CachePolicy = DEFAULT_CACHE,
         snapshots: SnapshotLister | None = None,
         open_free: bool = False,
+        on_sync: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
+        self._on_sync = on_sync
         if open_free and not OPEN_FREE:
             raise ValueError("open_free needs the patched pyfuse3 (scripts/setup.sh builds it)")
         self._open_free = open_free
@@ -676,9 +678,10 @@ class WorkspaceOperations(pyfuse3.Operations):
             self._attributes_changed(ino)
         return written
 
-    # Nothing to flush or sync: the tree is the storage. ENOSYS tells the
-    # kernel so once, and it stops sending these requests (one round trip
-    # fewer per close).
+    # Nothing to flush: the tree is the storage. ENOSYS tells the kernel so once, and
+    # it stops sending these requests (one round trip fewer per close). fsync is the
+    # same unless the workspace is durable: then it is a durability point, answered
+    # once everything written before it is on disk (``on_sync``).
 
     @fuse_errors
     def flush(self, fh: FileHandleT, inode: InodeT = 0) -> None:
@@ -686,7 +689,9 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     def fsync(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
-        raise FUSEError(errno.ENOSYS)
+        if self._on_sync is None:
+            raise FUSEError(errno.ENOSYS)
+        self._on_sync()
 
     @fuse_errors
     def release(self, fh: FileHandleT, inode: InodeT = 0) -> None:
@@ -801,7 +806,9 @@ class WorkspaceOperations(pyfuse3.Operations):
 
     @fuse_errors
     def fsyncdir(self, fh: FileHandleT, datasync: bool, inode: InodeT = 0) -> None:
-        raise FUSEError(errno.ENOSYS)
+        if self._on_sync is None:
+            raise FUSEError(errno.ENOSYS)
+        self._on_sync()
 
     # -- extended attributes ---------------------------------------------------
 

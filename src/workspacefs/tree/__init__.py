@@ -13,6 +13,7 @@ from ._causes import attributed as attributed
 from ._causes import current_cause as current_cause
 from ._causes import set_cause as set_cause
 from ._chunks import CHUNK_SIZE as CHUNK_SIZE
+from ._chunks import Chunk as Chunk
 from ._diff import PathDiff as PathDiff
 from ._diff import changed_entries as changed_entries
 from ._diff import diff_versions as diff_versions

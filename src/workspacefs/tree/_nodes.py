@@ -243,6 +243,25 @@ class File(Node):
         node._size = size
         return node
 
+    def load(self) -> None:
+        """Bring content not loaded yet into memory now (see ``_load``); nothing if loaded."""
+        self._load()
+
+    def set_data(self, chunks: dict[int, Chunk], size: int) -> None:
+        """Make ``chunks`` this new node's data and ``size`` its size (a journal's replay:
+        the chunks are counted in the budget already, as every ``Chunk`` is)."""
+        self.chunks = chunks
+        self._size = size
+        self._allocated = sum(map(len, chunks.values()))
+        self.data_epoch = self.epoch
+        self.owned = None
+        self.lazy = None
+
+    def resize(self, size: int) -> None:
+        """Set the size of a new node that shares its data with the one it was cloned
+        from (a journal's replay); the chunks already end within it."""
+        self._size = size
+
     def _load(self) -> None:
         """Fill the chunks from deferred content, a piece at a time. Safe on a
         frozen node: the bytes it reads are the bytes it already stood for.

@@ -93,6 +93,7 @@ class Tree(TreeView):
         "_journal",
         "_next_ino",
         "_orphans",
+        "_unjournalled",
         "_versions",
         "attributing",
         "budget",
@@ -158,6 +159,8 @@ class Tree(TreeView):
         self._orphans: dict[int, Node] = {}
         self._held: set[int] = set()
         self._changes = changes
+        # Inodes changed since a journal last froze the tree (None: no journal).
+        self._unjournalled: set[int] | None = None
         self._causes: dict[int, Cause | tuple[Cause, ...]] = {}
         self._head = head
         self.attributing = attributing
@@ -185,6 +188,61 @@ class Tree(TreeView):
         self._causes = {}
         self._epoch = next(self._epochs)
         return version
+
+    def track_changes(self) -> TreeView:
+        """Start recording, for a journal, which inodes change; the state now, frozen.
+
+        Unlike ``snapshot``, a journal's freezes add no step to the tree's history
+        (a journal freezing every second would grow it without end): the tree only
+        moves to a new epoch, so what changes after the freeze is copied first and
+        the frozen table stays as it was. Hold the lock.
+        """
+        self._unjournalled = set()
+        self._epoch = next(self._epochs)
+        return TreeView(self._table)
+
+    def freeze_changes(self) -> tuple[TreeView, set[int]] | None:
+        """The state now, frozen, and the inodes changed since the last freeze (a
+        superset of those that differ); None if nothing changed. See
+        ``track_changes``. Hold the lock."""
+        changed = self._unjournalled
+        if not changed:
+            return None
+        self._unjournalled = set()
+        self._epoch = next(self._epochs)
+        return TreeView(self._table), changed
+
+    def unfrozen_changes(self) -> set[int]:
+        """The inodes changed since the last ``freeze_changes`` (a copy). Hold the lock."""
+        return set(self._unjournalled or ())
+
+    @property
+    def next_ino(self) -> int:
+        """The inode number the next new inode gets."""
+        return self._next_ino
+
+    @property
+    def live_epoch(self) -> int:
+        """The epoch the live state's new nodes belong to (for building nodes to
+        ``install``)."""
+        return self._epoch
+
+    def install(
+        self,
+        states: list[tuple[int, Node | None]],
+        *,
+        next_ino: int,
+        file_count: int,
+        total_bytes: int,
+    ) -> None:
+        """Put each ``(ino, node)`` of ``states`` in the live state as it is (None: no
+        inode there), and set the counts: a journal's replay, whose records hold whole
+        inode states that agree with each other. Hold the lock."""
+        for ino, node in states:
+            self._store(ino, node)
+        self._next_ino = max(self._next_ino, next_ino)
+        self.file_count = file_count
+        self.total_bytes = total_bytes
 
     def versions(self) -> list[Version]:
         """Every version of this tree and of its family of forks that is still
@@ -289,6 +347,8 @@ class Tree(TreeView):
         self._table = version._table
         self._head = version.lineage
         self._changes = set()
+        if self._unjournalled is not None:
+            self._unjournalled |= journal.inodes
         self._causes = {}
         self._epoch = next(self._epochs)
         self.file_count = version.file_count
@@ -383,6 +443,8 @@ class Tree(TreeView):
 
     def _store(self, ino: int, node: Node | None) -> None:
         self._changes.add(ino)
+        if self._unjournalled is not None:
+            self._unjournalled.add(ino)
         self._journal.inodes.add(ino)
         if self.attributing and self._causes.get(ino) is not CURRENT.get():
             self._attribute(ino)

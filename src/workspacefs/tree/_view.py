@@ -16,7 +16,7 @@ from .._errors import (
     NotFoundError,
 )
 from ._nodes import Directory, File, Node, Symlink
-from ._table import Table
+from ._table import PAGE_BITS, Table
 
 ROOT_INO = 1
 """The inode number of the root directory, as FUSE expects."""
@@ -31,6 +31,13 @@ class TreeView:
         self._table = table
 
     # -- nodes ---------------------------------------------------------------
+
+    def inodes(self) -> Iterator[int]:
+        """Every inode number in this view's table, in order (reachable or not)."""
+        for index, page in enumerate(self._table.pages):
+            if page is not None:
+                base = index << PAGE_BITS
+                yield from (base + slot for slot, node in enumerate(page.slots) if node is not None)
 
     def node(self, ino: int) -> Node:
         """The node at ``ino``; raises NotFoundError. Callers must not mutate it."""

@@ -1,0 +1,321 @@
+"""``CHANGES`` records: the states of the inodes that differ between two frozen states
+of a tree, and how a tree takes them back.
+
+The journal does not log operations; it logs states. The tree records which inodes
+change between two of its freezes, and a frozen state never changes, so the writer
+freezes the live tree (O(1)), then outside the tree lock writes what each changed
+inode *is* in that state: its attributes, a directory's entries, a link's target,
+and the file chunks that are not the very chunks the previous state held
+(copy-on-write replaces a chunk on its first write after a freeze, so identity tells
+what changed). Replaying puts those states back, which needs no operation's logic
+and is idempotent: applied to the state its predecessors built, a group of records
+gives exactly the frozen state it was written from.
+
+A change set is written as a *group* of records of at most ``PART_BYTES`` each, the
+last one marked final; replay applies a group only once its final record is read, so
+a group cut short by a crash changes nothing (its writer was never told it was on
+disk). A file with more changed chunks than fit a record continues in ``CHUNKS``
+entries of the next ones.
+
+Record layout (little-endian): ``next_ino u64, file_count u64, total_bytes u64,
+final u8, count u32``, then ``count`` entries, each ``ino u64, kind u8`` and the
+kind's part (see ``_Writer.node``). Strings are UTF-8 with surrogate escapes,
+prefixed by their length (u32).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+
+from .._errors import StoreDamagedError
+from ..tree import Chunk, Directory, File, Node, Special, Symlink, Tree, TreeView
+
+GONE, FILE, DIRECTORY, SYMLINK, SPECIAL, CHUNKS = range(6)
+DELTA, WHOLE, SAME = range(3)
+"""How a ``FILE`` entry's chunks relate to the file's previous state: changed chunks
+on top of it, all of them, or the same data (only the size may differ)."""
+
+PART_BYTES = 16 << 20
+"""A record is closed once it holds this much (one chunk more at most)."""
+
+_HEAD = struct.Struct("<QQQBI")
+_ENTRY = struct.Struct("<QB")
+_ATTRS = struct.Struct("<IIIIqqqq")  # mode uid gid nlink atime mtime ctime crtime
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_FILE = struct.Struct("<QBI")  # size, how, dropped count (then the chunks' count, below)
+
+
+def encode_changes(
+    before: TreeView | None,
+    after: TreeView,
+    inodes: Iterable[int],
+    counts: tuple[int, int, int],
+) -> Iterator[bytes]:
+    """The payloads of the group of records taking a tree from ``before`` (None:
+    nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
+    the inodes that differ). Each payload holds at most about ``PART_BYTES``.
+
+    Args:
+        counts: The next inode number, file count and total bytes of ``after``.
+    """
+    writer = _Writer(counts)
+    for ino in sorted(inodes):
+        node = after.get(ino)
+        old = None if before is None else before.get(ino)
+        if node is None:
+            if old is not None:
+                writer.entry(ino, GONE)
+        else:
+            yield from writer.node(ino, node, old)
+    yield writer.close(final=True)
+
+
+class _Writer:
+    """Builds a group's records, closing one whenever it is full."""
+
+    def __init__(self, counts: tuple[int, int, int]) -> None:
+        self.counts = counts
+        self.out = bytearray()
+        self.count = 0
+
+    def entry(self, ino: int, kind: int) -> None:
+        self.out += _ENTRY.pack(ino, kind)
+        self.count += 1
+
+    def close(self, *, final: bool) -> bytes:
+        payload = _HEAD.pack(*self.counts, final, self.count) + self.out
+        self.out = bytearray()
+        self.count = 0
+        return payload
+
+    def full(self) -> bool:
+        return len(self.out) >= PART_BYTES
+
+    def node(self, ino: int, node: Node, old: Node | None) -> Iterator[bytes]:
+        kind = _kind_of(node)
+        self.entry(ino, kind)
+        out = self.out
+        times = (node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns)
+        out += _ATTRS.pack(node.mode, node.uid, node.gid, node.nlink, *times)
+        out += _U32.pack(len(node.links))
+        for parent, name in node.links:
+            out += _U64.pack(parent)
+            _put_text(out, name)
+        xattrs = node.xattrs or {}
+        out += _U32.pack(len(xattrs))
+        for key, value in xattrs.items():
+            _put_bytes(out, key)
+            _put_bytes(out, value)
+        if isinstance(node, Directory):
+            out += _U32.pack(len(node.entries))
+            for name, child in node.entries.items():
+                _put_text(out, name)
+                out += _U64.pack(child)
+        elif isinstance(node, Symlink):
+            _put_text(out, node.target)
+        elif isinstance(node, Special):
+            out += _U64.pack(node.rdev)
+        elif isinstance(node, File):
+            yield from self.data(ino, node, old if isinstance(old, File) else None)
+        if self.full():
+            yield self.close(final=False)
+
+    def data(self, ino: int, node: File, old: File | None) -> Iterator[bytes]:
+        """A file's data: the chunks that changed, continued in ``CHUNKS`` entries of
+        the next records when they do not fit this one."""
+        if old is not None and (
+            old.chunks is node.chunks if node.lazy is None else old.lazy is node.lazy
+        ):
+            self.out += _FILE.pack(node.size, SAME, 0) + _U32.pack(0)
+            return
+        node.load()  # content not loaded yet is written as its bytes (within the budget)
+        chunks = node.chunks
+        if old is None or old.lazy is not None:
+            how, listed, dropped = WHOLE, sorted(chunks), []
+        else:
+            previous = old.chunks
+            listed = sorted(i for i, chunk in chunks.items() if previous.get(i) is not chunk)
+            dropped = sorted(i for i in previous if i not in chunks)
+            how = DELTA
+        self.out += _FILE.pack(node.size, how, len(dropped))
+        for index in dropped:
+            self.out += _U64.pack(index)
+        yield from self.chunks(ino, listed, chunks)
+
+    def chunks(self, ino: int, listed: list[int], chunks: dict[int, Chunk]) -> Iterator[bytes]:
+        """``listed`` chunks as a count and ``index u64, bytes`` each, split where a
+        record is full: the rest goes in a ``CHUNKS`` entry of the next record."""
+        start = 0
+        while True:
+            room = 1
+            if start < len(listed):
+                room = max(1, (PART_BYTES - len(self.out)) // (len(chunks[listed[start]]) + 12))
+            batch = listed[start : start + room]
+            self.out += _U32.pack(len(batch))
+            for index in batch:
+                self.out += _U64.pack(index)
+                _put_bytes(self.out, chunks[index])
+            start += len(batch)
+            if start >= len(listed):
+                return
+            yield self.close(final=False)
+            self.entry(ino, CHUNKS)
+
+
+class ChangesReplay:
+    """Puts groups of ``CHANGES`` records into a tree: each group once its final
+    record is read (``add`` returns True then)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self._states: dict[int, Node | None] = {}
+        self._order: list[int] = []
+
+    @property
+    def pending(self) -> bool:
+        """True if a group has begun and not ended."""
+        return bool(self._order)
+
+    def add(self, payload: bytes) -> bool:
+        """Read one record of a group; apply the group if it is the final one.
+
+        Raises:
+            StoreDamagedError: The record does not parse.
+        """
+        try:
+            next_ino, file_count, total_bytes, final, count = _HEAD.unpack_from(payload)
+            reader = _Reader(payload, _HEAD.size)
+            for _ in range(count):
+                self._entry(reader)
+            if reader.offset != len(payload):
+                raise ValueError("bytes past the last entry")
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise StoreDamagedError(f"a journal record does not parse: {exc}", None) from exc
+        if not final:
+            return False
+        states = [(ino, self._states[ino]) for ino in self._order]
+        self._states, self._order = {}, []
+        with self.tree.lock:
+            self.tree.install(
+                states, next_ino=next_ino, file_count=file_count, total_bytes=total_bytes
+            )
+        return True
+
+    def _entry(self, reader: _Reader) -> None:
+        ino, kind = reader.unpack(_ENTRY)
+        if kind == CHUNKS:
+            node = self._states.get(ino)
+            if not isinstance(node, File):
+                raise ValueError(f"chunks of inode {ino}, which is no file of this group")
+            _read_chunks(reader, node.chunks, self.tree)
+            node.set_data(node.chunks, node.size)
+            return
+        if ino not in self._states:
+            self._order.append(ino)
+        self._states[ino] = None if kind == GONE else self._node(reader, ino, kind)
+
+    def _node(self, reader: _Reader, ino: int, kind: int) -> Node:
+        mode, uid, gid, nlink, atime, mtime, ctime, crtime = reader.unpack(_ATTRS)
+        links = tuple((reader.unpack(_U64)[0], reader.text()) for _ in range(reader.u32()))
+        xattrs = {reader.raw(): reader.raw() for _ in range(reader.u32())}
+        epoch = self.tree.live_epoch
+        node: Node
+        if kind == DIRECTORY:
+            directory = Directory(epoch, mode, uid, gid, 0)
+            directory.entries = {reader.text(): reader.unpack(_U64)[0] for _ in range(reader.u32())}
+            node = directory
+        elif kind == SYMLINK:
+            node = Symlink(epoch, reader.text(), uid, gid, 0)
+        elif kind == SPECIAL:
+            node = Special(epoch, mode, reader.unpack(_U64)[0], uid, gid, 0)
+        elif kind == FILE:
+            node = self._file(reader, ino, epoch, mode, uid, gid)
+        else:
+            raise ValueError(f"unknown entry kind {kind}")
+        node.mode, node.uid, node.gid, node.nlink = mode, uid, gid, nlink
+        node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns = atime, mtime, ctime, crtime
+        node.links = links
+        node.xattrs = xattrs or None
+        return node
+
+    def _file(self, reader: _Reader, ino: int, epoch: int, mode: int, uid: int, gid: int) -> File:
+        size, how, dropped = reader.unpack(_FILE)
+        previous = self._states[ino] if ino in self._states else self.tree.get(ino)
+        old = previous if isinstance(previous, File) else None
+        if how == SAME:
+            if old is None:
+                raise ValueError(f"inode {ino} keeps data it never had")
+            same = old.clone(epoch)
+            assert isinstance(same, File)
+            same.resize(size)
+            reader.u32()  # no chunks follow
+            return same
+        chunks: dict[int, Chunk] = {}
+        if how == DELTA:
+            if old is None:
+                raise ValueError(f"inode {ino} changes data it never had")
+            old.load()
+            chunks = dict(old.chunks)
+        for _ in range(dropped):
+            chunks.pop(reader.unpack(_U64)[0], None)
+        _read_chunks(reader, chunks, self.tree)
+        node = File(epoch, mode, uid, gid, 0, self.tree.budget)
+        node.set_data(chunks, size)
+        return node
+
+
+def _read_chunks(reader: _Reader, chunks: dict[int, Chunk], tree: Tree) -> None:
+    for _ in range(reader.u32()):
+        index = reader.unpack(_U64)[0]
+        chunks[index] = Chunk(tree.budget, reader.raw())
+
+
+def _kind_of(node: Node) -> int:
+    if isinstance(node, File):
+        return FILE
+    if isinstance(node, Directory):
+        return DIRECTORY
+    if isinstance(node, Symlink):
+        return SYMLINK
+    return SPECIAL
+
+
+def _put_bytes(out: bytearray, data: bytes | bytearray) -> None:
+    out += _U32.pack(len(data))
+    out += data
+
+
+def _put_text(out: bytearray, text: str) -> None:
+    _put_bytes(out, text.encode("utf-8", "surrogateescape"))
+
+
+class _Reader:
+    """Reads a payload front to back."""
+
+    __slots__ = ("data", "offset")
+
+    def __init__(self, data: bytes, offset: int) -> None:
+        self.data = data
+        self.offset = offset
+
+    def unpack(self, shape: struct.Struct) -> tuple[int, ...]:
+        values: tuple[int, ...] = shape.unpack_from(self.data, self.offset)
+        self.offset += shape.size
+        return values
+
+    def u32(self) -> int:
+        return self.unpack(_U32)[0]
+
+    def raw(self) -> bytes:
+        length = self.u32()
+        end = self.offset + length
+        if end > len(self.data):
+            raise ValueError("a string past the end")
+        value = self.data[self.offset : end]
+        self.offset = end
+        return value
+
+    def text(self) -> str:
+        return self.raw().decode("utf-8", "surrogateescape")

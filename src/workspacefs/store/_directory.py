@@ -1,0 +1,139 @@
+"""A workspace's store directory: made private, checked, and locked by one process.
+
+Layout: ``format`` (the store format's name and version), ``lock`` (held with
+``flock`` by the process serving the workspace; it holds that process's pid), and
+``journal/`` (the segment files). The lock dies with its process, however it dies,
+so a crashed daemon's store is free again at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+
+from .._errors import BusyError, NotPermittedError, StoreDamagedError
+
+STORE_FORMAT = "workspacefs-store 1"
+
+
+class StoreDirectory:
+    """An open, locked store directory; ``close`` releases it.
+
+    Raises:
+        BusyError: Another process holds the store (its pid is named).
+        NotPermittedError: The directory belongs to another user or others may
+            read or write it.
+        StoreDamagedError: The directory holds a store of another format.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        created = _make_private(self.path)
+        if created:
+            sync_directory(os.path.dirname(self.path))
+        self._lock_fd = _lock(self.path)
+        try:
+            self._check_format(created)
+            self.journal = os.path.join(self.path, "journal")
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.journal, 0o700)
+                sync_directory(self.path)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+
+    def _check_format(self, created: bool) -> None:
+        path = os.path.join(self.path, "format")
+        try:
+            with open(path, encoding="utf-8") as found:
+                written = found.read().strip()
+        except FileNotFoundError:
+            if not created and sorted(os.listdir(self.path)) not in (["lock"], []):
+                raise StoreDamagedError(
+                    "not a workspace store (no format file)", self.path
+                ) from None
+            _write_durably(path, STORE_FORMAT)
+            return
+        if written != STORE_FORMAT:
+            raise StoreDamagedError(
+                f"the store was written as {written!r}; this version reads {STORE_FORMAT!r}",
+                self.path,
+            )
+
+    def workspace_id(self, new: str) -> str:
+        """The id of the workspace this store keeps: the one written when the store was
+        made, else ``new``, written now."""
+        path = os.path.join(self.path, "workspace")
+        try:
+            with open(path, encoding="utf-8") as found:
+                return found.read().strip()
+        except FileNotFoundError:
+            pass
+        _write_durably(path, new)
+        return new
+
+    def close(self) -> None:
+        """Release the lock; safe to call twice."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+def _make_private(path: str) -> bool:
+    """Make ``path`` a directory only its owner reaches, or check that it is one;
+    True if it was made now."""
+    try:
+        os.mkdir(path, 0o700)
+        return True
+    except FileExistsError:
+        pass
+    info = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotPermittedError("a workspace store must be a directory", path)
+    if info.st_uid != os.geteuid():
+        raise NotPermittedError(f"the store belongs to uid {info.st_uid}", path)
+    if info.st_mode & 0o077:
+        raise NotPermittedError(
+            f"others may reach the store (mode {stat.S_IMODE(info.st_mode):o}); "
+            "chmod 700 it if that is what you meant",
+            path,
+        )
+    return False
+
+
+def _lock(path: str) -> int:
+    """Hold the store's lock file; its fd. The file says which process holds it."""
+    fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise BusyError(f"the store is in use by process {holder}", path) from None
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _write_durably(path: str, line: str) -> None:
+    """Make ``path`` hold ``line``, whole or not at all, on disk when this returns."""
+    with open(path + ".new", "w", encoding="utf-8") as written:
+        written.write(line + "\n")
+        written.flush()
+        os.fsync(written.fileno())
+    os.replace(path + ".new", path)
+    sync_directory(os.path.dirname(path))
+
+
+def sync_directory(path: str) -> None:
+    """fsync a directory: its entries (a file made, renamed or removed) reach the disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

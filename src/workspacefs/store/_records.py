@@ -1,0 +1,160 @@
+"""The journal's records: how one is framed on disk, and how a run of them is read back.
+
+A record is ``marker, payload length, sequence number, kind, payload, checksum``:
+
+- the marker (4 bytes) lets a reader that met a damaged record look for the next
+  intact one, so it can tell a damaged record in the middle of a journal (intact
+  records follow it: replay stops there and says so) from a torn last write (nothing
+  intact follows: the record was never acknowledged, and is dropped);
+- sequence numbers run on from one segment file to the next without a gap, so a
+  missing or repeated record is found too;
+- the checksum (XXH3, 64 bits) covers everything before it; a record is intact only
+  if it matches.
+
+Integers are little-endian. A segment file starts with ``MAGIC`` and the format version.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import xxhash
+
+MAGIC = b"WSFSJRNL"
+FORMAT_VERSION = 1
+FILE_HEADER = struct.Struct("<8sH6x")
+"""A segment file's first bytes: ``MAGIC`` and the format version."""
+
+MARKER = 0x4A534657  # "WFSJ" little-endian
+_HEAD = struct.Struct("<IIQB")  # marker, payload length, sequence number, kind
+_CHECK = struct.Struct("<Q")
+OVERHEAD = _HEAD.size + _CHECK.size
+"""Bytes a record takes besides its payload."""
+
+MAX_PAYLOAD = 1 << 30
+"""The largest payload a record may hold; a larger length field is damage."""
+
+
+class Kind(enum.IntEnum):
+    """What a record holds."""
+
+    CHANGES = 1
+    """The states of the inodes that changed since the previous ``CHANGES`` record."""
+    SNAPSHOT = 2
+    """A snapshot of the state the records before it built (id, tag, parent, time)."""
+    FORGET = 3
+    """A snapshot deleted (pruned): its id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One intact record, and where it lies in its segment file."""
+
+    sequence: int
+    kind: Kind
+    payload: bytes
+    start: int
+    end: int
+    segment: str = ""
+    """The segment file's path (set by ``read_journal``)."""
+
+
+def frame(sequence: int, kind: Kind, payload: bytes) -> bytes:
+    """The bytes of one record.
+
+    Raises:
+        ValueError: The payload is over ``MAX_PAYLOAD`` (a reader would take it for
+            damage): writers split what they write into records of bounded size.
+    """
+    if len(payload) > MAX_PAYLOAD:
+        raise ValueError(f"a record of {len(payload):,} bytes is over {MAX_PAYLOAD:,}")
+    head = _HEAD.pack(MARKER, len(payload), sequence, kind)
+    digest = xxhash.xxh3_64_intdigest(payload, seed=xxhash.xxh3_64_intdigest(head))
+    return head + payload + _CHECK.pack(digest)
+
+
+def file_header() -> bytes:
+    """The first bytes of a new segment file."""
+    return FILE_HEADER.pack(MAGIC, FORMAT_VERSION)
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """Where reading a segment stopped before its end, and why."""
+
+    offset: int
+    """Where the first record not read starts."""
+    reason: str
+    torn: bool
+    """True if no intact record follows: the last write was cut short (its record was
+    never acknowledged). False if intact records follow: the journal is damaged."""
+
+
+def read_records(data: bytes | memoryview, start: int = FILE_HEADER.size) -> Iterator[Record]:
+    """The intact records of a segment's bytes from ``start``, in order; stops at the
+    first that is not. ``damage`` then says why."""
+    view = memoryview(data)
+    offset = start
+    while offset < len(view):
+        record = _record_at(view, offset)
+        if isinstance(record, str):
+            return
+        yield record
+        offset = record.end
+
+
+def damage(data: bytes | memoryview, offset: int) -> Damage | None:
+    """Why the bytes from ``offset`` hold no intact record (None if they are empty):
+    torn if no intact record follows anywhere after it, damaged otherwise."""
+    whole = bytes(data)
+    view = memoryview(whole)
+    if offset >= len(view):
+        return None
+    reason = _record_at(view, offset)
+    assert isinstance(reason, str), "an intact record is not damage"
+    marker = _HEAD.pack(MARKER, 0, 0, 0)[:4]
+    found = whole.find(marker, offset + 1)
+    while found >= 0:
+        if isinstance(_record_at(view, found), Record):
+            return Damage(offset, reason, torn=False)
+        found = whole.find(marker, found + 1)
+    return Damage(offset, reason, torn=True)
+
+
+def check_file_header(data: bytes | memoryview) -> str | None:
+    """What is wrong with a segment's first bytes (None if nothing)."""
+    if len(data) < FILE_HEADER.size:
+        return "shorter than its header"
+    magic, version = FILE_HEADER.unpack_from(data)
+    if magic != MAGIC:
+        return "not a workspacefs journal"
+    if version != FORMAT_VERSION:
+        return f"written in journal format {version}; this version reads {FORMAT_VERSION}"
+    return None
+
+
+def _record_at(view: memoryview, offset: int) -> Record | str:
+    """The intact record at ``offset``, or why there is none."""
+    if len(view) - offset < _HEAD.size:
+        return "a record cut short in its header"
+    marker, length, sequence, kind = _HEAD.unpack_from(view, offset)
+    if marker != MARKER:
+        return "no record marker"
+    if length > MAX_PAYLOAD:
+        return f"a payload length of {length:,} bytes"
+    end = offset + _HEAD.size + length + _CHECK.size
+    if end > len(view):
+        return "a record cut short"
+    payload = view[offset + _HEAD.size : end - _CHECK.size]
+    head = view[offset : offset + _HEAD.size]
+    expected = xxhash.xxh3_64_intdigest(payload, seed=xxhash.xxh3_64_intdigest(head))
+    if _CHECK.unpack_from(view, end - _CHECK.size)[0] != expected:
+        return "a checksum mismatch"
+    try:
+        found_kind = Kind(kind)
+    except ValueError:
+        return f"an unknown record kind {kind}"
+    return Record(sequence, found_kind, bytes(payload), offset, end)

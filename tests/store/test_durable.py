@@ -1,0 +1,279 @@
+"""Durable workspaces: what was journalled comes back when the store is opened again,
+after a clean close or a SIGKILL at any moment."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from interpreter import child_env
+from workspacefs import BusyError, InMemoryFilesystem, NotPermittedError, StoreDamagedError
+from workspacefs.store import Durability, open_workspace, read_journal
+
+
+def state(fs: InMemoryFilesystem) -> dict[str, object]:
+    """Everything a user sees of a workspace, by path."""
+    seen: dict[str, object] = {}
+    view = fs.tree
+    for path, _, node in view.walk():
+        info: dict[str, object] = {"mode": node.mode, "uid": node.uid, "nlink": node.nlink,
+                                   "mtime": node.mtime_ns, "xattrs": node.xattrs}  # fmt: skip
+        if stat.S_ISREG(node.mode):
+            info["data"] = fs.read_bytes(path).content if node.size < 1 << 20 else node.size
+        elif stat.S_ISLNK(node.mode):
+            info["target"] = view.readlink(view.resolve_path(path) or 0)
+        seen[path] = info
+    return seen
+
+
+def test_a_closed_workspace_opens_as_it_was(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    durable, recovery = open_workspace(store, durability=Durability.NONE)
+    assert (recovery.records, recovery.snapshots, recovery.damage) == (0, 0, None)
+    fs = durable.fs
+    fs.mkdir("src/pkg")
+    fs.write("src/pkg/a.py", "print('a')\n")
+    fs.write_bytes("data.bin", os.urandom(300_000))
+    first = fs.snapshot(tag="first")
+    fs.write("src/pkg/a.py", "print('changed')\n")
+    fs.delete("data.bin")
+    with fs.tree.lock:
+        root = fs.tree.lookup(1, "src")
+        fs.tree.symlink(root, "link", "pkg/a.py")
+        fs.tree.setxattr(root, b"user.note", b"kept")
+        fs.tree.link(fs.tree.resolve_path("src/pkg/a.py") or 0, root, "hard.py")
+    second = fs.snapshot(tag="second")
+    expected_second = state(fs)
+    fs.restore(first)
+    expected_first = state(fs)
+    durable.close()
+
+    again, recovery = open_workspace(store, durability=Durability.NONE)
+    with again:
+        assert recovery.damage is None
+        assert list(again.fs.snapshots()) == [first, second]
+        assert state(again.fs) == expected_first  # the live state at close
+        again.fs.restore(second)
+        assert state(again.fs) == expected_second
+        again.fs.restore(first)
+        assert state(again.fs) == expected_first
+        assert again.fs.workspace_id == fs.workspace_id
+
+
+def test_a_write_to_one_chunk_journals_that_chunk(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    with durable:
+        durable.fs.write_bytes("big.bin", os.urandom(4 << 20))
+        durable.sync()
+        before = _journal_bytes(store)
+        durable.fs.write_bytes("big.bin", b"x" * 10, mode="append")
+        durable.sync()
+        assert _journal_bytes(store) - before < 70_000  # one 64 KiB chunk, not 4 MiB
+
+
+def _journal_bytes(store: Path) -> int:
+    return sum(f.stat().st_size for f in (store / "journal").iterdir())
+
+
+def test_a_torn_last_record_is_dropped_and_said(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    with durable:
+        durable.fs.write("a.txt", "kept\n")
+        durable.sync()
+        durable.fs.write("b.txt", "torn\n")
+        durable.sync()
+    (segment,) = (store / "journal").iterdir()
+    os.truncate(segment, segment.stat().st_size - 5)
+    again, recovery = open_workspace(str(store), durability=Durability.NONE)
+    with again:
+        assert recovery.damage is not None
+        assert recovery.damage.torn
+        assert not recovery.lost_records
+        assert [e.name for e in again.fs.list()] == ["a.txt"]
+        again.fs.write("c.txt", "after\n")
+    third, recovery = open_workspace(str(store), durability=Durability.NONE)
+    with third:
+        assert recovery.damage is None
+        assert [e.name for e in third.fs.list()] == ["a.txt", "c.txt"]
+
+
+def test_a_store_is_served_by_one_process(tmp_path: Path) -> None:
+    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    with durable:
+        code = (
+            "from workspacefs.store import open_workspace\n"
+            f"open_workspace({str(tmp_path / 'store')!r})\n"
+        )
+        refused = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 env=child_env(), check=False)  # fmt: skip
+        assert "BusyError" in refused.stderr
+        assert f"in use by process {os.getpid()}" in refused.stderr
+    inner, _ = open_workspace(str(tmp_path / "store"))
+    with inner, pytest.raises(BusyError):
+        open_workspace(str(tmp_path / "store"))
+
+
+def test_a_store_others_may_reach_or_of_another_format_is_refused(tmp_path: Path) -> None:
+    open_workspace(str(tmp_path / "store"), durability=Durability.NONE)[0].close()
+    os.chmod(tmp_path / "store", 0o755)
+    with pytest.raises(NotPermittedError, match="chmod 700") as refused:
+        open_workspace(str(tmp_path / "store"))
+    assert refused.value.errno == errno.EPERM
+    os.chmod(tmp_path / "store", 0o700)
+    (tmp_path / "store" / "format").write_text("workspacefs-store 9\n")
+    with pytest.raises(StoreDamagedError, match=r"'workspacefs-store 9'.*'workspacefs-store 1'"):
+        open_workspace(str(tmp_path / "store"))
+
+
+WORKLOAD = """
+import os, sys
+from workspacefs.store import Durability, open_workspace
+durable, _ = open_workspace(sys.argv[1], durability=Durability.INTERVAL, interval=0.02)
+fs = durable.fs
+step = 0
+while True:
+    step += 1
+    fs.write(f"f{step % 7}.txt", f"step {step}\\n" * (step % 50 + 1))
+    if step % 11 == 0:
+        fs.delete(f"f{(step // 11) % 7}.txt") if fs.exists(f"f{(step // 11) % 7}.txt") else None
+    if step % 5 == 0:
+        fs.snapshot(tag=f"s{step}")
+        print(step, flush=True)  # acknowledged: the snapshot returned, so it is on disk
+"""
+
+
+def model(step: int) -> dict[str, str]:
+    """The files after ``step`` steps of ``WORKLOAD``."""
+    files: dict[str, str] = {}
+    for n in range(1, step + 1):
+        files[f"f{n % 7}.txt"] = f"step {n}\n" * (n % 50 + 1)
+        if n % 11 == 0:
+            files.pop(f"f{(n // 11) % 7}.txt", None)
+    return files
+
+
+def files_of(fs: InMemoryFilesystem) -> dict[str, str]:
+    return {e.name: fs.read(e.name).content for e in fs.list()}
+
+
+@pytest.mark.parametrize("kill_after", [5, 40, 150, 400])
+def test_every_acknowledged_snapshot_survives_sigkill(tmp_path: Path, kill_after: int) -> None:
+    store = str(tmp_path / "store")
+    child = subprocess.Popen([sys.executable, "-c", WORKLOAD, store], stdout=subprocess.PIPE,
+                             text=True, env=child_env())  # fmt: skip
+    assert child.stdout is not None
+    acknowledged = 0
+    for line in child.stdout:
+        acknowledged = int(line)
+        if acknowledged >= kill_after:
+            break
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    child.stdout.close()
+    durable, recovery = open_workspace(store, durability=Durability.NONE)
+    with durable:
+        fs = durable.fs
+        assert not recovery.lost_records
+        tags = [s.tag for s in fs.snapshots()]
+        assert tags[: acknowledged // 5] == [f"s{n}" for n in range(5, acknowledged + 1, 5)]
+        live = files_of(fs)
+        # The live state is the state after some step at or after the last acknowledged one.
+        assert any(live == model(step) for step in range(acknowledged, acknowledged + 200))
+        for snapshot in fs.snapshots():
+            fs.restore(snapshot)
+            assert files_of(fs) == model(int(str(snapshot.tag)[1:])), snapshot.tag
+    assert read_journal(str(tmp_path / "store" / "journal")).damage is None
+
+
+def test_a_file_grown_by_truncate_comes_back_at_its_size(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.NONE)
+    with durable:
+        durable.fs.write("f.txt", "hello")
+        durable.sync()
+        with durable.fs.tree.lock:
+            durable.fs.tree.truncate(durable.fs.tree.resolve_path("f.txt") or 0, 1 << 20)
+        durable.sync()
+    again, _ = open_workspace(store, durability=Durability.NONE)
+    with again:
+        assert again.fs.stat("f.txt").size_bytes == 1 << 20
+        assert again.fs.read_bytes("f.txt", limit=8).content == b"hello\0\0\0"
+
+
+def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    data = os.urandom(40 << 20)  # past PART_BYTES: several records
+    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    with durable:
+        durable.fs.write("small.txt", "before\n")
+        durable.sync()
+        for start in range(0, len(data), 8 << 20):
+            durable.fs.write_bytes("big.bin", data[start : start + (8 << 20)], mode="append")
+        durable.fs.write("small.txt", "after\n")
+        durable.sync()
+    reading = read_journal(str(store / "journal"))
+    assert len(reading.records) >= 4  # one group before, three or more in the big one
+    again, _ = open_workspace(str(store), durability=Durability.NONE)
+    with again:
+        read = again.fs.read_bytes
+        pieces = [
+            read("big.bin", offset=at, limit=8 << 20).content for at in range(0, 40 << 20, 8 << 20)
+        ]
+        assert b"".join(pieces) == data
+        assert again.fs.read("small.txt").content == "after\n"
+    # A group cut short (its last record gone) was never acknowledged: none of it counts.
+    (segment,) = (store / "journal").glob("*.wal")
+    last = reading.records[-1]
+    os.truncate(segment, last.start + 10)
+    third, recovery = open_workspace(str(store), durability=Durability.NONE)
+    with third:
+        assert recovery.damage is not None
+        assert recovery.damage.torn
+        assert [e.name for e in third.fs.list()] == ["small.txt"]
+        assert third.fs.read("small.txt").content == "before\n"
+
+
+def test_journal_freezes_add_nothing_to_history(tmp_path: Path) -> None:
+    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    with durable:
+        depth = durable.fs.tree.pending().depth
+        for n in range(50):
+            durable.fs.write("f.txt", f"{n}\n")
+            durable.sync()
+        assert durable.fs.tree.pending().depth == depth
+
+
+def test_a_merge_and_the_journal_thread_do_not_wait_on_each_other(tmp_path: Path) -> None:
+    from workspacefs import git
+
+    durable, _ = open_workspace(str(tmp_path / "store"), interval=0.001)
+    finished = threading.Event()
+
+    def merges() -> None:
+        for n in range(30):
+            fork = durable.fs.fork()
+            fork.write(f"from-fork-{n}.txt", "x\n")
+            durable.fs.write(f"live-{n}.txt", "y\n")
+            git.merge(durable.fs, fork)
+        finished.set()
+
+    with durable:
+        worker = threading.Thread(target=merges, daemon=True)
+        worker.start()
+        worker.join(60)  # a liveness bound: a deadlock never finishes
+        assert finished.is_set()
+    again, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    with again:
+        names = {e.name for e in again.fs.list()}
+        assert {f"from-fork-{n}.txt" for n in range(30)} <= names
+        assert {f"live-{n}.txt" for n in range(30)} <= names
