@@ -15,6 +15,9 @@ from ._budget import available_memory as available_memory
 from ._budget import default_memory_budget as default_memory_budget
 from ._ceilings import MemoryCeiling as MemoryCeiling
 from ._ceilings import memory_ceilings as memory_ceilings
+from ._codec import as_row as as_row
+from ._codec import from_json as from_json
+from ._codec import to_json as to_json
 from ._conditional import changed_paths as changed_paths
 from ._conditional import changed_since as changed_since
 from ._conditional import content_digest as content_digest
@@ -43,9 +46,7 @@ from ._frontend import BackendFilesystem as BackendFilesystem
 from ._history import AttributedFilesystem as AttributedFilesystem
 from ._history import BlameEntry as BlameEntry
 from ._history import SnapshotChanges as SnapshotChanges
-from ._history import change_from_dict as change_from_dict
 from ._history import change_kind as change_kind
-from ._history import change_to_dict as change_to_dict
 from ._hydrate import SPECIAL_BITS as SPECIAL_BITS
 from ._hydrate import HostMount as HostMount
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
@@ -54,6 +55,14 @@ from ._links import LinkReach as LinkReach
 from ._links import leaves_as_written as leaves_as_written
 from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
+from ._outcomes import ConflictKind as ConflictKind
+from ._outcomes import ConflictReport as ConflictReport
+from ._outcomes import MergeConflict as MergeConflict
+from ._outcomes import MergeReport as MergeReport
+from ._outcomes import MergeResult as MergeResult
+from ._outcomes import MergeSide as MergeSide
+from ._outcomes import PersistedSnapshot as PersistedSnapshot
+from ._outcomes import PersistResult as PersistResult
 from ._patch import PATCH_TEXT_LIMIT as PATCH_TEXT_LIMIT
 from ._patch import FilesystemSource as FilesystemSource
 from ._patch import Patch as Patch
@@ -94,6 +103,7 @@ from ._results import WriteResult as WriteResult
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
+from ._snapshots import PruneResult as PruneResult
 from ._snapshots import SnapshotBytes as SnapshotBytes
 from ._snapshots import SnapshotKind as SnapshotKind
 from ._snapshots import SnapshotRef as SnapshotRef
@@ -123,6 +133,8 @@ __all__ = [
     "BlameEntry",
     "Cause",
     "ChangeKind",
+    "ConflictKind",
+    "ConflictReport",
     "DirectoryBackend",
     "Entry",
     "EntryKind",
@@ -144,10 +156,17 @@ __all__ = [
     "Location",
     "MemoryCeiling",
     "MemoryUsage",
+    "MergeConflict",
+    "MergeReport",
+    "MergeResult",
+    "MergeSide",
     "OpenDirectories",
     "Patch",
     "PatchSource",
     "PathChange",
+    "PersistResult",
+    "PersistedSnapshot",
+    "PruneResult",
     "ReadBytesResult",
     "ReadResult",
     "SnapshotBytes",
@@ -166,12 +185,11 @@ __all__ = [
     "WorkspaceSpace",
     "WriteMode",
     "WriteResult",
+    "as_row",
     "attributed",
     "available_memory",
     "build_patch",
-    "change_from_dict",
     "change_kind",
-    "change_to_dict",
     "changed_paths",
     "changed_since",
     "clear_directory",
@@ -182,6 +200,7 @@ __all__ = [
     "depth_first",
     "entry_of",
     "file_patch",
+    "from_json",
     "leaves_as_written",
     "link_reach",
     "locate",
@@ -207,6 +226,7 @@ __all__ = [
     "set_attributes",
     "split_path",
     "strip_mount_point",
+    "to_json",
     "tree_entries",
     "tree_key",
     "walk_directory",
