@@ -128,52 +128,85 @@ def _check(kind: type) -> Callable[[Any], Any]:
     return check
 
 
-def _union_members(kind: Any) -> tuple[Any, ...] | None:
+Form = tuple[str, Any]
+"""How a type is written: a form's name and what its coders need (``_form``)."""
+
+
+@functools.cache
+def _form(kind: Any) -> Form:
+    """How values of ``kind`` are written; TypeError if they have no JSON form."""
+    kind = _base(kind)
     origin = typing.get_origin(kind)
+    if kind in (Any, object) or origin is typing.Literal:
+        return "plain", kind
     if origin is typing.Union or origin is types.UnionType:
-        return typing.get_args(kind)
-    return None
+        return "union", typing.get_args(kind)
+    if origin is not None:
+        args = typing.get_args(kind)
+        if origin in _MAPPINGS:
+            return "mapping", (kind, args[1] if args else Any)
+        if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
+            return "fixed", (kind, args)
+        if origin in _SEQUENCES:
+            return "sequence", (kind, args[0] if args else Any, tuple if origin is tuple else list)
+        return _form(origin)
+    if kind is type(None) or kind in (str, int, float, bool):
+        return "plain-checked", kind
+    if kind in _OWN:
+        return "own", kind
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        return "dataclass", kind
+    for base, form in ((enum.Enum, "enum"), (bytes, "bytes"), (datetime, "datetime")):
+        if isinstance(kind, type) and issubclass(kind, base):
+            return form, kind
+    if kind is uuid.UUID:
+        return "uuid", kind
+    raise TypeError(f"no JSON form for {kind!r}")
+
+
+@functools.cache
+def _encoder(kind: Any) -> Encoder:
+    form, detail = _form(kind)
+    return _ENCODERS[form](detail)
+
+
+@functools.cache
+def _decoder(kind: Any) -> Decoder:
+    form, detail = _form(kind)
+    return _DECODERS[form](detail)
 
 
 def _plain(value: Any) -> Any:
     return value
 
 
-@functools.cache
-def _encoder(kind: Any) -> Encoder:
-    kind = _base(kind)
-    if kind in (Any, object) or typing.get_origin(kind) is typing.Literal:
-        return _plain
-    members = _union_members(kind)
-    if members is not None:
-        return _union_encoder(members)
-    origin = typing.get_origin(kind)
-    if origin is not None:
-        return _generic_encoder(kind, origin, typing.get_args(kind))
-    if kind is type(None):
-        return _check(type(None))
-    if kind in _OWN:
-        return _OWN[kind][0]
-    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
-        return _dataclass_encoder(kind)
-    if isinstance(kind, type):
-        if issubclass(kind, enum.Enum):
-            return lambda value: value.value
-        if issubclass(kind, bytes):
-            return _bytes_encoder
-        if issubclass(kind, datetime):
-            return lambda value: _check(datetime)(value).isoformat()
-        if issubclass(kind, uuid.UUID):
-            return lambda value: str(_check(uuid.UUID)(value))
-        if kind in (str, int, float, bool):
-            return _check(kind)
-    raise TypeError(f"no JSON form for {kind!r}")
+def _written(members: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The members of a union that have a JSON form (``str | os.PathLike[str]``: a path
+    travels as a string, so ``str``)."""
+    written = []
+    for member in members:
+        try:
+            _form(member)
+        except TypeError:
+            continue
+        written.append(member)
+    if not written:
+        raise TypeError(f"no JSON form for any of {members!r}")
+    return tuple(written)
 
 
-def _bytes_encoder(value: Any) -> str:
-    if not isinstance(value, bytes | bytearray | memoryview):
-        raise _refuse(bytes, value)
-    return base64.b64encode(value).decode("ascii")
+def _optional(
+    members: tuple[Any, ...], coders: Callable[[Any], Callable[[Any], Any]]
+) -> Callable[[Any], Any] | None:
+    """The coder of ``X | None``, the common union, kept quick; None for another union."""
+    others = [m for m in members if m is not type(None)]
+    if len(others) != 1 or len(members) != 2:
+        return None
+    inner = coders(others[0])
+    return lambda value: None if value is None else inner(value)
+
+
+# -- writing -------------------------------------------------------------------------
 
 
 def _runtime(members: tuple[Any, ...], value: object) -> Any:
@@ -192,58 +225,42 @@ def _runtime(members: tuple[Any, ...], value: object) -> Any:
     )
 
 
-def _written(members: tuple[Any, ...], coders: Callable[[Any], Any]) -> tuple[Any, ...]:
-    """The members of a union that have a JSON form (``str | os.PathLike[str]``: a path
-    travels as a string, so ``str``)."""
-    written = []
-    for member in members:
-        try:
-            coders(member)
-        except TypeError:
-            continue
-        written.append(member)
-    if not written:
-        raise TypeError(f"no JSON form for any of {members!r}")
-    return tuple(written)
-
-
 def _union_encoder(members: tuple[Any, ...]) -> Encoder:
-    members = _written(members, _encoder)
-    others = [m for m in members if m is not type(None)]
-    if len(others) == 1 and len(members) == 2:  # X | None: the common case, kept quick
-        inner = _encoder(others[0])
-        return lambda value: None if value is None else inner(value)
-    return lambda value: _encoder(_runtime(members, value))(value)
+    members = _written(members)
+    quick = _optional(members, _encoder)
+    return quick or (lambda value: _encoder(_runtime(members, value))(value))
 
 
-def _generic_encoder(kind: Any, origin: Any, args: tuple[Any, ...]) -> Encoder:
-    if origin in _MAPPINGS:
-        value_coder = _encoder(args[1] if args else Any)
-        return lambda value: {str(k): value_coder(v) for k, v in value.items()}
-    if origin in _SEQUENCES:
-        if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
-            coders = [_encoder(arg) for arg in args]
-            return lambda value: [coder(item) for coder, item in zip(coders, value, strict=True)]
-        item_coder = _encoder(args[0] if args else Any)
+def _mapping_encoder(detail: tuple[Any, Any]) -> Encoder:
+    value_coder = _encoder(detail[1])
+    return lambda value: {str(k): value_coder(v) for k, v in value.items()}
 
-        def sequence(value: Any) -> Any:
-            if isinstance(value, str | bytes) or not isinstance(value, collections.abc.Iterable):
-                raise _refuse(kind, value)
-            return [item_coder(item) for item in value]
 
-        return sequence
-    if origin is type:
-        raise TypeError(f"no JSON form for {kind!r}")
-    return _encoder(origin)
+def _fixed_encoder(detail: tuple[Any, tuple[Any, ...]]) -> Encoder:
+    coders = [_encoder(arg) for arg in detail[1]]
+    return lambda value: [coder(item) for coder, item in zip(coders, value, strict=True)]
+
+
+def _sequence_encoder(detail: tuple[Any, Any, type]) -> Encoder:
+    kind, item, _ = detail
+    item_coder = _encoder(item)
+
+    def sequence(value: Any) -> Any:
+        if isinstance(value, str | bytes) or not isinstance(value, collections.abc.Iterable):
+            raise _refuse(kind, value)
+        return [item_coder(item) for item in value]
+
+    return sequence
 
 
 def _fields(cls: type) -> list[tuple[dataclasses.Field[Any], Any]]:
+    """The fields ``to_json`` writes (the compared ones) and their types."""
     hints = typing.get_type_hints(cls)
-    return [(f, hints[f.name]) for f in dataclasses.fields(cls)]
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.compare]
 
 
 def _dataclass_encoder(cls: type) -> Encoder:
-    compared = [(f.name, _encoder(kind)) for f, kind in _fields(cls) if f.compare]
+    compared = [(f.name, _encoder(kind)) for f, kind in _fields(cls)]
     names = [name for name, _ in compared]
     coders = [coder for _, coder in compared]
     values = operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),)
@@ -271,59 +288,57 @@ def _dataclass_encoder(cls: type) -> Encoder:
     return record
 
 
-@functools.cache
-def _decoder(kind: Any) -> Decoder:
-    kind = _base(kind)
-    if kind in (Any, object) or typing.get_origin(kind) is typing.Literal:
-        return _plain
-    members = _union_members(kind)
-    if members is not None:
-        return _union_decoder(members)
-    origin = typing.get_origin(kind)
-    if origin is not None:
-        return _generic_decoder(kind, origin, typing.get_args(kind))
-    if kind is type(None):
-        return _check(type(None))
-    if kind in _OWN:
-        return _OWN[kind][1]
-    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
-        return _dataclass_decoder(kind)
-    if isinstance(kind, type):
-        if issubclass(kind, enum.Enum):
-            return lambda data: _converted(kind, kind, data, str | int | float)
-        if issubclass(kind, bytes):
-            return lambda data: _converted(kind, _unbase64, data)
-        if issubclass(kind, datetime):
-            return lambda data: _converted(kind, datetime.fromisoformat, data)
-        if issubclass(kind, uuid.UUID):
-            return lambda data: _converted(kind, uuid.UUID, data)
-        if kind in (str, int, float, bool):
-            return _check(kind)
-    raise TypeError(f"no JSON form for {kind!r}")
+def _bytes_encoder(value: Any) -> str:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise _refuse(bytes, value)
+    return base64.b64encode(value).decode("ascii")
+
+
+_ENCODERS: dict[str, Callable[[Any], Encoder]] = {
+    "plain": lambda kind: _plain,
+    "plain-checked": _check,
+    "union": _union_encoder,
+    "mapping": _mapping_encoder,
+    "fixed": _fixed_encoder,
+    "sequence": _sequence_encoder,
+    "own": lambda kind: _OWN[kind][0],
+    "dataclass": _dataclass_encoder,
+    "enum": lambda kind: lambda value: value.value,
+    "bytes": lambda kind: _bytes_encoder,
+    "datetime": lambda kind: lambda value: _check(datetime)(value).isoformat(),
+    "uuid": lambda kind: lambda value: str(_check(uuid.UUID)(value)),
+}
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def _converted(kind: Any, convert: Callable[[Any], Any], written: Any = str) -> Decoder:
+    """A decoder: ``convert(data)`` of ``data`` written as ``written`` (a string,
+    unless said), its failures as InvalidArgumentError naming ``kind``."""
+
+    def converted(data: Any) -> Any:
+        if not isinstance(data, written) or isinstance(data, bool):
+            raise _refuse(kind, data)
+        try:
+            return convert(data)
+        except (ValueError, TypeError, binascii.Error) as exc:
+            raise InvalidArgumentError(f"not a valid {_name(kind)}: {exc}", None) from None
+
+    return converted
 
 
 def _unbase64(data: str) -> bytes:
     return base64.b64decode(data, validate=True)
 
 
-def _converted(kind: Any, convert: Callable[[Any], Any], data: Any, written: Any = str) -> Any:
-    """``convert(data)`` of ``data`` written as ``written`` (a string, unless said),
-    its failures as InvalidArgumentError naming ``kind``."""
-    if not isinstance(data, written) or isinstance(data, bool):
-        raise _refuse(kind, data)
-    try:
-        return convert(data)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise InvalidArgumentError(f"not a valid {_name(kind)}: {exc}", None) from None
-
-
 def _union_decoder(members: tuple[Any, ...]) -> Decoder:
-    members = _written(members, _decoder)
+    members = _written(members)
+    quick = _optional(members, _decoder)
+    if quick is not None:
+        return quick
     optional = type(None) in members
     others = [_decoder(m) for m in members if m is not type(None)]
-    if optional and len(others) == 1:  # X | None: the common case, kept quick
-        inner = others[0]
-        return lambda data: None if data is None else inner(data)
 
     def union(data: Any) -> Any:
         if data is None and optional:
@@ -339,39 +354,46 @@ def _union_decoder(members: tuple[Any, ...]) -> Decoder:
     return union
 
 
-def _generic_decoder(kind: Any, origin: Any, args: tuple[Any, ...]) -> Decoder:
-    if origin in _MAPPINGS:
-        value_coder = _decoder(args[1] if args else Any)
+def _mapping_decoder(detail: tuple[Any, Any]) -> Decoder:
+    kind, value = detail
+    value_coder = _decoder(value)
 
-        def mapping(data: Any) -> Any:
-            if not isinstance(data, dict):
-                raise _refuse(kind, data)
-            return {str(k): value_coder(v) for k, v in data.items()}
+    def mapping(data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _refuse(kind, data)
+        return {str(k): value_coder(v) for k, v in data.items()}
 
-        return mapping
-    if origin in _SEQUENCES:
-        fixed = origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis)
-        coders = [_decoder(arg) for arg in args] if fixed else []
-        item_coder = _decoder(args[0] if args else Any)
-        make = tuple if origin is tuple else list
+    return mapping
 
-        def sequence(data: Any) -> Any:
-            if not isinstance(data, list):
-                raise _refuse(kind, data)
-            if fixed:
-                if len(data) != len(coders):
-                    raise InvalidArgumentError(f"expected {len(coders)} items", None)
-                return make(coder(item) for coder, item in zip(coders, data, strict=True))
-            return make([item_coder(item) for item in data])
 
-        return sequence
-    if origin is type:
-        raise TypeError(f"no JSON form for {kind!r}")
-    return _decoder(origin)
+def _fixed_decoder(detail: tuple[Any, tuple[Any, ...]]) -> Decoder:
+    kind, args = detail
+    coders = [_decoder(arg) for arg in args]
+
+    def fixed(data: Any) -> Any:
+        if not isinstance(data, list):
+            raise _refuse(kind, data)
+        if len(data) != len(coders):
+            raise InvalidArgumentError(f"expected {len(coders)} items", None)
+        return tuple(coder(item) for coder, item in zip(coders, data, strict=True))
+
+    return fixed
+
+
+def _sequence_decoder(detail: tuple[Any, Any, type]) -> Decoder:
+    kind, item, make = detail
+    item_coder = _decoder(item)
+
+    def sequence(data: Any) -> Any:
+        if not isinstance(data, list):
+            raise _refuse(kind, data)
+        return make([item_coder(item) for item in data])
+
+    return sequence
 
 
 def _dataclass_decoder(cls: type) -> Decoder:
-    fields = [(f, kind) for f, kind in _fields(cls) if f.compare]  # what ``to_json`` wrote
+    fields = _fields(cls)
     known = frozenset(f.name for f, _ in fields)
     given = [(f.name, _decoder(kind)) for f, kind in fields if f.init]  # the rest: derived
     coders = [coder for _, coder in given]
@@ -410,3 +432,19 @@ def _dataclass_decoder(cls: type) -> Decoder:
         return cls(**values)
 
     return record
+
+
+_DECODERS: dict[str, Callable[[Any], Decoder]] = {
+    "plain": lambda kind: _plain,
+    "plain-checked": _check,
+    "union": _union_decoder,
+    "mapping": _mapping_decoder,
+    "fixed": _fixed_decoder,
+    "sequence": _sequence_decoder,
+    "own": lambda kind: _OWN[kind][1],
+    "dataclass": _dataclass_decoder,
+    "enum": lambda kind: _converted(kind, kind, str | int | float),
+    "bytes": lambda kind: _converted(kind, _unbase64),
+    "datetime": lambda kind: _converted(kind, datetime.fromisoformat),
+    "uuid": lambda kind: _converted(kind, uuid.UUID),
+}
