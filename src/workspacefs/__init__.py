@@ -62,6 +62,7 @@ from .fs import InMemorySnapshotStore as InMemorySnapshotStore
 from .fs import Limits as Limits
 from .fs import MemoryUsage as MemoryUsage
 from .fs import PathChange as PathChange
+from .fs import PruneResult as PruneResult
 from .fs import ReadBytesResult as ReadBytesResult
 from .fs import ReadResult as ReadResult
 from .fs import SnapshotableFilesystem as SnapshotableFilesystem

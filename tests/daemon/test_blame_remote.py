@@ -76,9 +76,7 @@ def test_a_bad_cause_is_refused_and_changes_nothing(daemons: Daemons) -> None:
     record = daemons.start()
     with connect(record.socket) as fs:
         with pytest.raises(InvalidArgumentError):
-            fs._connection.request(
-                "POST", "/fs/write", {"path": "x", "content": "y", "cause": {"pid": "no"}}
-            )
+            fs._connection.request("write", {"path": "x", "content": "y", "cause": {"pid": "no"}})
         assert not fs.exists("x")
 
 

@@ -156,7 +156,7 @@ def test_a_request_larger_than_the_daemon_can_hold(limited: Limited, declared: b
     headers = {"content-length": str(len(HEAD) + size + len(TAIL))} if declared else {}
     transport = httpx.HTTPTransport(uds=limited.record.socket)
     with httpx.Client(transport=transport, base_url="http://workspacefs", timeout=60) as client:
-        answer = client.post("/v2/fs/write_bytes", content=_huge_write(size), headers=headers)
+        answer = client.post("/v3/write_bytes", content=_huge_write(size), headers=headers)
     assert answer.status_code == 400
     error = answer.json()["error"]
     assert (error["type"], error["errno"]) == ("LimitExceededError", errno.EFBIG)

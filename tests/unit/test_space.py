@@ -270,11 +270,17 @@ def test_prune_by_bytes_drops_the_oldest_until_the_snapshots_fit(
     policy = SnapshotRetentionPolicy(max_snapshot_bytes=25_000)
     usage = fs.space_usage()
     held = fs.memory_usage().held
-    assert fs.prune(policy, dry_run=True) == records[:4]
+    assert fs.prune(policy, dry_run=True).pruned == tuple(records[:4])
     assert fs.snapshots() == records
-    pruned = fs.prune(policy)
-    assert pruned == records[:4]
+    result = fs.prune(policy)
+    pruned = result.pruned
+    assert pruned == tuple(records[:4])
     assert held - fs.memory_usage().held == usage.exclusive_bytes(pruned) == 40_000
+    assert (result.freed_bytes, result.held_before, result.held_after) == (
+        40_000,
+        held,
+        held - 40_000,
+    )
     assert fs.space_usage().workspace.snapshots_exclusive == 20_000
 
 
@@ -284,7 +290,7 @@ def test_prune_by_bytes_counts_data_shared_between_snapshots(fs: InMemoryFilesys
     newer = fs.snapshot(tag=None)  # the same data: each alone frees nothing
     fs.delete("big")
     policy = SnapshotRetentionPolicy(max_snapshot_bytes=1000)
-    assert fs.prune(policy) == [old, newer]
+    assert fs.prune(policy).pruned == (old, newer)
     assert fs.memory_usage().held == 0
 
 
@@ -294,16 +300,18 @@ def test_prune_by_bytes_keeps_tagged_snapshots(fs: InMemoryFilesystem) -> None:
     fs.write_bytes("f", b"2" * 10_000)
     plain = fs.snapshot()
     fs.write_bytes("f", b"3")
-    assert fs.prune(SnapshotRetentionPolicy(max_snapshot_bytes=0)) == [plain]
+    assert fs.prune(SnapshotRetentionPolicy(max_snapshot_bytes=0)).pruned == (plain,)
     assert fs.snapshots() == [tagged]
-    assert fs.prune(SnapshotRetentionPolicy(max_snapshot_bytes=0, keep_tagged=False)) == [tagged]
+    assert fs.prune(SnapshotRetentionPolicy(max_snapshot_bytes=0, keep_tagged=False)).pruned == (
+        tagged,
+    )
 
 
 def test_prune_by_bytes_does_nothing_while_the_budget_holds_less(
     fs: InMemoryFilesystem,
 ) -> None:
     records = grow_history(fs, 3, 1000)
-    assert fs.prune(SnapshotRetentionPolicy(max_snapshot_bytes=10_000)) == []
+    assert fs.prune(SnapshotRetentionPolicy(max_snapshot_bytes=10_000)).pruned == ()
     assert fs.snapshots() == records
 
 

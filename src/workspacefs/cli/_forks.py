@@ -19,12 +19,12 @@ import typer
 from rich.table import Table
 
 from .._errors import BackendUnavailableError, InvalidArgumentError, NotPermittedError
-from ..fs import find_snapshot, snapshot_label
+from ..fs import MergeReport, find_snapshot, snapshot_label, to_json
 from ._app import EXIT_FAILED, JsonOption, app, workspace
 from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
-    from ..daemon import MergeReport, RemoteFilesystem
+    from ..daemon import RemoteFilesystem
 
 FORKS_DIR = ".forks"
 
@@ -268,14 +268,14 @@ def merge(
         report = fs.merge_fork(name, dry_run=dry_run, markers=markers)
         mountpoint = fs.mountpoint
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({"fork": name, **to_json(report, MergeReport)})
     else:
-        _print_merge(report, mountpoint, dry_run=dry_run)
+        _print_merge(report, name, mountpoint, dry_run=dry_run)
     if report.conflicts:
         raise typer.Exit(EXIT_FAILED)
 
 
-def _print_merge(report: MergeReport, mountpoint: str, *, dry_run: bool) -> None:
+def _print_merge(report: MergeReport, fork: str, mountpoint: str, *, dry_run: bool) -> None:
     for conflict in report.conflicts:
         print(f"CONFLICT ({conflict.kind}): {conflict.path}")
         if conflict.markers is not None:
@@ -283,13 +283,13 @@ def _print_merge(report: MergeReport, mountpoint: str, *, dry_run: bool) -> None
             print(text, end="" if text.endswith("\n") else "\n")
     if report.conflicts:
         print(
-            f"{len(report.conflicts)} conflict(s): nothing merged from fork {report.fork}",
+            f"{len(report.conflicts)} conflict(s): nothing merged from fork {fork}",
             flush=True,
         )
         return
     verb = "Would merge" if dry_run else "Merged"
     paths = len(report.changed)
-    stdout.print(f"{verb} fork {report.fork} into {mountpoint}: {paths} path(s) changed")
+    stdout.print(f"{verb} fork {fork} into {mountpoint}: {paths} path(s) changed")
     for path in report.changed:
         print(f"\t{path}")
     if report.snapshot is not None:

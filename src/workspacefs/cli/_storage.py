@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Annotated
 
 import typer
 
-from ..fs import find_snapshot, snapshot_label
+from ..fs import find_snapshot, snapshot_label, to_json
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._output import emit_json, stdout, working
 from ._snapshots import size_option
@@ -43,7 +42,7 @@ def persist(
         with working("persisting", quiet=as_json):
             result = fs.persist(record, tag=tag, remote=remote, max_file_bytes=limit)
     if as_json:
-        emit_json({**dataclasses.asdict(result), "snapshot": result.snapshot.to_dict()})
+        emit_json(to_json(result))
         return
     stdout.print(
         f"Persisted {snapshot_label(result.snapshot)} as {result.ref} "

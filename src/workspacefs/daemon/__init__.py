@@ -11,14 +11,14 @@ hypercorn, pygit2) loads on first use.
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
-from ._client import PersistResult as PersistResult
-from ._client import PruneResult as PruneResult
+from ..fs import ConflictReport as ConflictReport
+from ..fs import MergeReport as MergeReport
+from ..fs import PersistResult as PersistResult
+from ..fs import PruneResult as PruneResult
 from ._client import RemoteFilesystem as RemoteFilesystem
 from ._client import RemoteSnapshotView as RemoteSnapshotView
 from ._client import connect as connect
-from ._fork_results import ConflictReport as ConflictReport
 from ._fork_results import ForkInfo as ForkInfo
-from ._fork_results import MergeReport as MergeReport
 from ._options import DaemonOptions as DaemonOptions
 from ._options import canonical_mountpoint as canonical_mountpoint
 from ._runtime import DaemonUnreachableError as DaemonUnreachableError
@@ -35,6 +35,13 @@ from ._sources import parse_source as parse_source
 from ._spawn import START_TIMEOUT as START_TIMEOUT
 from ._spawn import daemon_command as daemon_command
 from ._spawn import start as start
+from ._verbs import VERBS as VERBS
+from ._verbs import Daemon as Daemon
+from ._verbs import FilesystemVerbs as FilesystemVerbs
+from ._verbs import Method as Method
+from ._verbs import Property as Property
+from ._verbs import Verb as Verb
+from ._verbs import WorkspaceVerbs as WorkspaceVerbs
 from ._wire import API_VERSION as API_VERSION
 
 if TYPE_CHECKING:

@@ -1,8 +1,11 @@
 """``RemoteFilesystem``: the ``Filesystem`` and snapshot protocol of a running daemon.
 
-Calls go over the daemon's Unix socket as HTTP/1.1 (httpx, one kept-alive
-connection per thread from its pool). Errors come back as the same classes
-with the same errno, message and path that the daemon's workspace raised.
+Its verbs are the table's (``_verbs``): each is a method with the protocol's
+own signature that sends the arguments the caller gave, and reads the answer
+as the protocol's result type. Calls go over the daemon's Unix socket as
+HTTP/1.1 (httpx, one kept-alive connection per thread from its pool). Errors
+come back as the same classes with the same errno, message and path that the
+daemon's workspace raised.
 
 Every call that changes the workspace carries its cause: the one in effect
 in the calling thread or task (``attributed``), else this process (its pid,
@@ -12,8 +15,6 @@ environment says so), so the daemon's ``blame`` names who called.
 
 from __future__ import annotations
 
-import base64
-import builtins
 import contextlib
 import errno
 import functools
@@ -22,9 +23,6 @@ import socket
 import stat
 import sys
 import time
-import uuid
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,78 +32,19 @@ from .._errors import BackendUnavailableError, NotPermittedError, ReadOnlyError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     CAUSE_VARIABLE,
-    MAX_ENTRIES,
     BlameEntry,
     Cause,
-    FileEntry,
-    FileStat,
-    FilesystemDiff,
     FilesystemSnapshot,
-    GlobMatch,
-    GrepMatch,
-    ReadBytesResult,
-    ReadResult,
     SnapshotChanges,
-    SnapshotRetentionPolicy,
-    SpaceUsage,
-    TreeEntry,
-    WriteMode,
-    WriteResult,
     attributed,
     current_cause,
 )
-from ._fork_results import ForkInfo, MergeReport
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
-from ._wire import (
-    API_VERSION,
-    JSON_TYPE,
-    PREFIX,
-    Json,
-    decode_diff,
-    decode_entries,
-    decode_entry,
-    decode_error,
-    decode_glob,
-    decode_grep,
-    decode_read,
-    decode_read_bytes,
-    decode_snapshot,
-    decode_stat,
-    decode_write,
-    dumps,
-    loads,
-)
+from ._verbs import VIEW, FilesystemVerbs, Verb, WorkspaceVerbs
+from ._wire import API_VERSION, JSON_TYPE, PREFIX, Json, decode_error, dumps, loads
 
 CONNECT_TIMEOUT = 5.0
 UNMOUNT_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class PersistResult:
-    """Where ``RemoteFilesystem.persist`` put a snapshot."""
-
-    snapshot: FilesystemSnapshot
-    repository: str
-    commit: str
-    ref: str
-    number: int
-    objects_written: int
-    pushed_to: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PruneResult:
-    """What ``RemoteFilesystem.prune`` deleted (or, with ``dry_run``, would delete)."""
-
-    pruned: tuple[FilesystemSnapshot, ...]
-    """The snapshots, oldest first."""
-    dry_run: bool
-    freed_bytes: int
-    """What the space accounting expected deleting them to free."""
-    held_before: int
-    """What the memory budget held before (``MemoryUsage.held``)."""
-    held_after: int
-    """And after: with nothing else changing, ``held_before - freed_bytes``."""
 
 
 def _os_error(exc: BaseException) -> OSError | None:
@@ -153,13 +92,12 @@ class _Connection:
             except OSError as exc:
                 raise self._unreachable(exc) from exc
 
-    def request(self, method: str, path: str, body: Json | None = None) -> Any:
+    def request(self, verb: str, body: Json) -> Any:
+        """Run ``verb`` with ``body`` on the daemon; its JSON result."""
         try:
-            response = self.client.request(
-                method, PREFIX + path,
-                content=None if body is None else dumps(body),
-                headers={"content-type": JSON_TYPE},
-            )  # fmt: skip
+            response = self.client.post(
+                f"{PREFIX}/{verb}", content=dumps(body), headers={"content-type": JSON_TYPE}
+            )
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from exc
         try:
@@ -183,9 +121,9 @@ class _Connection:
         self.client.close()
 
 
-class _RemoteFiles:
-    """The ``Filesystem`` verbs of a daemon's workspace over its control socket:
-    of the live tree, or (``at``) of one snapshot."""
+class _RemoteFiles(FilesystemVerbs):
+    """The ``Filesystem`` verbs of a daemon's workspace over its control socket
+    (the table's ``FilesystemVerbs``): of the live tree, or (``at``) of one snapshot."""
 
     _connection: _Connection
     _info: Json
@@ -195,14 +133,16 @@ class _RemoteFiles:
         at = f" at={self._at}" if self._at else ""
         return f"<RemoteFilesystem {self.mountpoint!r} via {self.socket!r}{at}>"
 
-    def _call(self, verb: str, **args: Any) -> Any:
-        if self._at is not None:
-            args["at"] = self._at
-        return self._connection.request("POST", f"/fs/{verb}", args)
-
-    def _change(self, verb: str, **args: Any) -> Any:
-        """``_call`` of a verb that changes the workspace: it carries the cause."""
-        return self._call(verb, **args, cause=_cause())
+    def _call(self, verb: Verb[Any, Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``verb`` with these arguments (as its contract binds them) on the daemon;
+        of this view's snapshot, for a view verb, and with the caller's cause, for a
+        verb that changes the workspace."""
+        body = verb.request(args, kwargs)
+        if verb.runs == VIEW and self._at is not None:
+            body["at"] = self._at
+        if verb.changes:
+            body["cause"] = _cause()
+        return verb.result_of(self._connection.request(verb.name, body))
 
     # -- properties --------------------------------------------------------------
 
@@ -242,140 +182,12 @@ class _RemoteFiles:
         """The id recorded in this workspace's snapshots."""
         return str(self._info["workspace_id"])
 
-    # -- the Filesystem verbs ------------------------------------------------------
-
-    def read(
-        self, path: str, *, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
-    ) -> ReadResult:
-        """Read a page of lines of a text file (see ``Filesystem.read``)."""
-        return decode_read(
-            self._call("read", path=path, offset=offset, limit=limit, encoding=encoding)
-        )
-
-    def read_bytes(
-        self, path: str, *, offset: int = 0, limit: int | None = None
-    ) -> ReadBytesResult:
-        """Read a byte range of a file."""
-        return decode_read_bytes(self._call("read_bytes", path=path, offset=offset, limit=limit))
-
-    def exists(self, path: str) -> bool:
-        """True if the path names anything."""
-        return bool(self._call("exists", path=path))
-
-    def stat(self, path: str) -> FileStat:
-        """Metadata of a path, not following a final symlink."""
-        return decode_stat(self._call("stat", path=path))
-
-    def readlink(self, path: str) -> str:
-        """The target of the symlink at ``path`` as written, never followed."""
-        return str(self._call("readlink", path=path))
-
-    def list(self, path: str = ".") -> Sequence[FileEntry]:
-        """The entries of a directory, sorted by name."""
-        return [decode_entry(e) for e in self._call("list", path=path)]
-
-    def entries(
-        self, path: str = ".", *, after: str = "", limit: int = MAX_ENTRIES, recursive: bool = True
-    ) -> builtins.list[TreeEntry]:
-        """A page of the listing below the directory ``path`` in one call (see
-        ``TreeFilesystem.entries``): thousands of entries per round trip."""
-        found = self._call("entries", path=path, after=after, limit=limit, recursive=recursive)
-        return decode_entries(found)
-
-    def glob(self, pattern: str, *, path: str = ".") -> Sequence[GlobMatch]:
-        """Paths matching a glob pattern below ``path``, sorted."""
-        return [decode_glob(m) for m in self._call("glob", pattern=pattern, path=path)]
-
-    def grep(
-        self,
-        pattern: str,
-        *,
-        path: str = ".",
-        glob: str | None = None,
-        max_matches: int | None = None,
-    ) -> Sequence[GrepMatch]:
-        """Lines matching an RE2 regex, sorted by (path, line_number)."""
-        found = self._call("grep", pattern=pattern, path=path, glob=glob, max_matches=max_matches)
-        return [decode_grep(m) for m in found]
-
-    def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        mode: WriteMode = "overwrite",
-        create_parents: bool = True,
-        if_match: str | None = None,
-    ) -> WriteResult:
-        """Write UTF-8 text to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
-        result = self._change(
-            "write", path=path, content=content, mode=mode, create_parents=create_parents,
-            if_match=if_match,
-        )  # fmt: skip
-        return decode_write(result)
-
-    def write_bytes(
-        self,
-        path: str,
-        content: bytes,
-        *,
-        mode: WriteMode = "overwrite",
-        create_parents: bool = True,
-        if_match: str | None = None,
-    ) -> WriteResult:
-        """Write bytes to a file (``if_match``: only if unchanged, see ``Filesystem``)."""
-        encoded = base64.b64encode(content).decode("ascii")
-        result = self._change(
-            "write_bytes", path=path, content=encoded, mode=mode, create_parents=create_parents,
-            if_match=if_match,
-        )  # fmt: skip
-        return decode_write(result)
-
-    def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
-        """Delete a file, symlink or (with ``recursive``) a directory tree (``if_match``:
-        a file only if unchanged, see ``Filesystem``)."""
-        self._change("delete", path=path, recursive=recursive, if_match=if_match)
-
-    def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
-        """Create a directory."""
-        self._change("mkdir", path=path, parents=parents, exist_ok=exist_ok)
-
-    # -- attribution -----------------------------------------------------------------
-
     @staticmethod
     def attributed(cause: Cause | None) -> contextlib.AbstractContextManager[Cause | None]:
         """Attribute the changes this thread or task makes through any client to
         ``cause`` until the block ends (default: this process, see the module
         docstring)."""
         return attributed(cause)
-
-    def _snapshot_id(self, snapshot: FilesystemSnapshot | None) -> str | None:
-        if snapshot is not None:
-            return str(snapshot.snapshot_id)
-        return self._at  # a view starts at its snapshot
-
-    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
-        """What ``snapshot`` (None: the live workspace) changed since the snapshot
-        before it, with causes (see ``InMemoryFilesystem.changes``)."""
-        body = {"snapshot": self._snapshot_id(snapshot)}
-        return SnapshotChanges.from_dict(self._connection.request("POST", "/changes", body))
-
-    def blame(
-        self, path: str, *, snapshot: FilesystemSnapshot | None = None
-    ) -> builtins.list[BlameEntry]:
-        """Every change to the file at ``path``, newest first (see
-        ``InMemoryFilesystem.blame``)."""
-        body = {"path": path, "snapshot": self._snapshot_id(snapshot)}
-        found = self._connection.request("POST", "/blame", body)
-        return [BlameEntry.from_dict(entry) for entry in found]
-
-    def export_archive(self, path: str | os.PathLike[str]) -> int:
-        """Write the workspace (or this snapshot view) as a ZIP archive; the file count.
-
-        The daemon writes the file, as this user (it runs as the same user).
-        """
-        body = {"path": os.path.abspath(path), "at": self._at}
-        return int(self._connection.request("POST", "/export", body)["files"])
 
 
 class RemoteSnapshotView(_RemoteFiles):
@@ -385,10 +197,27 @@ class RemoteSnapshotView(_RemoteFiles):
     view, it has no snapshot verbs: those belong to the workspace. It shares its
     workspace's connection; close the workspace, not a view."""
 
-    def __init__(self, workspace: RemoteFilesystem, snapshot_id: str) -> None:
+    def __init__(self, workspace: RemoteFilesystem, snapshot: FilesystemSnapshot) -> None:
         self._connection = workspace._connection
         self._info = {**workspace._info, "read_only": True}
-        self._at = snapshot_id
+        self._snapshot = snapshot
+        self._at = str(snapshot.snapshot_id)
+
+    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """What ``snapshot`` (None: this view's) changed since the snapshot before it,
+        with causes (see ``InMemoryFilesystem.changes``)."""
+        return WorkspaceVerbs.changes.of(self)(snapshot or self._snapshot)
+
+    def blame(self, path: str, *, snapshot: FilesystemSnapshot | None = None) -> list[BlameEntry]:
+        """Every change to the file at ``path`` from ``snapshot`` (None: this view's)
+        back, newest first (see ``InMemoryFilesystem.blame``)."""
+        return WorkspaceVerbs.blame.of(self)(path, snapshot=snapshot or self._snapshot)
+
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write this snapshot as a ZIP archive; the file count (the daemon writes
+        the file, as this user: it runs as the same user)."""
+        export = WorkspaceVerbs.export_archive.of(self)
+        return export(os.path.abspath(path), snapshot=self._snapshot)
 
     def import_archive(
         self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
@@ -401,13 +230,14 @@ class RemoteSnapshotView(_RemoteFiles):
         raise ReadOnlyError("read-only filesystem", os.fspath(path))
 
 
-class RemoteFilesystem(_RemoteFiles):
+class RemoteFilesystem(_RemoteFiles, WorkspaceVerbs):
     """The workspace a daemon serves, through its control socket.
 
     Implements ``SnapshotableFilesystem`` (and ``at``, ``snapshots``,
-    ``export_archive``/``import_archive``), so tool handlers and the
-    compliance suite use it like an ``InMemoryFilesystem``. Safe to share
-    between threads. Use ``workspacefs.connect`` to make one.
+    ``prune``, ``export_archive``/``import_archive``), so tool handlers and the
+    compliance suite use it like an ``InMemoryFilesystem``; its verbs are the
+    table's (``WorkspaceVerbs``), with their protocol's signatures and result
+    types. Safe to share between threads. Use ``workspacefs.connect`` to make one.
 
     Args:
         socket_path: The daemon's control socket.
@@ -421,7 +251,7 @@ class RemoteFilesystem(_RemoteFiles):
         self._connection = _Connection(os.fspath(socket_path), timeout)
         self._at: str | None = None
         try:
-            self._info: Json = self._connection.request("GET", "/info")
+            self._info: Json = self._connection.request(WorkspaceVerbs.info.name, {})
         except BaseException:
             self._connection.close()
             raise
@@ -441,168 +271,43 @@ class RemoteFilesystem(_RemoteFiles):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- snapshots -------------------------------------------------------------------
-
-    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
-        """Capture the workspace in O(1) on the daemon's side."""
-        return decode_snapshot(self._connection.request("POST", "/snapshots", {"tag": tag}))
-
-    def restore(
-        self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
-    ) -> None:
-        """Return the workspace to ``snapshot``; the mount shows it at once
-        (``if_unchanged_since``: only if nothing changed since, see ``Filesystem``)."""
-        since = None if if_unchanged_since is None else if_unchanged_since.to_dict()
-        body = {"snapshot": snapshot.to_dict(), "if_unchanged_since": since}
-        self._connection.request("POST", "/restore", body)
-
-    def diff(
-        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
-    ) -> FilesystemDiff:
-        """Files added, modified and deleted from ``base`` to ``target`` (None: live)."""
-        body = {"base": base.to_dict(), "target": None if target is None else target.to_dict()}
-        return decode_diff(self._connection.request("POST", "/diff", body))
-
     def at(self, snapshot: FilesystemSnapshot) -> RemoteSnapshotView:
         """A read-only view of ``snapshot``, without restoring it.
 
         Raises:
             SnapshotNotFoundError: The daemon keeps no such snapshot.
         """
-        view = RemoteSnapshotView(self, str(snapshot.snapshot_id))
+        view = RemoteSnapshotView(self, snapshot)
         view.exists(".")  # an unknown snapshot fails here, as the in-process ``at`` does
         return view
 
-    def snapshots(self) -> builtins.list[FilesystemSnapshot]:
-        """Every snapshot the daemon keeps, in creation order."""
-        return [decode_snapshot(r) for r in self._connection.request("GET", "/snapshots")]
-
-    def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
-        """Forget a snapshot."""
-        self._connection.request("POST", "/snapshots/delete", {"snapshot": snapshot.to_dict()})
-
-    def prune(self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False) -> PruneResult:
-        """Delete the snapshots ``policy`` expires (``dry_run``: only name them)."""
-        body = {
-            "max_count": policy.max_count,
-            "max_age_hours": policy.max_age_hours,
-            "keep_tagged": policy.keep_tagged,
-            "max_snapshot_bytes": policy.max_snapshot_bytes,
-            "dry_run": dry_run,
-        }
-        result = self._connection.request("POST", "/snapshots/prune", body)
-        return PruneResult(
-            pruned=tuple(decode_snapshot(record) for record in result["pruned"]),
-            dry_run=bool(result["dry_run"]),
-            freed_bytes=int(result["freed_bytes"]),
-            held_before=int(result["held_before"]),
-            held_after=int(result["held_after"]),
-        )
-
-    def space_usage(self) -> SpaceUsage:
-        """Shared and exclusive bytes of the live tree, each snapshot and each fork
-        (``InMemoryFilesystem.space_usage``; ``exclusive_bytes`` needs the daemon)."""
-        return SpaceUsage.from_dict(self._connection.request("GET", "/space"))
-
-    @property
-    def current_snapshot_id(self) -> uuid.UUID | None:
-        """The snapshot last taken or restored."""
-        value = self._connection.request("GET", "/snapshots/current")
-        return None if value is None else uuid.UUID(value)
+    def export_archive(
+        self, path: str | os.PathLike[str], *, snapshot: FilesystemSnapshot | None = None
+    ) -> int:
+        """Write the workspace (or ``snapshot``) as a ZIP archive; the file count. The
+        daemon writes the file, as this user (it runs as the same user)."""
+        export = WorkspaceVerbs.export_archive.of(self)
+        return export(os.path.abspath(path), snapshot=snapshot)
 
     def import_archive(
         self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
     ) -> int:
         """Replace the workspace with the archive at ``path``; the file count."""
-        body = {"path": os.path.abspath(path), "limits": asdict(limits), "cause": _cause()}
-        return int(self._connection.request("POST", "/import", body)["files"])
+        return WorkspaceVerbs.import_archive.of(self)(os.path.abspath(path), limits=limits)
 
-    def persist(
-        self,
-        snapshot: FilesystemSnapshot | None = None,
-        *,
-        tag: str | None = None,
-        remote: str | None = None,
-        max_file_bytes: int | None = None,
-    ) -> PersistResult:
-        """Persist ``snapshot`` (None: a new one, tagged ``tag``) to the workspace's git
-        repository, incrementally; then push to ``remote`` if given.
-
-        A file larger than ``max_file_bytes`` (default: the workspace's memory
-        budget; see ``git.persist``) is refused before anything is written, or
-        any snapshot taken."""
-        body = {
-            "snapshot": None if snapshot is None else snapshot.to_dict(),
-            "tag": tag,
-            "remote": remote,
-            "max_file_bytes": max_file_bytes,
-        }
-        result = self._connection.request("POST", "/persist", body)
-        return PersistResult(**{**result, "snapshot": decode_snapshot(result["snapshot"])})
-
-    def push(self, url: str) -> None:
-        """Push the workspace's persisted snapshots to a git remote."""
-        self._connection.request("POST", "/push", {"url": url})
-
-    def fetch(self, url: str) -> None:
-        """Fetch the workspace's persisted snapshots from a git remote."""
-        self._connection.request("POST", "/fetch", {"url": url})
-
-    # -- forks -------------------------------------------------------------------------
-
-    def fork(
-        self, name: str | None = None, *, snapshot: FilesystemSnapshot | None = None
-    ) -> ForkInfo:
-        """Fork the workspace (its live state, or ``snapshot``) in the daemon, in O(1),
-        and serve it at ``<mountpoint>/.forks/<name>`` (default name: ``fork-<n>``).
-
-        Raises:
-            AlreadyExistsError: A fork of that name exists.
-            ReadOnlyError: The daemon serves the workspace read-only.
-        """
-        body = {"name": name, "snapshot": None if snapshot is None else snapshot.to_dict()}
-        return ForkInfo.from_dict(self._connection.request("POST", "/forks", body))
-
-    def forks(self) -> builtins.list[ForkInfo]:
-        """The forks the daemon serves, by name."""
-        return [ForkInfo.from_dict(f) for f in self._connection.request("GET", "/forks")]
-
-    def drop_fork(self, name: str) -> None:
-        """Stop serving fork ``name`` (its path goes at once) and forget it."""
-        self._connection.request("POST", "/forks/drop", {"name": name})
-
-    def merge_fork(self, name: str, *, dry_run: bool = False, markers: bool = False) -> MergeReport:
-        """Merge fork ``name`` into the workspace, three-way, all or nothing
-        (``workspacefs.git.merge``); the fork stays until dropped.
-
-        Args:
-            name: The fork.
-            dry_run: Only report.
-            markers: Give text conflicts the merged text with git's markers.
-        """
-        body = {"name": name, "dry_run": dry_run, "markers": markers, "cause": _cause()}
-        return MergeReport.from_dict(self._connection.request("POST", "/forks/merge", body))
-
-    # -- the daemon --------------------------------------------------------------------
-
-    def info(self) -> Json:
-        """The daemon's fixed facts (pid, mount point, socket, repository, ...)."""
+    def info(self) -> dict[str, Any]:
+        """The daemon's fixed facts (pid, mount point, socket, repository, ...), as
+        it gave them when this client connected."""
         return dict(self._info)
-
-    def status(self) -> Json:
-        """``info`` plus files, bytes, resident memory, snapshots, uptime and the
-        mount's kernel requests (``requests``: total, handler_seconds, open_free, latency_hint,
-        counts and seconds by request type)."""
-        result: Json = self._connection.request("GET", "/status")
-        return result
 
     def unmount(self, *, wait: float = UNMOUNT_TIMEOUT) -> None:
         """Stop the daemon: unmount and remove its socket; wait until it is gone.
 
         Raises:
+            MountedInsideError: Something is mounted inside; nothing was unmounted.
             BackendUnavailableError: It was still running after ``wait`` seconds.
         """
-        self._connection.request("POST", "/unmount")
+        WorkspaceVerbs.unmount.of(self)()
         self.close()
         lock = DaemonLock(Path(self.socket).with_suffix(".lock"))
         deadline = time.monotonic() + wait

@@ -17,7 +17,7 @@ from .._errors import BackendUnavailableError, NotFoundError, ReadOnlyError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..fuse import Mount
 from ..tree import diff_versions
-from ._fork_results import ConflictReport, ForkInfo, MergeReport
+from ._fork_results import ForkInfo
 
 
 class Forks:
@@ -88,7 +88,7 @@ class Forks:
                 raise NotFoundError("no fork of this name", name)
         self._serving().remove_fork(name)
 
-    def merge(self, name: str, *, dry_run: bool, markers: bool) -> MergeReport:
+    def merge(self, name: str, *, dry_run: bool, markers: bool) -> git.MergeResult:
         """Merge fork ``name`` into the workspace (``workspacefs.git.merge``): all
         or nothing, a snapshot before; the fork stays.
 
@@ -99,9 +99,7 @@ class Forks:
             fork = self._forks.get(name)
         if fork is None:
             raise NotFoundError("no fork of this name", name)
-        result = git.merge(self._fs, fork, dry_run=dry_run, markers=markers)
-        conflicts = tuple(ConflictReport(c.path, c.kind, c.markers) for c in result.conflicts)
-        return MergeReport(name, result.changed, conflicts, result.applied, result.snapshot)
+        return git.merge(self._fs, fork, dry_run=dry_run, markers=markers)
 
     def _info(self, name: str, fork: InMemoryFilesystem) -> ForkInfo:
         tree = fork.tree

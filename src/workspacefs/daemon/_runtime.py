@@ -20,10 +20,11 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import BackendUnavailableError, NotFoundError, NotPermittedError
+from ..fs import from_json, to_json
 
 
 class NoWorkspaceError(NotFoundError):
@@ -52,13 +53,14 @@ class MountRecord:
     log: str
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return asdict(self)
+        """A JSON-ready dict (``fs.to_json``)."""
+        data: dict[str, object] = to_json(self)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> MountRecord:
-        """Rebuild a record written by ``to_dict``."""
-        return cls(**data)  # type: ignore[arg-type]
+        """Rebuild a record written by ``to_dict``; InvalidArgumentError for anything else."""
+        return from_json(cls, data)
 
 
 def runtime_dir() -> Path:

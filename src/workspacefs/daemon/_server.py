@@ -140,7 +140,7 @@ async def _serve(workspace: Workspace, handle: Mount, fd: int) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
                 try:
-                    refuse_if_mounted_inside(workspace.info.mountpoint)
+                    refuse_if_mounted_inside(workspace.facts.mountpoint)
                 except MountedInsideError as exc:
                     # Going now would detach the inner mounts with ours: keep serving.
                     log.error("signal %d: %s", signum, exc.strerror)
@@ -183,13 +183,13 @@ def run_daemon(options: DaemonOptions, notify: Notify) -> int:
     try:
         with contextlib.ExitStack() as stack:
             workspace, handle, fd = _start(options, stack)
-            log.info("serving %s on %s", workspace.info.mountpoint, workspace.info.socket)
-            record = read_record(RuntimePaths.of(workspace.info.mountpoint).record)
+            log.info("serving %s on %s", workspace.facts.mountpoint, workspace.facts.socket)
+            record = read_record(RuntimePaths.of(workspace.facts.mountpoint).record)
             assert record is not None, "_start wrote it"
             notify({"ok": True, "record": record.to_dict()})
             started = True
             trio.run(_serve, workspace, handle, fd)
-            log.info("unmounting %s", workspace.info.mountpoint)
+            log.info("unmounting %s", workspace.facts.mountpoint)
     except BaseException as exc:
         if started:
             log.exception("daemon failed")

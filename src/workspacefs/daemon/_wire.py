@@ -1,42 +1,28 @@
-"""The control protocol's wire format: JSON bodies, result types and errors.
+"""The control protocol's wire format: JSON bodies and errors.
 
-Both ends import this module, so what one side writes the other reads with
-the same code. JSON is written with ``ensure_ascii`` so paths holding
-surrogate escapes (names that are not UTF-8) survive the trip; bytes travel
-as base64.
+Both ends import this module (and ``_verbs``, whose table says how each verb's
+arguments and result are written: ``fs.to_json``), so what one side writes
+the other reads with the same code. JSON is written with ``ensure_ascii`` so
+paths holding surrogate escapes (names that are not UTF-8) survive the trip;
+bytes travel as base64.
 """
 
 from __future__ import annotations
 
-import base64
 import errno as _errno
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from .._errors import BackendUnavailableError, FsError, InvalidArgumentError
-from ..fs import (
-    FileEntry,
-    FileStat,
-    FilesystemDiff,
-    FilesystemSnapshot,
-    GlobMatch,
-    GrepMatch,
-    ReadBytesResult,
-    ReadResult,
-    TreeEntry,
-    WriteResult,
-)
 
-API_VERSION = 2
+API_VERSION = 3
 """Bumped on any incompatible change; every path starts with ``/v<API_VERSION>``."""
 
 PREFIX = f"/v{API_VERSION}"
 JSON_TYPE = "application/json"
 
 Json = dict[str, Any]
-T = TypeVar("T")
 
 
 def dumps(value: object) -> bytes:
@@ -50,121 +36,6 @@ def loads(body: bytes) -> Any:
         return json.loads(body) if body else {}
     except ValueError as exc:
         raise InvalidArgumentError(f"malformed JSON body: {exc}", None) from exc
-
-
-# -- results -------------------------------------------------------------------
-
-
-def _time(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-def encode_stat(stat: FileStat) -> Json:
-    """A ``FileStat`` as JSON."""
-    return {
-        "path": stat.path,
-        "is_file": stat.is_file,
-        "is_directory": stat.is_directory,
-        "size_bytes": stat.size_bytes,
-        "created_at": _time(stat.created_at),
-        "modified_at": _time(stat.modified_at),
-        "is_symlink": stat.is_symlink,
-        "mode": stat.mode,
-    }
-
-
-def decode_stat(data: Json) -> FileStat:
-    """The ``FileStat`` ``encode_stat`` wrote."""
-    return FileStat(
-        **{
-            **data,
-            "created_at": _parse_time(data["created_at"]),
-            "modified_at": _parse_time(data["modified_at"]),
-        }
-    )
-
-
-def encode_read_bytes(result: ReadBytesResult) -> Json:
-    """A ``ReadBytesResult`` as JSON, its content in base64."""
-    return {
-        "content": base64.b64encode(result.content).decode("ascii"),
-        "path": result.path,
-        "size_bytes": result.size_bytes,
-        "offset": result.offset,
-        "limit": result.limit,
-        "truncated": result.truncated,
-    }
-
-
-def decode_read_bytes(data: Json) -> ReadBytesResult:
-    """The ``ReadBytesResult`` ``encode_read_bytes`` wrote."""
-    return ReadBytesResult(**{**data, "content": base64.b64decode(data["content"])})
-
-
-def encode_plain(value: object) -> Json:
-    """A flat result dataclass (no dates, no bytes) as JSON."""
-    slots: Sequence[str] = type(value).__slots__  # type: ignore[attr-defined]
-    return {name: getattr(value, name) for name in slots}
-
-
-def encode_read(result: ReadResult) -> Json:
-    """A ``ReadResult`` as JSON without its ``lines``: the page travels once, and the
-    reader splits it again (``ReadResult`` does when ``lines`` is left out)."""
-    data = encode_plain(result)
-    del data["lines"]
-    return data
-
-
-def decode_plain(cls: type[T]) -> Callable[[Json], T]:
-    """A decoder for a flat result dataclass."""
-    return lambda data: cls(**data)
-
-
-decode_entry = decode_plain(FileEntry)
-decode_glob = decode_plain(GlobMatch)
-decode_grep = decode_plain(GrepMatch)
-decode_read = decode_plain(ReadResult)
-decode_write = decode_plain(WriteResult)
-
-
-def encode_diff(diff: FilesystemDiff) -> Json:
-    """A ``FilesystemDiff`` as JSON."""
-    return {
-        "added": list(diff.added),
-        "modified": list(diff.modified),
-        "deleted": list(diff.deleted),
-        "unchanged_count": diff.unchanged_count,
-    }
-
-
-def decode_diff(data: Json) -> FilesystemDiff:
-    """The ``FilesystemDiff`` ``encode_diff`` wrote."""
-    return FilesystemDiff(
-        added=tuple(data["added"]),
-        modified=tuple(data["modified"]),
-        deleted=tuple(data["deleted"]),
-        unchanged_count=data["unchanged_count"],
-    )
-
-
-def encode_entries(entries: Sequence[TreeEntry]) -> list[list[Any]]:
-    """A page of ``TreeEntry`` values as JSON, each a short array (a page of a large
-    listing holds thousands): ``[path, kind, size, mode, target]``."""
-    return [[e.path, e.kind, e.size, e.mode, e.target] for e in entries]
-
-
-def decode_entries(data: Sequence[Sequence[Any]]) -> list[TreeEntry]:
-    """The entries ``encode_entries`` wrote."""
-    return [TreeEntry(*item) for item in data]
-
-
-def decode_snapshot(data: Json) -> FilesystemSnapshot:
-    """A snapshot record from its ``to_dict`` form."""
-    return FilesystemSnapshot.from_dict(data)
 
 
 # -- errors --------------------------------------------------------------------

@@ -1,46 +1,45 @@
 """The daemon's side of the protocol: one workspace and the verbs callers may run on it.
 
-Every verb takes and returns JSON-ready values (see ``_wire``) and runs in a
-worker thread of the control server, never on the FUSE loop's thread, so a
-long grep, persist or export delays neither the mount nor other callers.
+``call`` runs any verb of the table (``_verbs``): it binds the request's
+arguments against the verb's contract, runs it on what the table says (a
+view, the live workspace, or this class's own methods: the ``Daemon``
+verbs and the protocol verbs with more to do here), and writes the result
+as the contract's type. Every call runs in a worker thread of the control
+server, never on the FUSE loop's thread, so a long grep, persist or export
+delays neither the mount nor other callers.
 """
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 import os
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from .. import git
 from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
-from ..archive import ArchiveLimits, export_archive, import_archive
+from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, export_archive, import_archive
 from ..fs import (
-    MAX_ENTRIES,
+    FilesystemDiff,
     FilesystemSnapshot,
     InMemoryFilesystem,
+    MergeReport,
+    PersistResult,
+    PruneResult,
     SnapshotRetentionPolicy,
     TreeFilesystem,
+    from_json,
 )
-from ..fuse import Mount
+from ..fuse import Mount, refuse_if_mounted_inside
+from ._fork_results import ForkInfo
 from ._forks import Forks
-from ._wire import (
-    API_VERSION,
-    Json,
-    decode_snapshot,
-    encode_diff,
-    encode_entries,
-    encode_plain,
-    encode_read,
-    encode_read_bytes,
-    encode_stat,
-)
+from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
+from ._wire import API_VERSION, Json
 
 VIEW_CACHE = 16
 """Snapshot views kept ready for ``at`` calls (a view is cheap; this spares the lookup)."""
@@ -68,19 +67,18 @@ class WorkspaceInfo:
     log: str
 
 
-class Workspace:
-    """One workspace served by a daemon: the live tree and its verbs by name.
+class Workspace(Daemon):
+    """One workspace served by a daemon: the live tree and every verb of the table.
 
     Args:
         fs: The live workspace.
-        info: What the daemon publishes about itself.
+        facts: What the daemon publishes about itself.
     """
 
-    def __init__(self, fs: InMemoryFilesystem, info: WorkspaceInfo) -> None:
+    def __init__(self, fs: InMemoryFilesystem, facts: WorkspaceInfo) -> None:
         self.fs = fs
-        self.info = info
-        self.forks = Forks(fs, read_only=info.read_only)
-        """The forks served beside the workspace (``attach`` them to the mount)."""
+        self.facts = facts
+        self._forks = Forks(fs, read_only=facts.read_only)
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
         self._started = time.monotonic()
@@ -88,23 +86,8 @@ class Workspace:
         # A read-only workspace serves a frozen view of what it was loaded with:
         # the kernel and every API write then refuse alike (EROFS).
         self.view: TreeFilesystem = fs
-        if info.read_only:
+        if facts.read_only:
             self.view = fs.at(self._current_or_new())
-        self.verbs: dict[str, Callable[[Json], Any]] = {
-            "read": self._read,
-            "read_bytes": self._read_bytes,
-            "exists": self._exists,
-            "stat": self._stat,
-            "readlink": self._readlink,
-            "list": self._list,
-            "entries": self._entries,
-            "glob": self._glob,
-            "grep": self._grep,
-            "write": self._write,
-            "write_bytes": self._write_bytes,
-            "delete": self._delete,
-            "mkdir": self._mkdir,
-        }
 
     def _current_or_new(self) -> FilesystemSnapshot:
         current = self.fs.current_snapshot_id
@@ -113,13 +96,34 @@ class Workspace:
                 return record
         return self.fs.snapshot(tag=None)
 
-    # -- the Filesystem verbs ------------------------------------------------------
+    def call(self, verb: Verb[Any, Any], body: Json) -> Any:
+        """Run ``verb`` with the arguments in ``body`` (and ``at``, for a view verb);
+        its result as JSON.
 
-    def target(self, at: str | None) -> TreeFilesystem:
-        """The live workspace, or a read-only view of the snapshot with id ``at``."""
-        if at is None:
+        Raises:
+            InvalidArgumentError: An argument the verb does not take, or of the wrong type.
+            ReadOnlyError: The verb changes the workspace, which is served read-only.
+        """
+        at = from_json(uuid.UUID | None, body.pop("at", None)) if verb.runs == VIEW else None
+        arguments = verb.arguments(body)
+        # A view refuses a change itself, naming the path; a dry run changes nothing.
+        refused = verb.changes and verb.runs != VIEW and not arguments.get("dry_run")
+        if refused and self.facts.read_only:
+            raise ReadOnlyError("read-only workspace", "/")
+        subject: object = self
+        if verb.runs == VIEW:
+            subject = self.target(at)
+        elif verb.runs == WORKSPACE:
+            subject = self.fs
+        value = getattr(subject, verb.name)
+        if isinstance(verb, Method):
+            value = value(**arguments)
+        return verb.answer(value)
+
+    def target(self, snapshot_id: uuid.UUID | None) -> TreeFilesystem:
+        """The live workspace, or a read-only view of the snapshot with this id."""
+        if snapshot_id is None:
             return self.view
-        snapshot_id = uuid.UUID(at)
         with self._views_lock:
             view = self._views.get(snapshot_id)
             if view is not None:
@@ -137,82 +141,6 @@ class Workspace:
                 self._views.popitem(last=False)
         return view
 
-    def call(self, verb: str, args: Json) -> Any:
-        """Run the protocol verb ``verb`` with ``args``; its JSON-ready result."""
-        handler = self.verbs.get(verb)
-        if handler is None:
-            raise InvalidArgumentError(f"unknown verb {verb!r}", None)
-        return handler(args)
-
-    def _read(self, a: Json) -> Json:
-        result = self.target(a.get("at")).read(
-            a["path"], offset=a.get("offset", 0), limit=a.get("limit"),
-            encoding=a.get("encoding", "utf-8"),
-        )  # fmt: skip
-        return encode_read(result)
-
-    def _read_bytes(self, a: Json) -> Json:
-        fs = self.target(a.get("at"))
-        return encode_read_bytes(
-            fs.read_bytes(a["path"], offset=a.get("offset", 0), limit=a.get("limit"))
-        )
-
-    def _exists(self, a: Json) -> bool:
-        return self.target(a.get("at")).exists(a["path"])
-
-    def _stat(self, a: Json) -> Json:
-        return encode_stat(self.target(a.get("at")).stat(a["path"]))
-
-    def _readlink(self, a: Json) -> str:
-        return self.target(a.get("at")).readlink(a["path"])
-
-    def _entries(self, a: Json) -> list[list[Any]]:
-        found = self.target(a.get("at")).entries(
-            a.get("path", "."), after=a.get("after", ""), limit=a.get("limit", MAX_ENTRIES),
-            recursive=a.get("recursive", True),
-        )  # fmt: skip
-        return encode_entries(found)
-
-    def _list(self, a: Json) -> list[Json]:
-        return [encode_plain(e) for e in self.target(a.get("at")).list(a.get("path", "."))]
-
-    def _glob(self, a: Json) -> list[Json]:
-        fs = self.target(a.get("at"))
-        return [encode_plain(m) for m in fs.glob(a["pattern"], path=a.get("path", "."))]
-
-    def _grep(self, a: Json) -> list[Json]:
-        matches = self.target(a.get("at")).grep(
-            a["pattern"], path=a.get("path", "."), glob=a.get("glob"),
-            max_matches=a.get("max_matches"),
-        )  # fmt: skip
-        return [encode_plain(m) for m in matches]
-
-    def _write(self, a: Json) -> Json:
-        result = self.target(a.get("at")).write(
-            a["path"], a["content"], mode=a.get("mode", "overwrite"),
-            create_parents=a.get("create_parents", True), if_match=a.get("if_match"),
-        )  # fmt: skip
-        return encode_plain(result)
-
-    def _write_bytes(self, a: Json) -> Json:
-        result = self.target(a.get("at")).write_bytes(
-            a["path"], base64.b64decode(a["content"]), mode=a.get("mode", "overwrite"),
-            create_parents=a.get("create_parents", True), if_match=a.get("if_match"),
-        )  # fmt: skip
-        return encode_plain(result)
-
-    def _delete(self, a: Json) -> None:
-        self.target(a.get("at")).delete(
-            a["path"], recursive=a.get("recursive", False), if_match=a.get("if_match")
-        )
-
-    def _mkdir(self, a: Json) -> None:
-        self.target(a.get("at")).mkdir(
-            a["path"], parents=a.get("parents", True), exist_ok=a.get("exist_ok", True)
-        )
-
-    # -- snapshots -----------------------------------------------------------------
-
     def find(self, snapshot_id: uuid.UUID) -> FilesystemSnapshot:
         """The kept snapshot with this id."""
         for record in self.fs.snapshots():
@@ -220,52 +148,31 @@ class Workspace:
                 return record
         raise SnapshotNotFoundError(f"no snapshot {snapshot_id}", None)
 
-    def snapshot(self, tag: str | None) -> Json:
-        """Take a snapshot of the live tree."""
-        return self.fs.snapshot(tag=tag).to_dict()
+    # -- protocol verbs with more to do here -----------------------------------------
 
-    def snapshots(self) -> list[Json]:
-        """Every kept snapshot, oldest first."""
-        return [record.to_dict() for record in self.fs.snapshots()]
+    def diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """What changed from ``base`` to ``target`` (None: the live tree, or for a
+        read-only workspace the state it serves)."""
+        if target is None and self.facts.read_only:
+            target = self._current_or_new()
+        return self.fs.diff(base, target)
 
-    def restore(self, record: Json, unchanged_since: Json | None = None) -> None:
-        """Return the live tree to a snapshot (the mount's caches are invalidated);
-        with ``unchanged_since``, only if nothing changed since that snapshot."""
-        if self.info.read_only:
-            raise ReadOnlyError("read-only workspace", "/")
-        since = None if unchanged_since is None else decode_snapshot(unchanged_since)
-        self.fs.restore(decode_snapshot(record), if_unchanged_since=since)
-
-    def diff(self, base: Json, target: Json | None) -> Json:
-        """What changed from ``base`` to ``target`` (None: the live tree)."""
-        after = None if target is None else decode_snapshot(target)
-        if after is None and self.info.read_only:
-            after = self._current_or_new()
-        return encode_diff(self.fs.diff(decode_snapshot(base), after))
-
-    def _record_or_live(self, snapshot: str | None) -> FilesystemSnapshot | None:
-        if snapshot is None:
-            return None
-        try:
-            return self.find(uuid.UUID(snapshot))
-        except ValueError as exc:
-            raise InvalidArgumentError(f"not a snapshot id: {snapshot!r}", None) from exc
-
-    def changes(self, snapshot: str | None) -> Json:
-        """What the snapshot with this id (None: the live tree) changed, with causes."""
-        return self.fs.changes(self._record_or_live(snapshot)).to_dict()
-
-    def blame(self, path: str, snapshot: str | None) -> list[Json]:
-        """Every change to ``path`` from the snapshot with this id (None: the live
-        tree) back, newest first."""
-        entries = self.fs.blame(path, snapshot=self._record_or_live(snapshot))
-        return [entry.to_dict() for entry in entries]
-
-    def delete_snapshot(self, record: Json) -> None:
-        """Forget a snapshot."""
-        snapshot = decode_snapshot(record)
+    def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
+        """Forget a snapshot, and its cached view."""
         self.fs.delete_snapshot(snapshot)
         self._drop_views([snapshot.snapshot_id])
+
+    def prune(self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False) -> PruneResult:
+        """Delete the snapshots a retention policy expires (``dry_run``: only name
+        them), and their cached views (``InMemoryFilesystem.prune``); ``held_after``
+        counts once the views are gone too (they hold what the snapshots did)."""
+        result = self.fs.prune(policy, dry_run=dry_run)
+        if dry_run:
+            return result
+        self._drop_views([record.snapshot_id for record in result.pruned])
+        return dataclasses.replace(result, held_after=self.fs.tree.budget.held)
 
     def _drop_views(self, snapshot_ids: list[uuid.UUID]) -> None:
         """Forget the cached views of deleted snapshots: they hold their memory."""
@@ -273,154 +180,117 @@ class Workspace:
             for snapshot_id in snapshot_ids:
                 self._views.pop(snapshot_id, None)
 
-    def space(self) -> Json:
-        """Shared and exclusive bytes of the live tree, each snapshot and each fork."""
-        return self.fs.space_usage().to_dict()
-
-    def prune(self, a: Json) -> Json:
-        """Delete the snapshots a retention policy expires (``dry_run``: only name
-        them); says what the accounting expects that to free, and the budget's
-        count before and after."""
-        policy = SnapshotRetentionPolicy(
-            max_count=a.get("max_count"),
-            max_age_hours=a.get("max_age_hours"),
-            keep_tagged=a.get("keep_tagged", True),
-            max_snapshot_bytes=a.get("max_snapshot_bytes"),
-        )
-        dry_run = bool(a.get("dry_run", False))
-        usage = self.fs.space_usage()
-        doomed = self.fs.prune(policy, dry_run=dry_run)
-        if not dry_run:
-            self._drop_views([record.snapshot_id for record in doomed])
-        counted = {space.snapshot_id for space in usage.snapshots}
-        return {
-            "pruned": [record.to_dict() for record in doomed],
-            "dry_run": dry_run,
-            "freed_bytes": usage.exclusive_bytes(
-                [record for record in doomed if record.snapshot_id in counted]
-            ),
-            "held_before": usage.held,
-            "held_after": self.fs.tree.budget.held,
-        }
-
-    def current(self) -> str | None:
-        """The id of the snapshot last taken or restored."""
-        current = self.fs.current_snapshot_id
-        return None if current is None else str(current)
-
     # -- archives and git ------------------------------------------------------------
 
-    def export(self, path: str, at: str | None) -> Json:
+    def export_archive(
+        self, path: str | os.PathLike[str], *, snapshot: FilesystemSnapshot | None = None
+    ) -> int:
         """Write the workspace (or a snapshot) as a ZIP archive at ``path``."""
-        return {"files": export_archive(self.target(at), _absolute(path)), "path": path}
+        view = self.target(None if snapshot is None else snapshot.snapshot_id)
+        return export_archive(view, _absolute(path))
 
-    def import_(self, path: str, limits: Json | None) -> Json:
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
         """Replace the workspace with the archive at ``path``."""
-        if self.info.read_only:
-            raise ReadOnlyError("read-only workspace", path)
-        archive_limits = ArchiveLimits(**limits) if limits else ArchiveLimits()
-        return {"files": import_archive(self.fs, _absolute(path), limits=archive_limits)}
+        return import_archive(self.fs, _absolute(path), limits=limits)
 
     def persist(
         self,
-        record: Json | None,
-        tag: str | None,
-        remote: str | None,
+        snapshot: FilesystemSnapshot | None = None,
+        *,
+        tag: str | None = None,
+        remote: str | None = None,
         max_file_bytes: int | None = None,
-    ) -> Json:
-        """Persist a snapshot (a new one if ``record`` is None) to the workspace's
+    ) -> PersistResult:
+        """Persist a snapshot (a new one if ``snapshot`` is None) to the workspace's
         repository, then push it to ``remote`` if given. A file past ``max_file_bytes``
         (``git.persist``) is refused before the new snapshot is even taken."""
-        repository = self.info.repository
-        if record is None:
+        repository = self.facts.repository
+        if snapshot is None:
             git.check_persistable(self.fs, None, repository, max_file_bytes=max_file_bytes)
             snapshot = self.fs.snapshot(tag=tag)
-        else:
-            snapshot = decode_snapshot(record)
         persisted = git.persist(self.fs, snapshot, repository, max_file_bytes=max_file_bytes)
         if remote:
-            git.push(self.info.repository, remote, workspace=self.fs.workspace_id)
-        return {
-            "snapshot": snapshot.to_dict(),
-            "repository": self.info.repository,
-            "commit": persisted.commit,
-            "ref": persisted.ref,
-            "number": persisted.number,
-            "objects_written": persisted.objects_written,
-            "pushed_to": remote,
-        }
+            git.push(repository, remote, workspace=self.fs.workspace_id)
+        return PersistResult.of(persisted, repository, remote)
 
-    def push(self, url: str) -> Json:
+    def push(self, url: str) -> None:
         """Push this workspace's persisted snapshots to a git remote."""
-        git.push(self.info.repository, url, workspace=self.fs.workspace_id)
-        return {"repository": self.info.repository, "url": url}
+        git.push(self.facts.repository, url, workspace=self.fs.workspace_id)
 
-    def fetch(self, url: str) -> Json:
+    def fetch(self, url: str) -> None:
         """Fetch this workspace's persisted snapshots from a git remote."""
-        git.fetch(self.info.repository, url, workspace=self.fs.workspace_id)
-        return {"repository": self.info.repository, "url": url}
+        git.fetch(self.facts.repository, url, workspace=self.fs.workspace_id)
+
+    # -- forks -------------------------------------------------------------------------
+
+    def fork(
+        self, name: str | None = None, *, snapshot: FilesystemSnapshot | None = None
+    ) -> ForkInfo:
+        """Fork the workspace (or ``snapshot``) and serve it on the mount."""
+        return self._forks.add(name, snapshot)
+
+    def forks(self) -> list[ForkInfo]:
+        """Every fork served beside the workspace."""
+        return self._forks.list()
+
+    def drop_fork(self, name: str) -> None:
+        """Stop serving a fork."""
+        self._forks.drop(name)
+
+    def merge_fork(self, name: str, *, dry_run: bool = False, markers: bool = False) -> MergeReport:
+        """Merge a fork into the workspace (its conflicts' sides stay here: the
+        answer is written as a ``MergeReport``)."""
+        return self._forks.merge(name, dry_run=dry_run, markers=markers)
 
     # -- about the daemon --------------------------------------------------------------
 
-    def describe(self) -> Json:
+    def info(self) -> dict[str, Any]:
         """The fixed facts: version, pid, paths, what the Filesystem properties answer."""
         return {
             "api_version": API_VERSION,
-            "pid": self.info.pid,
-            "mountpoint": self.info.mountpoint,
-            "socket": self.info.socket,
+            "pid": self.facts.pid,
+            "mountpoint": self.facts.mountpoint,
+            "socket": self.facts.socket,
             "workspace_id": self.fs.workspace_id,
             "read_only": self.view.read_only,
             "root": self.view.root,
             "mount_point": self.view.mount_point,
-            "repository": self.info.repository,
-            "started_at": self.info.started_at,
-            "log": self.info.log,
+            "repository": self.facts.repository,
+            "started_at": self.facts.started_at,
+            "log": self.facts.log,
         }
 
     def attach(self, mount: Mount) -> None:
         """The daemon's mount: ``status`` reports the kernel requests it serves, and
         forks are served on it from now on."""
         self._mount = mount
-        self.forks.attach(mount)
+        self._forks.attach(mount)
 
-    # -- forks -------------------------------------------------------------------------
-
-    def fork(self, name: str | None, record: Json | None) -> Json:
-        """Fork the workspace (or the snapshot ``record``) and serve it on the mount."""
-        snapshot = None if record is None else decode_snapshot(record)
-        return self.forks.add(name, snapshot).to_dict()
-
-    def list_forks(self) -> list[Json]:
-        """Every fork served beside the workspace."""
-        return [info.to_dict() for info in self.forks.list()]
-
-    def drop_fork(self, name: str) -> None:
-        """Stop serving a fork."""
-        self.forks.drop(name)
-
-    def merge_fork(self, name: str, dry_run: bool, markers: bool) -> Json:
-        """Merge a fork into the workspace."""
-        if self.info.read_only and not dry_run:
-            raise ReadOnlyError("read-only workspace", "/")
-        return self.forks.merge(name, dry_run=dry_run, markers=markers).to_dict()
-
-    def status(self) -> Json:
-        """``describe`` plus what changes: size, memory, snapshots, uptime, requests."""
+    def status(self) -> dict[str, Any]:
+        """``info`` plus what changes: size, memory, snapshots, uptime, requests."""
         tree = self.fs.tree
+        current = self.fs.current_snapshot_id
         return {
-            **self.describe(),
+            **self.info(),
             "files": tree.file_count,
             "bytes": tree.total_bytes,
             "memory_bytes": _rss_bytes(),
             "memory_budget": self.fs.memory_budget,
             "memory_held": tree.budget.held,
             "snapshots": len(self.fs.snapshots()),
-            "forks": len(self.forks),  # not list(): that diffs every fork
-            "current_snapshot": self.current(),
+            "forks": len(self._forks),  # not list(): that diffs every fork
+            "current_snapshot": None if current is None else str(current),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "requests": self._requests(),
         }
+
+    def unmount(self) -> None:
+        """Refuse (``MountedInsideError``) while something is mounted inside the mount
+        point: a lazy unmount would take it along, daemon and all. The control server
+        stops the daemon once this is answered."""
+        refuse_if_mounted_inside(self.facts.mountpoint)
 
     def _requests(self) -> Json | None:
         """The mount's requests since it started, by type (None before ``attach``)."""
@@ -437,8 +307,9 @@ class Workspace:
         }
 
 
-def _absolute(path: str) -> str:
+def _absolute(path: str | os.PathLike[str]) -> str:
     """Archive paths come from the caller's side; a relative one has no meaning here."""
+    path = os.fspath(path)
     if not os.path.isabs(path):
         raise InvalidArgumentError("archive paths must be absolute", path)
     return path

@@ -12,6 +12,9 @@ from ._budget import available_memory as available_memory
 from ._budget import default_memory_budget as default_memory_budget
 from ._ceilings import MemoryCeiling as MemoryCeiling
 from ._ceilings import memory_ceilings as memory_ceilings
+from ._codec import as_row as as_row
+from ._codec import from_json as from_json
+from ._codec import to_json as to_json
 from ._conditional import changed_paths as changed_paths
 from ._conditional import changed_since as changed_since
 from ._conditional import content_digest as content_digest
@@ -35,6 +38,14 @@ from ._limits import Limits as Limits
 from ._links import LinkReach as LinkReach
 from ._links import link_reach as link_reach
 from ._memory import InMemoryFilesystem as InMemoryFilesystem
+from ._outcomes import ConflictKind as ConflictKind
+from ._outcomes import ConflictReport as ConflictReport
+from ._outcomes import MergeConflict as MergeConflict
+from ._outcomes import MergeReport as MergeReport
+from ._outcomes import MergeResult as MergeResult
+from ._outcomes import MergeSide as MergeSide
+from ._outcomes import PersistedSnapshot as PersistedSnapshot
+from ._outcomes import PersistResult as PersistResult
 from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
 from ._patch import FilesystemSource as FilesystemSource
 from ._patch import Patch as Patch
@@ -70,6 +81,7 @@ from ._snapshot_names import snapshot_label as snapshot_label
 from ._snapshots import FilesystemDiff as FilesystemDiff
 from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
 from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
+from ._snapshots import PruneResult as PruneResult
 from ._snapshots import SnapshotBytes as SnapshotBytes
 from ._snapshots import SnapshotKind as SnapshotKind
 from ._snapshots import SnapshotObserver as SnapshotObserver
@@ -98,6 +110,8 @@ __all__ = [
     "BlameEntry",
     "Cause",
     "ChangeKind",
+    "ConflictKind",
+    "ConflictReport",
     "DirectoryBackend",
     "EntryKind",
     "FileEntry",
@@ -116,9 +130,16 @@ __all__ = [
     "LinkReach",
     "MemoryCeiling",
     "MemoryUsage",
+    "MergeConflict",
+    "MergeReport",
+    "MergeResult",
+    "MergeSide",
     "Patch",
     "PatchSource",
     "PathChange",
+    "PersistResult",
+    "PersistedSnapshot",
+    "PruneResult",
     "ReadBytesResult",
     "ReadResult",
     "SnapshotBytes",
@@ -138,6 +159,7 @@ __all__ = [
     "WorkspaceSpace",
     "WriteMode",
     "WriteResult",
+    "as_row",
     "attributed",
     "available_memory",
     "build_patch",
@@ -150,6 +172,7 @@ __all__ = [
     "depth_first",
     "file_patch",
     "find_snapshot",
+    "from_json",
     "is_binary",
     "link_reach",
     "locate",
@@ -162,6 +185,7 @@ __all__ = [
     "recorded_time",
     "short_id",
     "snapshot_label",
+    "to_json",
     "tree_entries",
     "tree_key",
 ]

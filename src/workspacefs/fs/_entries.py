@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from .._errors import NotADirectoryFsError, NotFoundError
 from ..tree import Directory, File, Node, Symlink, TreeView
+from ._codec import as_row
 
 EntryKind = Literal["file", "directory", "symlink", "other"]
 
@@ -24,6 +25,7 @@ MAX_ENTRIES = 10_000
 """Most entries one page of a listing (``TreeFilesystem.entries``) holds."""
 
 
+@as_row  # a page holds thousands: each travels as ``[path, kind, size, mode, target]``
 @dataclass(frozen=True, slots=True)
 class TreeEntry:
     """One path of a workspace state, links not followed.

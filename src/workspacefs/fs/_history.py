@@ -34,6 +34,7 @@ from ..tree import (
     empty_view,
     path_change,
 )
+from ._codec import to_json
 from ._snapshots import FilesystemSnapshot
 
 _KINDS: tuple[ChangeKind, ...] = ("added", "modified", "deleted")
@@ -45,25 +46,6 @@ def change_kind(value: object) -> ChangeKind:
         if value == kind:
             return kind
     raise InvalidArgumentError(f"unknown change kind {value!r}", None)
-
-
-def change_to_dict(change: PathChange) -> dict[str, Any]:
-    """A ``PathChange`` as JSON."""
-    return {
-        "path": change.path,
-        "kind": change.kind,
-        "causes": [cause.to_dict() for cause in change.causes],
-    }
-
-
-def change_from_dict(data: Mapping[str, Any]) -> PathChange:
-    """The ``PathChange`` ``change_to_dict`` wrote."""
-    causes = tuple(Cause.from_dict(cause) for cause in data.get("causes", ()))
-    return PathChange(str(data["path"]), change_kind(data["kind"]), causes)
-
-
-def _record(data: Mapping[str, Any] | None) -> FilesystemSnapshot | None:
-    return None if data is None else FilesystemSnapshot.from_dict(dict(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,18 +77,9 @@ class SnapshotChanges:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "snapshot": None if self.snapshot is None else self.snapshot.to_dict(),
-            "base": None if self.base is None else self.base.to_dict(),
-            "changes": [change_to_dict(change) for change in self.changes],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SnapshotChanges:
-        """The ``SnapshotChanges`` ``to_dict`` wrote."""
-        changes = sorted((change_from_dict(c) for c in data["changes"]), key=lambda c: c.path)
-        return cls(_record(data.get("snapshot")), _record(data.get("base")), tuple(changes))
+        """A JSON-ready dict (``fs.to_json``)."""
+        data: dict[str, Any] = to_json(self)
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,25 +104,9 @@ class BlameEntry:
     causes: tuple[Cause, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "path": self.path,
-            "snapshot": None if self.snapshot is None else self.snapshot.to_dict(),
-            "base": None if self.base is None else self.base.to_dict(),
-            "kind": self.kind,
-            "causes": [cause.to_dict() for cause in self.causes],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> BlameEntry:
-        """The ``BlameEntry`` ``to_dict`` wrote."""
-        return cls(
-            str(data["path"]),
-            _record(data.get("snapshot")),
-            _record(data.get("base")),
-            change_kind(data["kind"]),
-            tuple(Cause.from_dict(cause) for cause in data.get("causes", ())),
-        )
+        """A JSON-ready dict (``fs.to_json``)."""
+        data: dict[str, Any] = to_json(self)
+        return data
 
 
 @runtime_checkable

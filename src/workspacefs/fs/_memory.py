@@ -48,6 +48,7 @@ from ._snapshots import (
     FilesystemDiff,
     FilesystemSnapshot,
     InMemorySnapshotStore,
+    PruneResult,
     SnapshotObserver,
     SnapshotRef,
     SnapshotRetentionPolicy,
@@ -334,7 +335,7 @@ class InMemoryFilesystem(TreeFilesystem):
                     self._current = parent
             raise
         if self._retention is not None:
-            self.prune(self._retention)
+            self._delete(self._expired(self._retention)[0])
         return record
 
     def observe_snapshots(self, observer: SnapshotObserver) -> Callable[[], None]:
@@ -534,16 +535,33 @@ class InMemoryFilesystem(TreeFilesystem):
         for observer in self._observers:
             observer.snapshot_deleted(snapshot)
 
-    def prune(
-        self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False
-    ) -> Sequence[FilesystemSnapshot]:
-        """Delete the snapshots ``policy`` expires, oldest first; return them
-        (with ``dry_run``, only return them).
+    def prune(self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False) -> PruneResult:
+        """Delete the snapshots ``policy`` expires, oldest first (with ``dry_run``, only
+        name them); say what the space accounting expects that to free, and what the
+        memory budget held before and after.
 
         A ``max_snapshot_bytes`` rule needs ``space_usage()`` (O(inodes +
         changes)), but only when the budget holds more than its limit: below
-        that, the snapshots cannot hold more either.
+        that, the snapshots cannot hold more either. Saying what deleting frees
+        needs it too, once anything is to be deleted.
         """
+        doomed, space = self._expired(policy)
+        held_before = self._live.budget.held if space is None else space.held
+        freed = 0
+        if doomed:
+            space = space or self.space_usage()
+            counted = {item.snapshot_id for item in space.snapshots}
+            # A snapshot taken meanwhile, which the accounting did not see, frees nothing.
+            freed = space.exclusive_bytes([s for s in doomed if s.snapshot_id in counted])
+            held_before = space.held
+        if not dry_run:
+            self._delete(doomed)
+        return PruneResult(tuple(doomed), dry_run, freed, held_before, self._live.budget.held)
+
+    def _expired(
+        self, policy: SnapshotRetentionPolicy
+    ) -> tuple[list[FilesystemSnapshot], SpaceUsage | None]:
+        """What ``policy`` expires, and the accounting its byte rule made (if it did)."""
         space = None
         limit = policy.max_snapshot_bytes
         if limit is not None and self._live.budget.held > limit:
@@ -553,14 +571,14 @@ class InMemoryFilesystem(TreeFilesystem):
         else:
             policy = dataclasses.replace(policy, max_snapshot_bytes=None)
             records = list(self._store.list())
-        doomed = policy.expired(records, space=space)
-        if not dry_run:
-            for snapshot in doomed:
-                with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
-                    self._store.delete(snapshot.snapshot_id)
-                    for observer in self._observers:
-                        observer.snapshot_deleted(snapshot)
-        return doomed
+        return policy.expired(records, space=space), space
+
+    def _delete(self, snapshots: Iterable[FilesystemSnapshot]) -> None:
+        for snapshot in snapshots:
+            with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
+                self._store.delete(snapshot.snapshot_id)
+                for observer in self._observers:
+                    observer.snapshot_deleted(snapshot)
 
     def version(self, snapshot: FilesystemSnapshot) -> Version:
         """The frozen tree of a snapshot, for persistence and the FUSE layer."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
+from ._codec import from_json, to_json
 
 SnapshotKind = Literal["memory", "git", "copy", "archive"]
 """How a snapshot's state is kept; says how to read ``SnapshotRef.location``."""
@@ -64,30 +65,22 @@ class FilesystemSnapshot:
     workspace_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (``ref`` as a nested dict)."""
-        data = asdict(self)
-        data["snapshot_id"] = str(self.snapshot_id)
-        data["parent_id"] = None if self.parent_id is None else str(self.parent_id)
-        data["created_at"] = self.created_at.isoformat()
+        """A JSON-serialisable dict (``ref`` as a nested dict; see ``fs.to_json``)."""
+        data: dict[str, Any] = to_json(self)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FilesystemSnapshot:
         """Rebuild a record written by ``to_dict``, also by releases whose records
         had ``commit_ref``/``git_dir``/``strategy`` instead of ``ref``."""
-        fields = dict(data)
-        fields["snapshot_id"] = uuid.UUID(fields["snapshot_id"])
-        parent = fields.get("parent_id")
-        fields["parent_id"] = None if parent is None else uuid.UUID(parent)
-        fields["created_at"] = datetime.fromisoformat(fields["created_at"])
-        if "ref" in fields:
-            fields["ref"] = SnapshotRef(**fields["ref"])
-        else:
+        if isinstance(data, dict) and "ref" not in data and "commit_ref" in data:
+            fields = dict(data)
             location = fields.pop("commit_ref")
             repository = fields.pop("git_dir", None)
             kind = fields.pop("strategy", None) or ("git" if repository else "memory")
-            fields["ref"] = SnapshotRef(snapshot_kind(kind), location, repository)
-        return cls(**fields)
+            fields["ref"] = {"kind": kind, "location": location, "repository": repository}
+            data = fields
+        return from_json(cls, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +182,25 @@ class SnapshotRetentionPolicy:
                     doomed[snapshot.snapshot_id] = snapshot
                     kept.remove(snapshot)
         return [s for s in ordered if s.snapshot_id in doomed]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What ``prune`` deleted (or, with ``dry_run``, would delete) and what that frees.
+
+    Attributes:
+        pruned: The snapshots, oldest first.
+        dry_run: True if nothing was deleted.
+        freed_bytes: What the space accounting expected deleting them to free.
+        held_before: What the memory budget held before (``MemoryUsage.held``).
+        held_after: And after: with nothing else changing, ``held_before - freed_bytes``.
+    """
+
+    pruned: tuple[FilesystemSnapshot, ...]
+    dry_run: bool
+    freed_bytes: int
+    held_before: int
+    held_after: int
 
 
 PayloadT = TypeVar("PayloadT")

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._errors import InvalidArgumentError
 from ..tree import Holding, Node, Shares, Version, shares
+from ._codec import from_json, to_json
 from ._snapshots import FilesystemSnapshot
 
 
@@ -25,22 +26,18 @@ class SpaceShare:
 
     reached: int
     """Bytes of file data it reaches (each chunk once)."""
+    shared: int = field(init=False)
+    """Of ``reached``, what something else holds too (derived, kept for readers)."""
     exclusive: int
     """Of ``reached``, what nothing else holds: what dropping it would free."""
 
-    @property
-    def shared(self) -> int:
-        """Of ``reached``, what something else holds too."""
-        return self.reached - self.exclusive
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared", self.reached - self.exclusive)
 
     def to_dict(self) -> dict[str, int]:
-        """A JSON-ready dict (``shared`` included, for readers)."""
-        return {"reached": self.reached, "shared": self.shared, "exclusive": self.exclusive}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SpaceShare:
-        """The share ``to_dict`` wrote."""
-        return cls(reached=int(data["reached"]), exclusive=int(data["exclusive"]))
+        """A JSON-ready dict (``fs.to_json``)."""
+        data: dict[str, int] = to_json(self)
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +47,13 @@ class SnapshotSpace:
     snapshot: FilesystemSnapshot
     reached: int
     """Bytes of file data the snapshot reaches."""
+    shared: int = field(init=False)
+    """Of ``reached``, what the live tree, another snapshot or a fork holds too (derived)."""
     exclusive: int
     """Of ``reached``, what nothing else holds: what deleting the snapshot frees."""
 
-    @property
-    def shared(self) -> int:
-        """Of ``reached``, what the live tree, another snapshot or a fork holds too."""
-        return self.reached - self.exclusive
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared", self.reached - self.exclusive)
 
     @property
     def snapshot_id(self) -> uuid.UUID:
@@ -67,24 +64,6 @@ class SnapshotSpace:
     def tag(self) -> str | None:
         """The snapshot's tag."""
         return self.snapshot.tag
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the record and the three figures."""
-        return {
-            "snapshot": self.snapshot.to_dict(),
-            "reached": self.reached,
-            "shared": self.shared,
-            "exclusive": self.exclusive,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SnapshotSpace:
-        """The record ``to_dict`` wrote."""
-        return cls(
-            snapshot=FilesystemSnapshot.from_dict(data["snapshot"]),
-            reached=int(data["reached"]),
-            exclusive=int(data["exclusive"]),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,32 +84,6 @@ class WorkspaceSpace:
     the whole workspace (a fork) would free."""
     snapshots_exclusive: int
     """What only its snapshots hold: what deleting all of them would free."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "workspace_id": self.workspace_id,
-            "live": self.live.to_dict(),
-            "snapshots": [snapshot.to_dict() for snapshot in self.snapshots],
-            "fork_point": None if self.fork_point is None else self.fork_point.to_dict(),
-            "reached": self.reached,
-            "exclusive": self.exclusive,
-            "snapshots_exclusive": self.snapshots_exclusive,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WorkspaceSpace:
-        """The record ``to_dict`` wrote."""
-        point = data.get("fork_point")
-        return cls(
-            workspace_id=str(data["workspace_id"]),
-            live=SpaceShare.from_dict(data["live"]),
-            snapshots=tuple(SnapshotSpace.from_dict(item) for item in data["snapshots"]),
-            fork_point=None if point is None else SpaceShare.from_dict(point),
-            reached=int(data["reached"]),
-            exclusive=int(data["exclusive"]),
-            snapshots_exclusive=int(data["snapshots_exclusive"]),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,25 +155,14 @@ class SpaceUsage:
         return holdings
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (without the share table)."""
-        return {
-            "held": self.held,
-            "accounted": self.accounted,
-            "workspace": self.workspace.to_dict(),
-            "forks": [fork.to_dict() for fork in self.forks],
-            "other": self.other.to_dict(),
-        }
+        """A JSON-ready dict, without the share table (``fs.to_json``)."""
+        data: dict[str, Any] = to_json(self)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SpaceUsage:
         """The usage ``to_dict`` wrote; ``exclusive_bytes`` refuses on it."""
-        return cls(
-            held=int(data["held"]),
-            accounted=int(data["accounted"]),
-            workspace=WorkspaceSpace.from_dict(data["workspace"]),
-            forks=tuple(WorkspaceSpace.from_dict(item) for item in data["forks"]),
-            other=SpaceShare.from_dict(data["other"]),
-        )
+        return from_json(cls, data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,12 +5,13 @@ layout (``RefNamespace``), the commit signature (``Identity``) and raw tree
 objects (modes, ``encode_tree``, ``walk_tree``).
 """
 
+from ..fs import ConflictKind as ConflictKind
+from ..fs import MergeConflict as MergeConflict
+from ..fs import MergeResult as MergeResult
+from ..fs import MergeSide as MergeSide
+from ..fs import PersistedSnapshot as PersistedSnapshot
 from ._load import load as load
 from ._load import recorded_changes as recorded_changes
-from ._merge import ConflictKind as ConflictKind
-from ._merge import MergeConflict as MergeConflict
-from ._merge import MergeResult as MergeResult
-from ._merge import MergeSide as MergeSide
 from ._merge import find_base as find_base
 from ._merge import merge as merge
 from ._objects import EMPTY_TREE as EMPTY_TREE
@@ -29,7 +30,6 @@ from ._objects import tree_name as tree_name
 from ._objects import walk_tree as walk_tree
 from ._objects import workspace_name as workspace_name
 from ._objects import write_trees as write_trees
-from ._persist import PersistedSnapshot as PersistedSnapshot
 from ._persist import Progress as Progress
 from ._persist import check_persistable as check_persistable
 from ._persist import persist as persist

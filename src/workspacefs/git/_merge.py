@@ -32,11 +32,18 @@ from __future__ import annotations
 import os
 import stat as _stat
 from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from .._errors import InvalidArgumentError, ReadOnlyError
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, is_binary
+from ..fs import (
+    ConflictKind,
+    FilesystemSnapshot,
+    InMemoryFilesystem,
+    MergeConflict,
+    MergeResult,
+    MergeSide,
+    is_binary,
+)
 from ..tree import (
     Directory,
     File,
@@ -51,60 +58,6 @@ from ..tree import (
 )
 from ..tree import same_entry as _same
 from ._mergefile import merge_text
-
-ConflictKind = Literal[
-    "content", "binary", "mode", "symlink", "type", "delete/modify", "add/add", "directory"
-]
-"""Why a path could not be merged (see the module docstring)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MergeSide:
-    """One side's state of a path: its kind, full mode and bytes (a file's
-    content, or a symlink's target); ``rdev`` for a device node."""
-
-    kind: Literal["file", "symlink", "other"]
-    mode: int
-    data: bytes
-    rdev: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class MergeConflict:
-    """A path both sides changed in ways that do not merge.
-
-    ``base``, ``ours`` and ``theirs`` are the path's three states (None where
-    it does not exist). ``markers`` is the text merged with git's conflict
-    markers, for a ``content`` or text ``add/add`` conflict when asked.
-    """
-
-    path: str
-    kind: ConflictKind
-    base: MergeSide | None
-    ours: MergeSide | None
-    theirs: MergeSide | None
-    markers: bytes | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MergeResult:
-    """What a merge did, or with ``applied`` False would have done.
-
-    ``changed`` lists the paths the merge changes in the workspace (those it
-    would change, for a dry run or a merge refused for its ``conflicts``).
-    ``snapshot`` is the snapshot taken before an applied merge.
-    """
-
-    changed: tuple[str, ...]
-    conflicts: tuple[MergeConflict, ...]
-    applied: bool
-    snapshot: FilesystemSnapshot | None = None
-
-    @property
-    def clean(self) -> bool:
-        """True if no path conflicts."""
-        return not self.conflicts
-
 
 _Target = MergeSide | None
 """What a path becomes: a state, or None for deleted."""
@@ -321,7 +274,13 @@ def _plan(
     for path, target in plan.items():
         if target is not None and _blocked(ours, path, plan):
             conflicts.append(
-                MergeConflict(path, "directory", _side(_entry(base, path)), None, target)
+                MergeConflict(
+                    path=path,
+                    kind="directory",
+                    base=_side(_entry(base, path)),
+                    ours=None,
+                    theirs=target,
+                )
             )
     return plan, conflicts
 
@@ -359,7 +318,14 @@ def _merge_entry(
     base, mine, other = _side(b), _side(o), _side(t)
 
     def conflict(kind: ConflictKind, text: bytes | None = None) -> tuple[_Target, MergeConflict]:
-        return None, MergeConflict(path, kind, base, mine, other, text if markers else None)
+        return None, MergeConflict(
+            path=path,
+            kind=kind,
+            markers=text if markers else None,
+            base=base,
+            ours=mine,
+            theirs=other,
+        )
 
     if mine is None or other is None:
         return conflict("delete/modify")

@@ -47,7 +47,7 @@ from .._errors import (
     SnapshotCreationError,
     SnapshotNotFoundError,
 )
-from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, PersistedSnapshot
 from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
 from ._history import (
     INLINE_HISTORY,
@@ -96,17 +96,6 @@ class Progress:
 
 
 ProgressHook = Callable[[Progress], None]
-
-
-@dataclass(frozen=True, slots=True)
-class PersistedSnapshot:
-    """Where a snapshot went: its commit, refs and number in the workspace."""
-
-    commit: str
-    meta_commit: str
-    ref: str
-    number: int
-    objects_written: int
 
 
 def entry_metadata(node: Node, link_group: int | None) -> dict[str, Any]:
@@ -517,7 +506,7 @@ def persist(
     if progress is not None:
         progress(Progress("done", writer.objects, writer.objects))
     return PersistedSnapshot(
-        str(commit), str(meta_commit), refs.snapshot(number), number, writer.objects + 2
+        str(commit), str(meta_commit), refs.snapshot(number), number, writer.objects + 2, snapshot
     )
 
 

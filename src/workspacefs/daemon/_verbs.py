@@ -1,0 +1,403 @@
+"""The daemon's verbs, each declared once: the table both ends of the control API read.
+
+As git's ``commands[]`` table drives git, and one ``Tool`` value drives an agent
+tool's schemas and its MCP server, one ``Verb`` here drives a verb everywhere:
+
+* its *contract* is the protocol's own method (``Filesystem.read``,
+  ``InMemoryFilesystem.prune``, ``Daemon.persist``): its parameters, their
+  defaults and its result type are the verb's, read with ``inspect``;
+* the server answers ``POST /v3/<name>`` by binding the body against that
+  signature (an argument it does not name is refused, one left out gets the
+  protocol's default), each value read as its annotation says
+  (``fs.from_json``), and by writing the result as the contract's return type
+  says (``fs.to_json``);
+* the client's classes inherit the tables: a ``Method`` is a descriptor typed
+  by its contract, so ``RemoteFilesystem.read`` has ``Filesystem.read``'s
+  signature for mypy and at run time, and calls ``_call(verb, ...)``.
+
+Adding a protocol verb is the protocol, its implementation, and one line here.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+    overload,
+)
+
+from .._errors import InvalidArgumentError
+from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
+from ..fs import (
+    Filesystem,
+    FilesystemSnapshot,
+    InMemoryFilesystem,
+    MergeReport,
+    PersistResult,
+    SnapshotableFilesystem,
+    TreeFilesystem,
+    from_json,
+    to_json,
+)
+from ._fork_results import ForkInfo
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Runs = Literal["view", "workspace", "daemon"]
+"""What a verb runs on in the daemon:
+
+* ``view``: a ``Filesystem`` verb, of the live workspace or (the request's ``at``,
+  a snapshot id) of a snapshot's read-only view;
+* ``workspace``: a method of the live ``InMemoryFilesystem``;
+* ``daemon``: a method of the daemon's ``Workspace`` (its own verbs, and protocol
+  verbs with more to do there: forgetting cached views, a read-only diff).
+"""
+
+VIEW: Runs = "view"
+WORKSPACE: Runs = "workspace"
+DAEMON: Runs = "daemon"
+
+
+class Daemon(Protocol):
+    """The verbs a workspace daemon serves beyond the ``Filesystem`` and snapshot
+    protocols: archives, git, forks and the daemon itself."""
+
+    def export_archive(
+        self, path: str | os.PathLike[str], *, snapshot: FilesystemSnapshot | None = None
+    ) -> int:
+        """Write the workspace (or ``snapshot``) as a ZIP archive at the absolute
+        ``path``, as the daemon's user; the file count."""
+        ...
+
+    def import_archive(
+        self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS
+    ) -> int:
+        """Replace the workspace with the archive at the absolute ``path``; the file count."""
+        ...
+
+    def persist(
+        self,
+        snapshot: FilesystemSnapshot | None = None,
+        *,
+        tag: str | None = None,
+        remote: str | None = None,
+        max_file_bytes: int | None = None,
+    ) -> PersistResult:
+        """Persist ``snapshot`` (None: a new one, tagged ``tag``) to the workspace's git
+        repository, incrementally; then push to ``remote`` if given.
+
+        A file larger than ``max_file_bytes`` (default: the workspace's memory
+        budget; see ``git.persist``) is refused before anything is written, or
+        any snapshot taken.
+        """
+        ...
+
+    def push(self, url: str) -> None:
+        """Push the workspace's persisted snapshots to a git remote."""
+        ...
+
+    def fetch(self, url: str) -> None:
+        """Fetch the workspace's persisted snapshots from a git remote."""
+        ...
+
+    def fork(
+        self, name: str | None = None, *, snapshot: FilesystemSnapshot | None = None
+    ) -> ForkInfo:
+        """Fork the workspace (its live state, or ``snapshot``) in the daemon, in O(1),
+        and serve it at ``<mountpoint>/.forks/<name>`` (default name: ``fork-<n>``).
+
+        Raises:
+            AlreadyExistsError: A fork of that name exists.
+            ReadOnlyError: The daemon serves the workspace read-only.
+        """
+        ...
+
+    def forks(self) -> list[ForkInfo]:
+        """The forks the daemon serves, by name."""
+        ...
+
+    def drop_fork(self, name: str) -> None:
+        """Stop serving fork ``name`` (its path goes at once) and forget it."""
+        ...
+
+    def merge_fork(self, name: str, *, dry_run: bool = False, markers: bool = False) -> MergeReport:
+        """Merge fork ``name`` into the workspace, three-way, all or nothing
+        (``workspacefs.git.merge``); the fork stays until dropped.
+
+        Args:
+            name: The fork.
+            dry_run: Only report.
+            markers: Give text conflicts the merged text with git's markers.
+        """
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """The daemon's fixed facts: API version, pid, mount point, socket, workspace
+        id, repository, log, and what the ``Filesystem`` properties answer."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """``info`` plus files, bytes, resident memory, snapshots, uptime and the
+        mount's kernel requests (``requests``: total, handler_seconds, open_free,
+        latency_hint, counts and seconds by request type)."""
+        ...
+
+    def unmount(self) -> None:
+        """Stop the daemon once this call is answered: unmount, remove its socket.
+
+        Raises:
+            MountedInsideError: Something is mounted inside the mount point.
+        """
+        ...
+
+
+class _Caller(Protocol):
+    """A client: what runs a verb on the daemon."""
+
+    def _call(self, verb: Verb[Any, Any], /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class Verb(Generic[P, R]):
+    """One verb of the control API: its contract and what it asks of the daemon.
+
+    Args:
+        contract: The protocol's method (or property) whose signature is the verb's.
+        runs: What it runs on (``Runs``).
+        changes: It changes the workspace: the client sends its cause (the
+            verb is blamed on it), and a read-only daemon refuses it (a
+            ``view`` verb: the read-only view does, naming the path; a dry run
+            changes nothing and is served).
+        stops: The daemon stops once it has answered.
+    """
+
+    def __init__(
+        self,
+        contract: Callable[Concatenate[Any, P], R],
+        runs: Runs,
+        *,
+        changes: bool = False,
+        stops: bool = False,
+    ) -> None:
+        function = contract.fget if isinstance(contract, property) else contract
+        assert function is not None, "a property verb reads its getter"
+        self.contract: Callable[..., Any] = function
+        self.name: str = function.__name__
+        self.runs = runs
+        self.changes = changes
+        self.stops = stops
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.name:
+            raise TypeError(f"the verb {self.name!r} is declared as {name!r}")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} ({self.runs})>"
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        """The contract's signature without ``self``: the verb's arguments and result."""
+        full = inspect.signature(self.contract, eval_str=True)
+        return full.replace(parameters=list(full.parameters.values())[1:])
+
+    @property
+    def result(self) -> Any:
+        """The type of the verb's result."""
+        return self.signature.return_annotation
+
+    @functools.cached_property
+    def binary(self) -> frozenset[str]:
+        """The arguments that are bytes (base64 on the wire)."""
+        return frozenset(
+            name
+            for name, parameter in self.signature.parameters.items()
+            if _holds_bytes(parameter.annotation)
+        )
+
+    # -- the client's half ---------------------------------------------------------
+
+    def request(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The body of a call: the arguments the caller gave (bound as the contract
+        binds them: TypeError as for a method), each as JSON; the daemon applies the
+        protocol's defaults to the others."""
+        bound = self.signature.bind(*args, **kwargs)
+        parameters = self.signature.parameters
+        body = {}
+        for name, value in bound.arguments.items():
+            try:
+                body[name] = to_json(value, parameters[name].annotation)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"{self.name}: {name}: {exc.strerror}", None) from None
+        return body
+
+    def result_of(self, data: Any) -> R:
+        """The result the daemon answered, as the contract's type."""
+        return cast("R", from_json(self.result, data))
+
+    # -- the server's half ---------------------------------------------------------
+
+    def arguments(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments by name: every parameter of the contract, those the
+        body leaves out at the protocol's default.
+
+        Raises:
+            InvalidArgumentError: An argument the contract does not have, one it
+                needs and did not get, or a value not of its type.
+        """
+        parameters = self.signature.parameters
+        unknown = sorted(set(body) - set(parameters))
+        if unknown:
+            raise InvalidArgumentError(
+                f"{self.name} takes no argument {', '.join(map(repr, unknown))} "
+                f"(it takes {', '.join(parameters) or 'none'})",
+                None,
+            )
+        decoded = {}
+        for name, value in body.items():
+            try:
+                decoded[name] = from_json(parameters[name].annotation, value)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"{self.name}: {name}: {exc.strerror}", None) from None
+        try:
+            bound = self.signature.bind(**decoded)
+        except TypeError as exc:
+            raise InvalidArgumentError(f"{self.name}: {exc}", None) from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def answer(self, value: Any) -> Any:
+        """The result as JSON, written as the contract's return type."""
+        return to_json(value, self.result)
+
+
+class _Bound:
+    """A ``Method`` of one client: calling it runs the verb; it shows the contract's
+    signature and docstring (``help``, ``inspect.signature``)."""
+
+    __slots__ = ("_caller", "_verb")
+
+    def __init__(self, verb: Verb[Any, Any], caller: _Caller) -> None:
+        self._verb = verb
+        self._caller = caller
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._caller._call(self._verb, *args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return self._verb.signature
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self._verb.contract.__doc__
+
+    @property
+    def __name__(self) -> str:
+        return self._verb.name
+
+    def __repr__(self) -> str:
+        return f"<verb {self._verb.name} of {self._caller!r}>"
+
+
+class Method(Verb[P, R]):
+    """A verb called as a method: ``fs.read(path)``."""
+
+    def of(self, caller: _Caller) -> Callable[P, R]:
+        """The verb as a method of ``caller`` (what ``caller.<name>`` is, unless the
+        caller's class does more around it)."""
+        return cast("Callable[P, R]", _Bound(self, caller))
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Method[P, R]: ...
+    @overload
+    def __get__(self, instance: _Caller, owner: type) -> Callable[P, R]: ...
+    def __get__(self, instance: _Caller | None, owner: type) -> Method[P, R] | Callable[P, R]:
+        if instance is None:
+            return self
+        return self.of(instance)
+
+
+class Property(Verb[[], R]):
+    """A verb read as a property: ``fs.current_snapshot_id``."""
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Property[R]: ...
+    @overload
+    def __get__(self, instance: _Caller, owner: type) -> R: ...
+    def __get__(self, instance: _Caller | None, owner: type) -> Property[R] | R:
+        if instance is None:
+            return self
+        return cast("R", instance._call(self))
+
+
+def _holds_bytes(annotation: Any) -> bool:
+    if annotation is bytes:
+        return True
+    return get_origin(annotation) is not None and any(_holds_bytes(a) for a in get_args(annotation))
+
+
+class FilesystemVerbs:
+    """The ``Filesystem`` verbs: of the live workspace, or of a snapshot's view."""
+
+    read = Method(Filesystem.read, VIEW)
+    read_bytes = Method(Filesystem.read_bytes, VIEW)
+    exists = Method(Filesystem.exists, VIEW)
+    stat = Method(Filesystem.stat, VIEW)
+    readlink = Method(Filesystem.readlink, VIEW)
+    list = Method(Filesystem.list, VIEW)
+    entries = Method(TreeFilesystem.entries, VIEW)
+    glob = Method(Filesystem.glob, VIEW)
+    grep = Method(Filesystem.grep, VIEW)
+    write = Method(Filesystem.write, VIEW, changes=True)
+    write_bytes = Method(Filesystem.write_bytes, VIEW, changes=True)
+    delete = Method(Filesystem.delete, VIEW, changes=True)
+    mkdir = Method(Filesystem.mkdir, VIEW, changes=True)
+
+
+class WorkspaceVerbs(FilesystemVerbs):
+    """Every verb of a daemon: the ``Filesystem`` verbs, snapshots, history,
+    archives, git, forks and the daemon's own."""
+
+    snapshot = Method(SnapshotableFilesystem.snapshot, WORKSPACE)
+    restore = Method(SnapshotableFilesystem.restore, WORKSPACE, changes=True)
+    diff = Method(SnapshotableFilesystem.diff, DAEMON)
+    current_snapshot_id = Property(SnapshotableFilesystem.current_snapshot_id, WORKSPACE)
+    snapshots = Method(InMemoryFilesystem.snapshots, WORKSPACE)
+    delete_snapshot = Method(InMemoryFilesystem.delete_snapshot, DAEMON)
+    prune = Method(InMemoryFilesystem.prune, DAEMON)
+    space_usage = Method(InMemoryFilesystem.space_usage, WORKSPACE)
+    changes = Method(InMemoryFilesystem.changes, WORKSPACE)
+    blame = Method(InMemoryFilesystem.blame, WORKSPACE)
+    export_archive = Method(Daemon.export_archive, DAEMON)
+    import_archive = Method(Daemon.import_archive, DAEMON, changes=True)
+    persist = Method(Daemon.persist, DAEMON)
+    push = Method(Daemon.push, DAEMON)
+    fetch = Method(Daemon.fetch, DAEMON)
+    fork = Method(Daemon.fork, DAEMON)
+    forks = Method(Daemon.forks, DAEMON)
+    drop_fork = Method(Daemon.drop_fork, DAEMON)
+    merge_fork = Method(Daemon.merge_fork, DAEMON, changes=True)
+    info = Method(Daemon.info, DAEMON)
+    status = Method(Daemon.status, DAEMON)
+    unmount = Method(Daemon.unmount, DAEMON, stops=True)
+
+
+VERBS: Mapping[str, Verb[Any, Any]] = {
+    name: value
+    for cls in reversed(WorkspaceVerbs.__mro__)
+    for name, value in vars(cls).items()
+    if isinstance(value, Verb)
+}
+"""Every verb by name: what the daemon serves."""

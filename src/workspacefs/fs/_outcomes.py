@@ -1,0 +1,119 @@
+"""What merging and persisting report: one set of types for the git layer and the daemon.
+
+``workspacefs.git`` merges and persists (with pygit2); a daemon's client asks
+it to over the control socket, without pygit2. Both report with these types,
+so a result means the same whichever side made it. Where the far side needs
+less than the merge itself has, the smaller type is the base and the larger
+one extends it (no field is declared twice):
+
+* ``MergeReport`` / ``ConflictReport``: the paths, the conflicts by kind, the
+  marker text; ``MergeResult`` / ``MergeConflict`` add the three sides of each
+  conflict (whole file contents, which stay in the process that merged);
+* ``PersistedSnapshot``: where ``git.persist`` put a snapshot;
+  ``PersistResult`` adds what the daemon did around it (its repository, a push).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from ._snapshots import FilesystemSnapshot
+
+ConflictKind = Literal[
+    "content", "binary", "mode", "symlink", "type", "delete/modify", "add/add", "directory"
+]
+"""Why a path could not be merged (see ``workspacefs.git.merge``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSide:
+    """One side's state of a path: its kind, full mode and bytes (a file's
+    content, or a symlink's target); ``rdev`` for a device node."""
+
+    kind: Literal["file", "symlink", "other"]
+    mode: int
+    data: bytes
+    rdev: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictReport:
+    """A path both sides changed in ways that do not merge.
+
+    ``markers`` is the text merged with git's conflict markers, for a
+    ``content`` or text ``add/add`` conflict when asked for.
+    """
+
+    path: str
+    kind: ConflictKind
+    markers: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeConflict(ConflictReport):
+    """A conflict with its three sides: ``base``, ``ours`` and ``theirs`` are the
+    path's states (None where it does not exist)."""
+
+    base: MergeSide | None
+    ours: MergeSide | None
+    theirs: MergeSide | None
+
+
+@dataclass(frozen=True, slots=True)
+class MergeReport:
+    """What a merge did, or with ``applied`` False would have done.
+
+    Attributes:
+        changed: The paths the merge changes in the workspace (those it would
+            change, for a dry run or a merge refused for its ``conflicts``).
+        conflicts: The paths that do not merge; any conflict applies nothing.
+        applied: True if the workspace changed.
+        snapshot: The snapshot taken before an applied merge.
+    """
+
+    changed: tuple[str, ...]
+    conflicts: tuple[ConflictReport, ...]
+    applied: bool
+    snapshot: FilesystemSnapshot | None = None
+
+    @property
+    def clean(self) -> bool:
+        """True if no path conflicts."""
+        return not self.conflicts
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult(MergeReport):
+    """A ``MergeReport`` whose conflicts carry their three sides (``git.merge``)."""
+
+    conflicts: tuple[MergeConflict, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedSnapshot:
+    """Where a snapshot went: its commit, refs and number in the workspace."""
+
+    commit: str
+    meta_commit: str
+    ref: str
+    number: int
+    objects_written: int
+    snapshot: FilesystemSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class PersistResult(PersistedSnapshot):
+    """Where a daemon persisted a snapshot: the repository, and the remote it then
+    pushed to (None: no push)."""
+
+    repository: str
+    pushed_to: str | None = None
+
+    @classmethod
+    def of(
+        cls, persisted: PersistedSnapshot, repository: str, pushed_to: str | None = None
+    ) -> PersistResult:
+        """``persisted``, put in ``repository`` and pushed to ``pushed_to``."""
+        done = {f.name: getattr(persisted, f.name) for f in fields(PersistedSnapshot)}
+        return cls(**done, repository=repository, pushed_to=pushed_to)
