@@ -20,7 +20,6 @@ from ._fork_results import ConflictReport as ConflictReport
 from ._fork_results import ForkInfo as ForkInfo
 from ._fork_results import MergeReport as MergeReport
 from ._options import DaemonOptions as DaemonOptions
-from ._options import canonical_mountpoint as canonical_mountpoint
 from ._runtime import DaemonUnreachableError as DaemonUnreachableError
 from ._runtime import KnownMount as KnownMount
 from ._runtime import MountRecord as MountRecord
