@@ -11,6 +11,7 @@ hypercorn, pygit2) loads on first use.
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
+from ..posix import canonical_mountpoint as canonical_mountpoint
 from ._client import PersistResult as PersistResult
 from ._client import PruneResult as PruneResult
 from ._client import RemoteFilesystem as RemoteFilesystem
