@@ -188,6 +188,9 @@ HOSTILE: dict[str, Callable[[Path], Path]] = {
     "fifo": lambda p: make_archive(p, [("files/f", b"", stat.S_IFIFO | 0o644)]),
     "missing manifest": lambda p: make_archive(p, [("files/a", b"1", FILE)], manifest=None),
     "malformed manifest": lambda p: make_archive(p, [("files/a", b"1", FILE)], manifest=b"{nope"),
+    "deeply nested manifest": lambda p: make_archive(
+        p, [("files/a", b"1", FILE)], manifest=b"[" * 100_000 + b"]" * 100_000
+    ),
     "wrong format": lambda p: make_archive(p, [("files/a", b"1", FILE)], manifest={"format": "x"}),
     "count mismatch": lambda p: make_archive(
         p,

@@ -188,10 +188,17 @@ print("left", flush=True)
 """
 
 
-def test_an_embedded_mount_left_with_a_workspace_inside_stays_stale(scratch: Path) -> None:
+@pytest.mark.parametrize("through_link", [False, True], ids=["direct", "through-link"])
+def test_an_embedded_mount_left_with_a_workspace_inside_stays_stale(
+    scratch: Path, through_link: bool
+) -> None:
     """A process leaving its mount block cannot be refused: its mount is left stale
-    (ENOTCONN), not detached, so the workspace inside keeps serving."""
-    outer = scratch / "outer"
+    (ENOTCONN), not detached, so the workspace inside keeps serving -- also when the
+    mount point was named through a symlinked parent, which the mount table shows
+    resolved."""
+    (scratch / "real").mkdir()
+    (scratch / "link").symlink_to("real")
+    outer = scratch / ("link" if through_link else "real") / "outer"
     outer.mkdir()
     owner = subprocess.Popen(
         [sys.executable, "-c", EMBEDDED, str(outer)],

@@ -95,6 +95,14 @@ def test_a_value_of_the_wrong_type_is_refused(
         assert not fs.exists("x")
 
 
+def test_a_body_nested_too_deep_is_refused(http: httpx.Client, daemon: MountRecord) -> None:
+    body = b'{"path": "x", "content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    answer = http.post(f"/v{API_VERSION}/write", content=body)
+    assert answer.status_code == 400, answer.text
+    with connect(daemon.socket) as fs:
+        assert not fs.exists("x")
+
+
 def test_verbs_by_name(http: httpx.Client) -> None:
     status = http.get(f"/v{API_VERSION}/status")
     assert status.status_code == 200

@@ -54,6 +54,17 @@ def test_each_file_names_the_process_or_call_that_wrote_it(mounted: Mounted) -> 
     assert plain.causes == ()
 
 
+def test_a_process_saying_nested_junk_is_blamed_as_itself(mounted: Mounted) -> None:
+    """A process's word is a hint: JSON nested deeper than a parser recurses is ignored,
+    and its writes go through."""
+    deep = "[" * 5000 + "]" * 5000
+    writer = run("sh", "-c", f"echo x > {mounted.path('deep.txt')}", env={CAUSE_VARIABLE: deep})
+    assert mounted.fs.read("deep.txt").content == "x\n"
+    (entry,) = mounted.fs.blame("deep.txt")
+    (cause,) = entry.causes
+    assert (cause.pid, cause.command[0], cause.tool) == (writer, "sh", None)
+
+
 def test_a_thread_is_blamed_as_its_process_and_a_user_by_uid(mounted: Mounted) -> None:
     script = (
         "import sys, threading\n"

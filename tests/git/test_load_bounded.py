@@ -10,6 +10,7 @@ unbounded code would die, the load runs in a child process under a real memory l
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import resource
 import subprocess
@@ -299,3 +300,25 @@ def test_a_snapshot_whose_record_is_damaged_is_still_a_snapshot_error(tmp_path: 
     ref = forge.snapshot(forge.tree([]), forge.meta_tree(b"not json"))
     with pytest.raises(SnapshotError, match="JSON"):
         wgit.load(forge.path, ref)
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+"""JSON nested far deeper than a recursive parser goes."""
+
+
+def test_a_record_nested_too_deeply_is_a_snapshot_error(tmp_path: Path) -> None:
+    forge = Forge(tmp_path / "repo.git")
+    ref = forge.snapshot(forge.tree([]), forge.meta_tree(DEEP))
+    with pytest.raises(SnapshotError, match="nested too deeply"):
+        wgit.load(forge.path, ref)
+
+
+def test_a_history_nested_too_deeply_is_a_snapshot_error(tmp_path: Path) -> None:
+    forge = Forge(tmp_path / "repo.git")
+    records = forge.blob(json.dumps({".": record(DIR)}).encode())
+    history = forge.blob(DEEP)
+    meta = forge.tree([(b"history", wgit.MODE_FILE, history), (b"meta", wgit.MODE_FILE, records)])
+    ref = forge.snapshot(forge.tree([]), meta)
+    commit = pygit2.Repository(str(forge.path)).revparse_single(ref).peel(pygit2.Commit)
+    with pytest.raises(SnapshotError, match="nested too deeply"):
+        wgit.recorded_changes(pygit2.Repository(str(forge.path)), commit)

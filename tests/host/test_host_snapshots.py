@@ -158,6 +158,20 @@ def test_every_strategy_restores_exactly(strategy: str, project: Path, tmp_path:
     fs.cleanup()
 
 
+@pytest.mark.parametrize("strategy", ["copy", "archive"])
+def test_a_store_whose_marker_is_nested_junk_is_not_this_directorys(
+    strategy: str, project: Path, tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept"
+    fs = HostFilesystem(project, snapshot_dir=kept, snapshot_strategy=strategy)  # type: ignore[arg-type]
+    snapshot = fs.snapshot()
+    (kept / ".workspacefs-store.json").write_bytes(b"[" * 30_000 + b"]" * 30_000)
+    before = state(project)
+    with pytest.raises(SnapshotNotFoundError, match="not a snapshot store of this directory"):
+        HostFilesystem(project).restore(snapshot)
+    assert state(project) == before
+
+
 def test_archive_snapshots_are_archive_snapshots(project: Path, tmp_path: Path) -> None:
     """The ``archive`` strategy keeps what ``ArchiveSnapshots`` on its store lists and
     rolls back into any backend."""

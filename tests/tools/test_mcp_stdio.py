@@ -181,6 +181,35 @@ def test_json_that_is_no_request_gets_an_invalid_request_error(
     _still_serving(server, 10)
 
 
+DEEP = {
+    "array-600": (b"[" * 600 + b"]" * 600, -32600, None),
+    "object-600": (b'{"a":' * 600 + b"1" + b"}" * 600, -32600, None),
+    "params-600": (
+        b'{"jsonrpc": "2.0", "id": 16, "method": "ping", "params": '
+        + b"[" * 600
+        + b"]" * 600
+        + b"}",
+        -32600,
+        16,
+    ),
+    "array-100000": (b"[" * 100_000 + b"]" * 100_000, -32700, None),
+}
+"""Lines nested deeper than a parser recurses, the error code and id of their answer: JSON the
+server can still read is refused as no request (naming the id it finds); JSON nested deeper than
+it can read at all is a parse error."""
+
+
+@pytest.mark.parametrize(("line", "code", "request_id"), DEEP.values(), ids=DEEP.keys())
+def test_deeply_nested_json_is_answered(
+    server: Server, line: bytes, code: int, request_id: object
+) -> None:
+    server.send(line + b"\n")
+    assert _error(server.answer(), code, request_id).startswith(
+        "Parse error" if code == -32700 else "Invalid request"
+    )
+    _still_serving(server, 17)
+
+
 def test_blank_lines_are_skipped(server: Server) -> None:
     server.send(b"\n  \r\n\t\n")
     _still_serving(server, 11)

@@ -138,6 +138,20 @@ def test_coordinated_snapshot_and_rollback() -> None:
     assert fs.read("a.txt").content == "one"
 
 
+def test_a_coordinated_snapshot_that_fails_leaves_no_filesystem_snapshot() -> None:
+    fs = InMemoryFilesystem()
+    snapshots = WorkspaceSnapshots.of(fs)
+    session = JsonSession({"messages": ["hello"]})
+    session.state["handle"] = {1, 2}  # a set: no JSON, so the session cannot be captured
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
+        coordinated_snapshot(session, snapshots, tag="turn-1")
+    assert not fs.snapshots()
+    assert not snapshots.list()
+    del session.state["handle"]
+    checkpoint = coordinated_snapshot(session, snapshots, tag="turn-1")  # the tag is free
+    assert [r.tag for r in fs.snapshots()] == ["turn-1"] == [checkpoint.filesystem.tag]
+
+
 def test_coordinated_rollback_is_all_or_nothing() -> None:
     fs = FailingRestore()
     snapshots = WorkspaceSnapshots(fs)

@@ -133,6 +133,25 @@ def test_snapshot_tools_on_a_filesystem_without_snapshots() -> None:
     assert not result.success
 
 
+# The backends that delete snapshots: another client deletes the one the tools know.
+@pytest.mark.parametrize("backend", ["memory", "remote"])
+def test_a_failed_restore_leaves_no_snapshot_of_its_own(make: MakeWorkspace) -> None:
+    ws = make(FILES)
+    fs = ws.fs
+    assert isinstance(fs, InMemoryFilesystem | RemoteFilesystem)
+    snaps = WorkspaceSnapshots.of(fs)
+    ws.ok("snapshot", tag="gone")
+    record = snaps.find("gone")
+    fs.delete_snapshot(record)  # meanwhile, by another client: the tools still list it
+    ws.ok("write_file", path="a.txt", content="changed\n")
+    message = ws.fail("restore", id_or_tag="gone")
+    assert message.startswith("Cannot restore snapshot `gone`: "), message
+    assert ws.text("a.txt") == "changed\n"
+    # The state it would have kept before restoring is not left behind.
+    assert not fs.snapshots()
+    assert [r.snapshot_id for r in snaps.list()] == [record.snapshot_id]
+
+
 # Not on memory: a read-only in-memory view cannot snapshot (checked above).
 @pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "memory"])
 def test_restore_refused_on_read_only_host(make: MakeWorkspace) -> None:

@@ -79,7 +79,7 @@ def test_a_cause_is_bounded_and_describes_itself_in_one_line() -> None:
 def test_a_process_says_its_call_through_the_environment() -> None:
     assert Cause.from_environment(A.environment()) == A
     assert Cause.from_environment('{"tool": "shell", "pid": 1}') == Cause.call("shell")
-    for junk in (None, "", "{", "[]", '{"tool": 3}', '{"pid": 3}'):
+    for junk in (None, "", "{", "[]", '{"tool": 3}', '{"pid": 3}', "[" * 5000 + "]" * 5000):
         assert Cause.from_environment(junk) is None
 
 

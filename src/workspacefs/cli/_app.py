@@ -53,7 +53,8 @@ def is_mountpoint(path: str) -> bool:
     """True if ``path`` is exactly the mount point of one of this user's workspaces:
     a running one, or one whose daemon died (the command then says so; its stale
     mount is no directory any more)."""
-    from ..daemon import canonical_mountpoint, known_mounts
+    from ..daemon import known_mounts
+    from ..posix import canonical_mountpoint
 
     point = canonical_mountpoint(path)
     return any(

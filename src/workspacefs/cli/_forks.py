@@ -10,7 +10,6 @@ path remove the binds and the fork.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -20,6 +19,7 @@ from rich.table import Table
 
 from .._errors import BackendUnavailableError, InvalidArgumentError, NotPermittedError
 from ..fs import MergeReport, find_snapshot, snapshot_label, to_json
+from ..posix import mount_table
 from ._app import EXIT_FAILED, JsonOption, app, workspace
 from ._output import emit_json, size, stdout
 
@@ -73,20 +73,11 @@ class Bind:
 
 def fork_binds() -> list[Bind]:
     """Every bind mount of a fork, from /proc/self/mountinfo."""
-    found = []
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
-        for line in table:
-            fields = line.split()
-            kind = fields[fields.index("-") + 1]
-            root = _unescape(fields[3])
-            if kind == "fuse.workspacefs" and root.startswith(f"/{FORKS_DIR}/"):
-                name = root.split("/")[2]
-                found.append(Bind(_unescape(fields[4]), fields[2], name))
-    return found
-
-
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
+    return [
+        Bind(entry.point, entry.device, entry.root.split("/")[2])
+        for entry in mount_table()
+        if entry.fs_type == "fuse.workspacefs" and entry.root.startswith(f"/{FORKS_DIR}/")
+    ]
 
 
 def _workspace_of_device(device: str) -> RemoteFilesystem:

@@ -15,12 +15,12 @@ from ..fs import ConflictReport as ConflictReport
 from ..fs import MergeReport as MergeReport
 from ..fs import PersistResult as PersistResult
 from ..fs import PruneResult as PruneResult
+from ..posix import canonical_mountpoint as canonical_mountpoint
 from ._client import RemoteFilesystem as RemoteFilesystem
 from ._client import RemoteSnapshotView as RemoteSnapshotView
 from ._client import connect as connect
 from ._fork_results import ForkInfo as ForkInfo
 from ._options import DaemonOptions as DaemonOptions
-from ._options import canonical_mountpoint as canonical_mountpoint
 from ._runtime import DaemonUnreachableError as DaemonUnreachableError
 from ._runtime import KnownMount as KnownMount
 from ._runtime import MountRecord as MountRecord

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 
@@ -32,10 +31,3 @@ class DaemonOptions:
     latency_hint: bool = True
     load_limits: tuple[str, ...] = ()
     special_modes: bool = False
-
-
-def canonical_mountpoint(path: str | os.PathLike[str]) -> str:
-    """The absolute mount point with its parent's links resolved; the last
-    component is not touched, since it may be a stale mount."""
-    absolute = os.path.abspath(os.fspath(path))
-    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))

@@ -26,9 +26,10 @@ from hypercorn.trio import serve as hypercorn_serve
 from .. import git
 from .._errors import BusyError, MountedInsideError
 from ..fuse import Mount, mount, refuse_if_mounted_inside
+from ..posix import canonical_mountpoint
 from ._app import create_app
 from ._load import load_source, parse_load_limits
-from ._options import DaemonOptions, canonical_mountpoint
+from ._options import DaemonOptions
 from ._runtime import (
     DaemonLock,
     MountRecord,

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._errors import BackendUnavailableError, BusyError
+from ..posix import canonical_mountpoint
 from ._load import parse_load_limits
-from ._options import DaemonOptions, canonical_mountpoint
+from ._options import DaemonOptions
 from ._runtime import MountRecord, RuntimePaths, is_alive, read_record, remove_files
 from ._sources import parse_source
 from ._wire import decode_error

@@ -34,8 +34,8 @@ def loads(body: bytes) -> Any:
     """A JSON body; a malformed one is InvalidArgumentError."""
     try:
         return json.loads(body) if body else {}
-    except ValueError as exc:
-        raise InvalidArgumentError(f"malformed JSON body: {exc}", None) from exc
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+        raise InvalidArgumentError(f"malformed JSON body: {exc}", None) from None
 
 
 # -- errors --------------------------------------------------------------------

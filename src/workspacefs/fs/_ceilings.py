@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..posix import mount_table
+
 UNLIMITED = 1 << 62
 """A cgroup limit this large is no limit: v1 writes "unlimited" as the largest page
 count it holds (9223372036854771712 with 4 KiB pages)."""
@@ -147,33 +149,18 @@ def _cgroup_mounts(path: Path) -> list[_Mount]:
     """The cgroup file systems ``mountinfo`` lists, each hierarchy once."""
     mounts: list[_Mount] = []
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as lines:
-            for line in lines:
-                # id parent dev root point options [optional...] - fstype source options
-                mine, _, theirs = line.partition(" - ")
-                fields, described = mine.split(), theirs.split()
-                if len(fields) < 5 or len(described) < 3:
-                    continue
-                fstype, options = described[0], described[2]
-                if fstype not in ("cgroup", "cgroup2"):
-                    continue
-                controllers = frozenset(options.split(","))
-                version = 2 if fstype == "cgroup2" else 1
-                if any(m.version == version and m.controllers == controllers for m in mounts):
-                    continue  # the same hierarchy mounted again (a bind mount)
-                mounts.append(
-                    _Mount(_unescape(fields[3]), Path(_unescape(fields[4])), version, controllers)
-                )
+        table = mount_table(path)
     except OSError:
-        pass
+        return mounts
+    for entry in table:
+        if entry.fs_type not in ("cgroup", "cgroup2"):
+            continue
+        controllers = frozenset(entry.super_options.split(","))
+        version = 2 if entry.fs_type == "cgroup2" else 1
+        if any(m.version == version and m.controllers == controllers for m in mounts):
+            continue  # the same hierarchy mounted again (a bind mount)
+        mounts.append(_Mount(entry.root, Path(entry.point), version, controllers))
     return mounts
-
-
-def _unescape(field: str) -> str:
-    r"""A ``mountinfo`` path: space, tab, newline and backslash are written ``\ooo``."""
-    for code in ("040", "011", "012", "134"):
-        field = field.replace("\\" + code, chr(int(code, 8)))
-    return field
 
 
 def _own_directory(mount: _Mount, cgroup: str) -> Path:

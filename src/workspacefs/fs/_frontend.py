@@ -14,15 +14,17 @@ the same by every verb, symlinks included:
 * Errors are the hierarchy's, naming the workspace path.
 * A change with ``if_match`` (``write``, ``write_bytes``, ``delete``) is a
   compare-and-swap: under the backend's write lock, the file's content must
-  still have that digest (``_digest``), else ContentChangedError and nothing
-  changes. On the in-memory tree that lock is the tree's, which the mount
-  and every client of a daemon take too, so no writer comes between.
+  still have that token (``_unchanged``: its size first, then its digest),
+  else ContentChangedError and nothing changes. On the in-memory tree that
+  lock is the tree's, which the mount and every client of a daemon take too,
+  so no writer comes between.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import operator
 import os
 from collections.abc import Iterator, Sequence
@@ -41,7 +43,7 @@ from .._errors import (
     error_for,
 )
 from ._backend import Backend, Entry, Kind
-from ._conditional import content_digest
+from ._conditional import token_size, unchanged
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
 from ._recorded import recorded_time
@@ -345,16 +347,20 @@ class BackendFilesystem:
             raise NotFoundError("no such file", display(norm))  # see ``_gone_is_changed``
         if entry.kind is not Kind.FILE:
             raise ContentChangedError("no longer a regular file", display(norm))
-        blocks = self._backend.read_blocks(at.parent, at.name, entry)
-        if content_digest(blocks) != if_match:
+        # Read only if the sizes agree: a file of another size is changed, however large
+        # it grew (or however lazy it is), without a byte of it read under the lock.
+        read = functools.partial(self._backend.read_blocks, at.parent, at.name, entry)
+        if not unchanged(if_match, entry.size, read):
             raise ContentChangedError("changed since it was read", display(norm))
 
     def _write(
         self, path: str, data: bytes, mode: WriteMode, create_parents: bool, if_match: str | None
     ) -> WriteResult:
         check_write_mode(mode, path)
-        if if_match is not None and mode == "create":
-            raise InvalidArgumentError("if_match (an existing file's) with mode=create", path)
+        if if_match is not None:
+            if mode == "create":
+                raise InvalidArgumentError("if_match (an existing file's) with mode=create", path)
+            token_size(if_match, path)
         norm = self._normalize(path)
         if not norm:
             raise IsADirectoryFsError("is a directory", display(norm))
@@ -378,6 +384,8 @@ class BackendFilesystem:
     def delete(self, path: str, *, recursive: bool = False, if_match: str | None = None) -> None:
         """Delete a file, symlink or directory tree (see ``Filesystem.delete``)."""
         self._writable(path)
+        if if_match is not None:
+            token_size(if_match, path)
         norm = self._normalize(path)
         if not norm:
             raise PathEscapeError("cannot delete the workspace root", "/")

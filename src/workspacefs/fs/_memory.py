@@ -381,7 +381,9 @@ class InMemoryFilesystem(TreeFilesystem):
         version = self.version(snapshot)
         with self._live.lock:  # publishes what the restore changed
             if if_unchanged_since is not None:
-                changes = self.diff(if_unchanged_since)  # O(changes since it)
+                # O(changes since it): the change sets name what may differ (none: done at
+                # once), and a changed file is read only to compare it with one of its size.
+                changes = self.diff(if_unchanged_since)
                 if changes.changed:
                     raise changed_since(changes)
             self._live.restore(version)

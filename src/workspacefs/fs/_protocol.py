@@ -127,9 +127,10 @@ class Filesystem(Protocol):
             mode: "create" (only a new file), "overwrite" or "append".
             create_parents: Make missing parent directories.
             if_match: Write only if the file's current content has this
-                ``content_digest`` (the digest of what the caller read), checked
-                atomically with the write: a compare-and-swap, so a change made
-                by another writer since that read is never overwritten unseen.
+                ``content_digest`` (the token of what the caller read; opaque),
+                checked atomically with the write: a compare-and-swap, so a change
+                made by another writer since that read is never overwritten
+                unseen. A file of another size than the token's is not read.
 
         Raises:
             ContentChangedError: ``if_match`` given, and the file's content is not
@@ -137,7 +138,8 @@ class Filesystem(Protocol):
             FileExistsError: mode="create" and the file exists.
             FileNotFoundError: A parent is missing and create_parents is False.
             PermissionError: The filesystem is read-only.
-            ValueError: Content over the limit or not encodable as UTF-8.
+            ValueError: Content over the limit or not encodable as UTF-8, or
+                ``if_match`` is no token ``content_digest`` makes.
         """
         ...
 
@@ -164,6 +166,7 @@ class Filesystem(Protocol):
             FileNotFoundError: The path does not exist.
             IsADirectoryError: The path is a directory and recursive is False.
             PermissionError: Read-only, or the path is the root.
+            ValueError: ``if_match`` is no token ``content_digest`` makes.
         """
         ...
 

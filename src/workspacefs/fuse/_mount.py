@@ -33,7 +33,6 @@ import contextlib
 import errno
 import logging
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -54,6 +53,7 @@ from .._errors import (
     NotFoundError,
 )
 from ..fs import TreeFilesystem
+from ..posix import canonical_mountpoint, mount_table, mounts_under
 from ..tree import Tree
 from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
@@ -94,31 +94,24 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _mount_table() -> Iterator[tuple[str, str]]:
-    """(mount point, filesystem type) of every mount this process sees, from
-    /proc/self/mountinfo, in mount order."""
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
-        for line in table:
-            fields = line.split()
-            kind = fields[fields.index("-") + 1]
-            # Mount points escape space, tab, newline and backslash as octal.
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
-            yield point, kind
-
-
 def fuse_mounts() -> dict[str, str]:
     """Mount point -> filesystem type of every FUSE mount, from /proc/self/mountinfo."""
     return {
-        point: kind for point, kind in _mount_table() if kind == "fuse" or kind.startswith("fuse.")
+        entry.point: entry.fs_type
+        for entry in mount_table()
+        if entry.fs_type == "fuse" or entry.fs_type.startswith("fuse.")
     }
 
 
 def mounts_inside(mountpoint: str) -> list[str]:
     """Every mount point strictly below ``mountpoint``, of any filesystem, deepest
-    first: what a lazy unmount of ``mountpoint`` would detach along with it."""
-    prefix = os.path.abspath(mountpoint).rstrip("/") + "/"
-    found = {point for point, _ in _mount_table() if point.startswith(prefix)}
-    return sorted(found, key=lambda point: (-point.count("/"), point))
+    first: what a lazy unmount of ``mountpoint`` would detach along with it.
+
+    ``mountpoint``'s parent may be reached through links: the mount table shows
+    resolved paths, and so is it resolved before it is compared.
+    """
+    point = canonical_mountpoint(mountpoint)
+    return [inside for inside in mounts_under(point) if inside != point]
 
 
 def refuse_if_mounted_inside(mountpoint: str) -> None:
@@ -142,7 +135,7 @@ def is_stale(mountpoint: str) -> bool:
     statfs is never answered from the kernel's caches, so it reaches the
     (missing) server where a stat of a cached inode would not.
     """
-    if os.path.abspath(mountpoint) not in fuse_mounts():
+    if canonical_mountpoint(mountpoint) not in fuse_mounts():
         return False
     try:
         os.statvfs(mountpoint)

@@ -84,7 +84,10 @@ def encode_history(steps: Sequence[SnapshotChanges]) -> bytes:
 def decode_history(data: bytes) -> list[SnapshotChanges]:
     """The steps a ``history`` blob holds; ValueError (or KeyError, TypeError, or
     InvalidArgumentError, a ValueError) if it is not one."""
-    document = json.loads(data)
+    try:
+        document = json.loads(data)
+    except RecursionError:  # valid JSON, nested deeper than the parser recurses
+        raise ValueError("the history record is nested too deeply") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ValueError("not a workspacefs history record of a known format")
     causes = [Cause.from_dict(cause) for cause in document["causes"]]

@@ -224,6 +224,8 @@ def read_record(
         raw = json.loads(text, object_pairs_hook=_Counted(room + 2, path, limits))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: its record is not JSON: {exc}") from None
+    except RecursionError:  # valid JSON, nested deeper than the parser recurses
+        raise ValueError(f"{path}: its record is nested too deeply") from None
     if not isinstance(raw, dict):
         raise ValueError(f"metadata of {path} is not an object")
     own = None

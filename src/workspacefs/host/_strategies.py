@@ -317,7 +317,7 @@ def _store_owner(store: str) -> tuple[str, str] | None:
     try:
         with os.fdopen(fd, "rb") as handle:
             data = json.loads(handle.read(1 << 16))
-    except ValueError:
+    except (ValueError, RecursionError):  # junk, or JSON nested past the parser: unmarked
         return None
     if not isinstance(data, dict):
         return None

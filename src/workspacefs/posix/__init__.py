@@ -5,7 +5,8 @@ backend, its snapshots, archives and worktrees, the shadow provider,
 hydration): paths resolved beneath an open directory with ``openat2``
 (``RESOLVE_BENEATH``) or ``*at`` calls with ``O_NOFOLLOW``, files checked
 before a byte moves, directories walked through their parents' descriptors,
-and files, links and directories replaced atomically. Standard library only.
+and files, links and directories replaced atomically; and the kernel's mount
+table, parsed once (``mount_table``). Standard library only.
 """
 
 from ._descriptors import BLOCK as BLOCK
@@ -21,6 +22,10 @@ from ._descriptors import regular_blocks as regular_blocks
 from ._descriptors import same_object as same_object
 from ._descriptors import scan_directory as scan_directory
 from ._descriptors import walk_directory as walk_directory
+from ._mounts import MountEntry as MountEntry
+from ._mounts import canonical_mountpoint as canonical_mountpoint
+from ._mounts import mount_table as mount_table
+from ._mounts import mounts_under as mounts_under
 from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
 from ._replace import clear_directory as clear_directory
 from ._replace import copy_content as copy_content
@@ -35,11 +40,15 @@ __all__ = [
     "BLOCK",
     "DIRECTORY_FLAGS",
     "TEMPORARY_PREFIX",
+    "MountEntry",
     "OpenDirectories",
     "Walked",
+    "canonical_mountpoint",
     "clear_directory",
     "copy_content",
     "make_directories",
+    "mount_table",
+    "mounts_under",
     "open_beneath",
     "open_directory",
     "open_regular",

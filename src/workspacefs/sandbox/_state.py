@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ import tempfile
 
 from .._errors import BusyError
 from ..fuse import recover
+from ..posix import mounts_under
 from ._podman import run_podman
 
 log = logging.getLogger(__name__)
@@ -60,18 +60,6 @@ def make_state_dir() -> str:
     path = os.path.join(tempfile.gettempdir(), name)
     os.rename(making, path)
     return path
-
-
-def mounts_under(path: str) -> list[str]:
-    """Mount points at or below ``path``, deepest first."""
-    found = []
-    prefix = path.rstrip("/") + "/"
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
-        for line in table:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
-            if point == path or point.startswith(prefix):
-                found.append(point)
-    return sorted(found, key=len, reverse=True)
 
 
 def remove_state_dir(path: str) -> None:

@@ -16,6 +16,7 @@ nothing, while every read behaves as on a writable backend.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -346,6 +347,15 @@ class FilesystemProtocolTests:
         self.check_write(
             fs, lambda: fs.write("new.txt", "x", mode="create", if_match=now), ValueError
         )
+
+    def test_conditional_change_with_no_token(self) -> None:
+        fs = self.fs()
+        digest = content_digest(fs.read_bytes("src/app.py").content).partition(":")[2]
+        for token in ("", "not a token", digest):  # a bare SHA-256 is no token either
+            write = functools.partial(fs.write, "src/app.py", "v2\n", if_match=token)
+            delete = functools.partial(fs.delete, "src/app.py", if_match=token)
+            self.check_write(fs, write, ValueError)
+            self.check_write(fs, delete, ValueError)
 
     def test_conditional_delete(self) -> None:
         fs = self.fs()

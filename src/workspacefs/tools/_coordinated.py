@@ -37,9 +37,14 @@ class CoordinatedSnapshot:
 def coordinated_snapshot(
     session: Session, snapshots: WorkspaceSnapshots, *, tag: str | None = None
 ) -> CoordinatedSnapshot:
-    """Snapshot the filesystem, then the session, under one id."""
+    """Snapshot the filesystem, then the session, under one id; if the session cannot
+    be captured, the filesystem snapshot is deleted (and its tag free again)."""
     record = snapshots.snapshot(tag)
-    state = session.snapshot_state()
+    try:
+        state = session.snapshot_state()
+    except BaseException:
+        snapshots.forget(record)
+        raise
     return CoordinatedSnapshot(record.snapshot_id, record, state)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from pydantic import ConfigDict, Field
@@ -85,6 +86,7 @@ def restore(params: RestoreParams, *, context: ToolContext) -> ToolResult[Filesy
     if isinstance(snaps, str):
         return ToolResult.fail(snaps)
     now: FilesystemSnapshot | None = None
+    kept = False  # ``now`` is deleted on every way out unless it holds what was undone
     try:
         record = snaps.find(params.id_or_tag)
         # What is discarded is kept, and the restore happens only if nothing changed
@@ -92,10 +94,10 @@ def restore(params: RestoreParams, *, context: ToolContext) -> ToolResult[Filesy
         now = snaps.snapshot()
         undone = snaps.diff(record, now)
         snaps.restore(record, if_unchanged_since=now)
+        kept = undone.changed
     except ContentChangedError:
         assert now is not None  # only the conditional restore raises it
         meanwhile = changed_paths(snaps.diff(now))  # for the message only
-        snaps.forget(now)
         return ToolResult.fail(
             f"Cannot restore snapshot `{params.id_or_tag}`: another writer changed the "
             f"workspace while it was restoring ({meanwhile}), so nothing was restored. Try again."
@@ -103,8 +105,13 @@ def restore(params: RestoreParams, *, context: ToolContext) -> ToolResult[Filesy
     except (OSError, ValueError) as exc:
         why = describe_error(exc)
         return ToolResult.fail(f"Cannot restore snapshot `{params.id_or_tag}`: {why}.")
-    if not undone.changed:
-        snaps.forget(now)  # nothing is in it that the restored snapshot lacks
+    finally:
+        if now is not None and not kept:
+            # Housekeeping: a backend that cannot delete it now (a daemon gone) must not
+            # turn the answer into an exception.
+            with contextlib.suppress(OSError, ValueError):
+                snaps.forget(now)
+    if not kept:  # nothing is in ``now`` that the restored snapshot lacks
         return ToolResult.ok(f"Restored {describe(record)}; nothing had changed since.", record)
     undid = summary(len(undone.added), len(undone.modified), len(undone.deleted))
     message = (

@@ -8,7 +8,8 @@ answers with nothing, so the client waits for ever. Here:
 * stdin is read in blocks of ``READ_BLOCK`` bytes and split into lines of at
   most ``max_request_bytes``; a longer line is answered (-32600, id null) as
   soon as it passes the limit, and its remaining bytes are skipped as they come;
-* a line that is not JSON (or not UTF-8) gets a parse error (-32700, id null);
+* a line that is not JSON (or not UTF-8, or nested too deeply to read) gets a
+  parse error (-32700, id null);
   JSON that is no JSON-RPC message, or holds a lone surrogate (``"\\ud800"``,
   which is no Unicode text), gets an invalid-request error (-32600) with the
   message's id when it has a usable one, else null;
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -38,6 +40,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
+
+log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 4 << 20
 """Longest request line served (without its line end), in bytes: far above what a
@@ -101,12 +105,22 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> Sessi
 
 
 def _has_surrogate(value: object) -> bool:
-    if isinstance(value, str):
-        return not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(map(_has_surrogate, value))
+    """Whether a string anywhere in the JSON value ``value`` holds a lone surrogate.
+
+    Walked with a stack rather than recursion: a line may nest as deep as the
+    JSON parser allows, which is deeper than Python's recursion limit.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii() and any("\ud800" <= c <= "\udfff" for c in item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False
 
 
@@ -128,6 +142,8 @@ def _refusal(line: bytes, exc: ValidationError) -> SessionMessage:
         value = json.loads(line.decode("utf-8"))  # strict: json.loads would pass surrogates
     except ValueError as parse:  # a UnicodeDecodeError is one too
         return _error(None, types.PARSE_ERROR, f"Parse error: {parse}")
+    except RecursionError:  # valid JSON, but nested deeper than the parser recurses
+        return _error(None, types.PARSE_ERROR, "Parse error: the JSON is nested too deeply")
     if _has_surrogate(value):
         why = "a string holds a lone surrogate (e.g. \\ud800), which is not Unicode text"
     else:
@@ -145,6 +161,14 @@ def message_of(line: bytes) -> SessionMessage | None:
     """
     if not line.strip():
         return None
+    try:
+        return _message(line)
+    except Exception:  # a line that trips a parser's bug costs its answer, not the server
+        log.exception("reading a request line failed")
+        return _error(None, types.INVALID_REQUEST, "Invalid request: the line could not be read")
+
+
+def _message(line: bytes) -> SessionMessage:
     try:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:

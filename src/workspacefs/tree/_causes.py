@@ -177,7 +177,7 @@ class Cause:
             if not isinstance(data, dict):
                 return None
             cause = cls.from_dict({k: v for k, v in data.items() if k in _CALL_FIELDS})
-        except (ValueError, InvalidArgumentError):
+        except (ValueError, InvalidArgumentError, RecursionError):  # nested past the parser
             return None
         return cause if cause.kind == "call" else None
 

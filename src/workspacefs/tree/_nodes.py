@@ -322,15 +322,16 @@ class File(Node):
             chunks[index] = Chunk(self.budget, data)
 
     def same_data(self, other: File) -> bool:
-        """True if both files hold the same bytes (cheap when data is shared)."""
+        """True if both files hold the same bytes (cheap when data is shared or the
+        sizes differ: a lazy file is loaded only to compare it with one of its size)."""
+        if self._size != other._size:
+            return False
         if self.lazy is not None and other.lazy is not None and self.lazy.key == other.lazy.key:
-            return self._size == other._size
+            return True
         self._load()
         other._load()
         if self.chunks is other.chunks:
-            return self._size == other._size
-        if self._size != other._size:
-            return False
+            return True
         for index in self.chunks.keys() | other.chunks.keys():
             mine, theirs = self.chunks.get(index), other.chunks.get(index)
             if mine is theirs:
