@@ -4,6 +4,9 @@ import pytest
 
 pytest.register_assert_rewrite("workspacefs.testing")
 
+# The log guard: a test fails if workspacefs logged an error it did not declare.
+pytest_plugins = ["support.logs", "pytester"]  # pytester: the guard's own test
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Detach stale mounts a killed earlier run left in pytest's temp dirs.

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from interpreter import SOURCE_ROOT as SOURCE_ROOT
+from support import logs
 from workspacefs.daemon import MountRecord, connect, known_mounts, start
 from workspacefs.fuse import is_stale, mounts_inside, recover
 
@@ -54,18 +55,20 @@ def scratch_dir() -> Iterator[Path]:
 
 
 def stop(record: MountRecord) -> None:
-    """Unmount through the API; failing that, kill the daemon and detach its mount."""
+    """Unmount through the API; failing that, kill the daemon and detach its mount.
+    The errors the daemon logged go to the log guard (``support.logs``)."""
     try:
         with connect(record.socket, timeout=10) as fs:
             fs.unmount(wait=10)
-        return
     except OSError:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(record.pid, signal.SIGKILL)
-    if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
-        recover(record.mountpoint)
-        subprocess.run(["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(record.pid, signal.SIGKILL)
+        if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
+            recover(record.mountpoint)
+            subprocess.run(
+                ["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False
+            )
+    logs.ERRORS.add(logs.daemon_logged(record.log, record.pid))
 
 
 class Daemons:
