@@ -209,6 +209,7 @@ def test_a_read_only_mount_serves_forks_read_only(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     not os.path.ismount("/sys/fs/fuse/connections"), reason="fusectl is not mounted"
 )
+@pytest.mark.logs_errors("the FUSE loop serving .* died")
 def test_a_lost_mount_stops_its_forks_api_too(tmp_path: Path) -> None:
     origin = InMemoryFilesystem()
     fork = origin.fork()
