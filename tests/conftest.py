@@ -8,7 +8,8 @@ from collections.abc import Generator
 
 import pytest
 
-pytest.register_assert_rewrite("workspacefs.testing")
+# Before they are imported: the checks of the suite and of the helpers explain themselves.
+pytest.register_assert_rewrite("workspacefs.testing", "support")
 
 # The log guard: a test fails if workspacefs logged an error it did not declare.
 pytest_plugins = ["support.logs", "pytester"]  # pytester: the guard's own test

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import Daemons, private_runtime
 from workspacefs.daemon import MountRecord
-
-from .support import Daemons, private_runtime
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .support import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
+from support.daemon import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
 
 COMMANDS = [
     "mount",

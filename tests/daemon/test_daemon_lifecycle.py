@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import Daemons, cli
 from workspacefs import BusyError, NotPermittedError
 from workspacefs.daemon import RuntimePaths, connect, running_mounts
 from workspacefs.fuse import is_stale
-
-from .support import Daemons, cli
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from support.daemon import Daemons, stop
 from support.logs import daemon_logged
-
-from .support import Daemons, stop
 
 
 def test_the_guard_reads_the_lines_of_the_daemon_it_stops(daemons: Daemons) -> None:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import SOURCE_ROOT, cli, cli_json, stop
 from workspacefs.daemon import MountRecord, running_mounts
-
-from .support import SOURCE_ROOT, cli, cli_json, stop
 
 
 def daemon_pids(mountpoint: Path) -> list[int]:

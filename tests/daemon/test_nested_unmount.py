@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from interpreter import child_env
+from support.daemon import cli, cli_json, demo_source, scratch_dir, stop
+from support.interpreter import child_env
 from workspacefs import MountedInsideError
 from workspacefs.daemon import MountRecord, connect, running_mounts
 from workspacefs.fuse import is_stale, recover
-
-from .support import cli, cli_json, demo_source, scratch_dir, stop
 
 EXIT_MOUNTED_INSIDE = 5
 

@@ -8,7 +8,7 @@ setup, call or teardown fails the test, as s3ql's ``pytest_checklogs`` does, unl
 the test declares it with ``@pytest.mark.logs_errors("regex", ...)``: each error's
 message must then match one of the patterns (``re.search``).
 
-Daemons run in processes of their own: ``stop`` (tests/daemon/support.py) reads the
+Daemons run in processes of their own: ``support.daemon.stop`` reads the
 errors a daemon wrote to its log file and hands them to the same guard.
 
 This module is a pytest plugin (tests/conftest.py loads it): the check runs after a

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.support import private_runtime, stop
+from support.daemon import private_runtime, stop
 from workspacefs import HostFilesystem, InMemoryFilesystem, SnapshotableFilesystem, mount
 from workspacefs.daemon import MountRecord, RemoteFilesystem, connect, start
 from workspacefs.fs import Filesystem

@@ -13,8 +13,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from interpreter import SOURCE_ROOT as SOURCE_ROOT
 from support import logs
+from support.interpreter import SOURCE_ROOT as SOURCE_ROOT
 from workspacefs.daemon import MountRecord, connect, known_mounts, start
 from workspacefs.fuse import is_stale, mounts_inside, recover
 
