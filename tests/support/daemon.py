@@ -54,6 +54,15 @@ def scratch_dir() -> Iterator[Path]:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (or is a zombie not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def stop(record: MountRecord) -> None:
     """Unmount through the API; failing that, kill the daemon and detach its mount.
     The errors the daemon logged go to the log guard (``support.logs``)."""
