@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from support.zipbomb import zero_bomb
 from workspacefs import HostFilesystem, InMemoryFilesystem, LimitExceededError, NoSpaceError
 from workspacefs.archive import (
     ArchiveLimits,
@@ -27,7 +28,6 @@ from workspacefs.archive import (
     write_archive,
 )
 from workspacefs.archive._memory import TreeArchiveSource
-from zipbomb import zero_bomb
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -12,19 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import Daemons, private_runtime
 from workspacefs.daemon import MountRecord
-from workspacefs.fuse import unavailable_reason
-
-from .support import Daemons, private_runtime
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    reason = unavailable_reason()
-    for item in items:
-        if "tests/daemon/" in str(item.fspath):
-            item.add_marker(pytest.mark.fuse)
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import SOURCE_ROOT, Daemons, cli
 from workspacefs import Cause, InvalidArgumentError, attributed
 from workspacefs.daemon import RemoteFilesystem, connect
 from workspacefs.fs import CAUSE_VARIABLE
-
-from .support import SOURCE_ROOT, Daemons, cli
 
 TOOL = Cause.call("edit_file", "toolu_42", "agent-1")
 

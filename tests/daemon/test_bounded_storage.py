@@ -21,12 +21,11 @@ from pathlib import Path
 
 import pygit2
 
-from memory_limit import MemoryLimit, memory_limit
+from support.daemon import cli, cli_json, cli_ok, demo_source, stop
+from support.memory_limit import MemoryLimit, memory_limit
+from support.zipbomb import zero_bomb
 from workspacefs import git as wgit
 from workspacefs.daemon import MountRecord, connect
-from zipbomb import zero_bomb
-
-from .support import cli, cli_json, cli_ok, demo_source, stop
 
 MIB = 1 << 20
 GIB = 1 << 30

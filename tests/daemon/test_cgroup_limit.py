@@ -23,13 +23,12 @@ from typing import Any
 import httpx
 import pytest
 
-from memory_limit import MemoryLimit, memory_limit
+from support.daemon import cli, cli_json, cli_ok, stop
+from support.memory_limit import MemoryLimit, memory_limit
+from support.zipbomb import zero_bomb
 from workspacefs import NoSpaceError
 from workspacefs.daemon import MountRecord, connect
 from workspacefs.fs import Limits
-from zipbomb import zero_bomb
-
-from .support import cli, cli_json, cli_ok, stop
 
 LIMIT = 1 << 30
 MIB = 1 << 20

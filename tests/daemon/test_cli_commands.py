@@ -8,14 +8,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .support import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
+from support.daemon import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
+from support.polling import eventually
 
 COMMANDS = [
     "mount",
@@ -408,10 +408,7 @@ def test_run_leaves_the_callers_directory_alone(workspace: Path, tmp_path: Path)
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (workspace / "started").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (workspace / "started").exists()
+        eventually((workspace / "started").exists, 60, "the command runs")
         monitors = _conmon_directories() - others
         assert monitors, "no conmon watches the container"
         assert str(caller) not in monitors

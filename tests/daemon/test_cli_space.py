@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import cli, cli_json, cli_mounted, cli_ok
 from workspacefs import InvalidArgumentError, SnapshotRetentionPolicy
 from workspacefs.daemon import connect
-
-from .support import cli, cli_json, cli_mounted, cli_ok
 
 KIB = 1024
 

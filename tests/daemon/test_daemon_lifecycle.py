@@ -7,16 +7,15 @@ import os
 import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from support.daemon import Daemons, alive, cli
+from support.polling import eventually
 from workspacefs import BusyError, NotPermittedError
 from workspacefs.daemon import RuntimePaths, connect, running_mounts
 from workspacefs.fuse import is_stale
-
-from .support import Daemons, cli
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -24,14 +23,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 def wait_dead(pid: int) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"pid {pid} still runs")
+    eventually(lambda: not alive(pid), 10, f"pid {pid} exits")
 
 
 def test_two_daemons_each_with_its_own_socket(daemons: Daemons) -> None:
@@ -81,10 +73,8 @@ def test_sigkill_leaves_a_mount_doctor_reports_and_fixes(daemons: Daemons) -> No
     Path(record.mountpoint, "file.txt").write_text("x")
     os.kill(record.pid, signal.SIGKILL)
     wait_dead(record.pid)
-    deadline = time.monotonic() + 5  # the kernel aborts the connection as the process goes
-    while not is_stale(record.mountpoint) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert is_stale(record.mountpoint)
+    # The kernel aborts the connection as the process goes.
+    eventually(lambda: is_stale(record.mountpoint), 5, "the mount is stale")
     report = cli("doctor", "--json")
     assert report.returncode == 4, report.stderr
     problems = {c["name"]: c["detail"] for c in _json(report.stdout) if c["status"] == "problem"}
@@ -185,6 +175,9 @@ def test_runtime_files_go_with_the_daemon(daemons: Daemons) -> None:
     wait_dead(record.pid)
 
 
+@pytest.mark.logs_errors(  # the daemon reports the mount it lost, then stops
+    "the FUSE loop serving .* died", "the FUSE loop stopped; shutting down", "daemon failed"
+)
 def test_external_unmount_stops_the_daemon(daemons: Daemons) -> None:
     record = daemons.start()
     subprocess.run(["fusermount3", "-u", record.mountpoint], check=True)

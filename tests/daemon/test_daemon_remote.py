@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import workspacefs
+from support.daemon import Daemons
 from workspacefs import (
     Filesystem,
     InMemoryFilesystem,
@@ -26,8 +27,6 @@ from workspacefs.daemon import MountRecord, RemoteFilesystem, connect
 from workspacefs.testing import FilesystemProtocolTests
 from workspacefs.testing._compliance import Files
 from workspacefs.tools import ToolContext, filesystem_tools
-
-from .support import Daemons
 
 
 def reset(fs: RemoteFilesystem, files: Files) -> RemoteFilesystem:

@@ -8,10 +8,9 @@ import signal
 import time
 from pathlib import Path
 
+from support.daemon import cli, cli_json, cli_ok, demo_source, scratch_dir
 from workspacefs.daemon import MountRecord
 from workspacefs.fuse import is_stale
-
-from .support import cli, cli_json, cli_ok, demo_source, scratch_dir
 
 EXIT_NO_WORKSPACE = 3
 

@@ -17,9 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support.daemon import SOURCE_ROOT, cli_json, cli_mounted
 from workspacefs import connect
-
-from .support import SOURCE_ROOT, cli_json, cli_mounted
 
 FILES = 5_000
 HUGE = 64 << 30

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_limit import memory_limit
+from support.daemon import SOURCE_ROOT, cli_mounted, cli_ok, demo_source
+from support.memory_limit import memory_limit
 from workspacefs import connect
 from workspacefs.tools import ToolContext, filesystem_tools
-
-from .support import SOURCE_ROOT, cli_mounted, cli_ok, demo_source
 
 HUGE = 64 << 30
 

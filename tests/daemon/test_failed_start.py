@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import SOURCE_ROOT, alive, cli, cli_json, stop
 from workspacefs.daemon import MountRecord, running_mounts
-
-from .support import SOURCE_ROOT, cli, cli_json, stop
 
 
 def daemon_pids(mountpoint: Path) -> list[int]:
@@ -32,14 +31,6 @@ def daemon_pids(mountpoint: Path) -> list[int]:
         if b"workspacefs.daemon" in args and os.fsencode(mountpoint) in args:
             found.append(int(entry))
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture

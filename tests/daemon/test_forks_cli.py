@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from support.daemon import SOURCE_ROOT, Daemons, cli, cli_json, cli_mounted, cli_ok, demo_source
 from workspacefs import AlreadyExistsError, NotFoundError
 from workspacefs.daemon import connect
-
-from .support import SOURCE_ROOT, Daemons, cli, cli_json, cli_mounted, cli_ok, demo_source
 
 NOBODY = 65534
 

@@ -35,13 +35,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from forged_repos import DIR, FILE, Forge, bomb, record
-from memory_limit import MemoryLimit, memory_limit
+from support.daemon import cli, stop
+from support.forged_repos import DIR, FILE, Forge, bomb, record
+from support.memory_limit import MemoryLimit, memory_limit
+from support.zipbomb import zero_bomb
 from workspacefs import FilesystemSnapshot, connect
 from workspacefs.daemon import MountRecord
-from zipbomb import zero_bomb
 
-from .support import cli, stop
 from .test_debug_bounds import _serve_debug, _stop
 
 pytestmark = pytest.mark.container

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from forged_repos import DIR, FILE, Forge, bomb, record
-from memory_limit import MemoryLimit, memory_limit
+from support.daemon import cli, cli_ok, stop
+from support.forged_repos import DIR, FILE, Forge, bomb, record
+from support.memory_limit import MemoryLimit, memory_limit
 from workspacefs.daemon import MountRecord
-
-from .support import cli, cli_ok, stop
 
 MIB = 1 << 20
 BIG = 256 * MIB

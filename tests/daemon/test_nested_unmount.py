@@ -12,37 +12,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from interpreter import child_env
+from support.daemon import alive, cli, cli_json, demo_source, scratch_dir, stop
+from support.interpreter import child_env
+from support.polling import eventually
 from workspacefs import MountedInsideError
 from workspacefs.daemon import MountRecord, connect, running_mounts
 from workspacefs.fuse import is_stale, recover
 
-from .support import cli, cli_json, demo_source, scratch_dir, stop
-
 EXIT_MOUNTED_INSIDE = 5
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def wait_until(condition: object, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not so after 10 s: {what}")
 
 
 @pytest.fixture
@@ -112,7 +94,7 @@ def test_unmount_recursive_unmounts_the_inner_workspace_first(
         f"Unmounted {inner.mountpoint}",
         f"Unmounted {outer.mountpoint}",
     ]
-    wait_until(lambda: not alive(outer.pid) and not alive(inner.pid), "both daemons exit")
+    eventually(lambda: not alive(outer.pid) and not alive(inner.pid), 10, "both daemons exit")
     assert not os.path.ismount(outer.mountpoint)
     assert not running_mounts()
 
@@ -122,7 +104,7 @@ def test_recursive_refuses_a_mount_inside_that_is_no_workspace(
 ) -> None:
     outer, inner = nested
     os.kill(inner.pid, signal.SIGKILL)  # the inner mount is stale now: no daemon to ask
-    wait_until(lambda: is_stale(inner.mountpoint), "the inner mount is stale")
+    eventually(lambda: is_stale(inner.mountpoint), 10, "the inner mount is stale")
     refused = cli("unmount", "--recursive", outer.mountpoint)
     assert refused.returncode == EXIT_MOUNTED_INSIDE, refused.stderr
     assert f"{inner.mountpoint} mounted inside is no running workspace" in refused.stderr
@@ -137,11 +119,11 @@ def test_sigterm_does_not_take_the_inner_workspace_along(
     outer, inner = nested
     os.kill(outer.pid, signal.SIGTERM)
     log = Path(outer.log)
-    wait_until(lambda: f"{inner.mountpoint} is mounted inside" in log.read_text(), "refusal")
+    eventually(lambda: f"{inner.mountpoint} is mounted inside" in log.read_text(), 10, "refusal")
     assert_both_serve(outer, inner)
     assert cli("unmount", inner.mountpoint).returncode == 0
     os.kill(outer.pid, signal.SIGTERM)  # nothing inside now: it goes
-    wait_until(lambda: not alive(outer.pid), "the outer daemon exits")
+    eventually(lambda: not alive(outer.pid), 10, "the outer daemon exits")
     assert not os.path.ismount(outer.mountpoint)
 
 
@@ -150,7 +132,7 @@ def test_doctor_fix_leaves_a_stale_mount_holding_a_live_workspace(
 ) -> None:
     outer, inner = nested
     os.kill(outer.pid, signal.SIGKILL)
-    wait_until(lambda: is_stale(outer.mountpoint), "the outer mount is stale")
+    eventually(lambda: is_stale(outer.mountpoint), 10, "the outer mount is stale")
     fixed = cli("doctor", "--fix", "--json")
     assert fixed.returncode == 4, fixed.stdout
     import json
@@ -168,7 +150,7 @@ def test_doctor_fix_leaves_a_stale_mount_holding_a_live_workspace(
     assert (Path(inner.mountpoint) / "data.txt").read_text() == "kept\n"
     # Once the inner workspace is unmounted, the stale outer one is fixed.
     assert cli("unmount", inner.mountpoint).returncode == 0
-    wait_until(lambda: not alive(inner.pid), "the inner daemon exits")
+    eventually(lambda: not alive(inner.pid), 10, "the inner daemon exits")
     again = cli("doctor", "--fix")
     assert again.returncode == 0, again.stdout
     assert not is_stale(outer.mountpoint)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from support.daemon import Daemons
 from workspacefs import connect
 from workspacefs.fs import MAX_ENTRIES, tree_key
-
-from .support import Daemons
 
 
 def test_links_and_pages_of_entries(daemons: Daemons) -> None:

@@ -11,11 +11,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from support.daemon import Daemons, cli
 from workspacefs.daemon import connect
 from workspacefs.fs import FilesystemSnapshot
 from workspacefs.tools import ToolContext, filesystem_tools
-
-from .support import Daemons, cli
 
 MAX_SNAPSHOTS = 5_000
 """Two of this many random ids share their first 4 characters all but surely (the

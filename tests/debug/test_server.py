@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from interpreter import child_env
+from support.interpreter import child_env
 from workspacefs import InMemoryFilesystem
 from workspacefs.archive import export_archive
 from workspacefs.debug import LiveTarget, start

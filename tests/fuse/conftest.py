@@ -11,16 +11,6 @@ from pathlib import Path
 import pytest
 
 from workspacefs import InMemoryFilesystem, Mount, mount
-from workspacefs.fuse import unavailable_reason
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    reason = unavailable_reason()
-    for item in items:
-        if "tests/fuse/" in str(item.fspath):
-            item.add_marker(pytest.mark.fuse)
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @dataclass

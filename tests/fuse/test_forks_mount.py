@@ -10,12 +10,12 @@ import errno
 import os
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from support.polling import eventually
 from workspacefs import (
     BackendUnavailableError,
     InMemoryFilesystem,
@@ -27,14 +27,6 @@ from workspacefs.tree import ROOT_INO
 
 from .conftest import Mounted
 from .test_lost_mount import abort_connection
-
-
-def eventually(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Wait until ``condition()`` holds (the kernel sends FORGET on its own time)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -150,7 +142,8 @@ def test_a_removed_fork_goes_at_once_and_is_let_go_when_closed(
         assert fork.tree.held(fork.tree.resolve_path("open.txt") or 0)
     finally:
         handle.close()
-    eventually(lambda: not fork.tree.orphans and not fork.tree.held(ROOT_INO), "forgotten")
+    # The kernel sends FORGET on its own time.
+    eventually(lambda: not fork.tree.orphans and not fork.tree.held(ROOT_INO), 10, "forgotten")
     fork.write("later.txt", "the API goes on")
     with pytest.raises(FileNotFoundError):
         mounted.handle.remove_fork("f")
@@ -209,6 +202,7 @@ def test_a_read_only_mount_serves_forks_read_only(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     not os.path.ismount("/sys/fs/fuse/connections"), reason="fusectl is not mounted"
 )
+@pytest.mark.logs_errors("the FUSE loop serving .* died")
 def test_a_lost_mount_stops_its_forks_api_too(tmp_path: Path) -> None:
     origin = InMemoryFilesystem()
     fork = origin.fork()

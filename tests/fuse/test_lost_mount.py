@@ -20,6 +20,9 @@ from workspacefs import InMemoryFilesystem, MountLostError, mount
 from workspacefs.fuse import WorkspaceOperations
 from workspacefs.fuse._features import OPEN_FREE
 
+# Every test here loses its mount on purpose; the owner logs the loss.
+pytestmark = pytest.mark.logs_errors("the FUSE loop serving .* died")
+
 
 def abort_connection(mountpoint: Path) -> None:
     """Abort the FUSE connection from outside, as the kernel does when things go wrong."""

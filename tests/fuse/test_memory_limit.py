@@ -17,12 +17,13 @@ import resource
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support.polling import eventually
 
 MIB = 1 << 20
 LIMIT = 1 << 30  # address space of the serving process
@@ -159,10 +160,7 @@ def test_writes_past_the_limit_fail_with_enospc(server: tuple[Server, Path, int]
 
     # Deleting frees the space; the workspace is usable again, both ways.
     (point / "big").unlink()  # freed when the kernel forgets the inode, a moment later
-    deadline = time.monotonic() + 10
-    while statfs(point) != (budget, budget - MIB) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert statfs(point) == (budget, budget - MIB)
+    eventually(lambda: statfs(point) == (budget, budget - MIB), 10, "the space is free again")
     (point / "after.bin").write_bytes(b"y" * (10 * MIB))
     assert child.ask("api-small") == {"result": "ok"}
     assert child.ask("usage")["files"] == ["after.bin", "early.bin", "small.txt"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from support.polling import eventually
 from workspacefs import InMemoryFilesystem, mount
 
 from .conftest import Mounted
@@ -71,15 +71,6 @@ def test_nothing_lands_in_a_directory_the_api_removed(
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def test_an_open_file_survives_a_restore_that_drops_it(mounted: Mounted) -> None:
     fs = mounted.fs
     before = fs.snapshot()
@@ -97,7 +88,7 @@ def test_an_open_file_survives_a_restore_that_drops_it(mounted: Mounted) -> None
     finally:
         os.close(fd)
     # Closed, the kernel forgets it, and the orphan goes.
-    assert wait_for(lambda: not fs.tree.orphans), fs.tree.orphans
+    eventually(lambda: not fs.tree.orphans, 10, "the orphan goes")
 
 
 def test_a_shell_in_a_directory_a_restore_drops(mounted: Mounted) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from support.polling import eventually
+
 from .conftest import Mounted
 from .posix import (
     RENAME_EXCHANGE,
@@ -255,10 +257,8 @@ def test_unlinked_open_file_keeps_working(mounted: Mounted) -> None:
         assert mounted.fs.tree.orphans, "the open file is an orphan in the tree"
         snapshot = mounted.fs.snapshot()
         assert not mounted.fs.at(snapshot).exists("tmpfile")
-    deadline = time.monotonic() + 5
-    while mounted.fs.tree.orphans and time.monotonic() < deadline:
-        time.sleep(0.01)  # the kernel's forget arrives asynchronously
-    assert not mounted.fs.tree.orphans
+    # The kernel's forget arrives asynchronously.
+    eventually(lambda: not mounted.fs.tree.orphans, 5, "the orphan goes")
 
 
 def test_readdir_while_directory_changes(mounted: Mounted) -> None:

@@ -2,7 +2,7 @@
 and with the API on the tree being mounted.
 
 GNU grep -R, glob.glob and bash's globstar run on the mount point and on a
-plain directory holding the same corpus (tests/search/corpus.py); fs.grep
+plain directory holding the same corpus (tests/support/search_corpus.py); fs.grep
 and fs.glob run on the in-memory tree behind the mount.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from search.corpus import (
+from support.search_corpus import (
     GLOB_LOOPS,
     GLOB_TEXT,
     GREP_CASES,

@@ -21,9 +21,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from forged_repos import DIR, FILE, GIT_ENV, Forge, bomb, record
-from interpreter import child_env
-from memory_limit import memory_limit
+from support.forged_repos import DIR, FILE, GIT_ENV, Forge, bomb, record
+from support.interpreter import child_env
+from support.memory_limit import memory_limit
 from workspacefs import InMemoryFilesystem, LimitExceededError, NoSpaceError, SnapshotError
 from workspacefs import git as wgit
 from workspacefs.tree import CHUNK_SIZE

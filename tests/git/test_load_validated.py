@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from forged_repos import DIR, FILE, Forge, record
+from support.forged_repos import DIR, FILE, Forge, record
 from workspacefs import InMemoryFilesystem, SnapshotError
 from workspacefs import git as wgit
 from workspacefs.tree import Special

@@ -22,8 +22,8 @@ from typing import Any
 import pygit2
 import pytest
 
-from interpreter import child_env
-from memory_limit import memory_limit
+from support.interpreter import child_env
+from support.memory_limit import memory_limit
 from workspacefs import InMemoryFilesystem, LimitExceededError
 from workspacefs import git as wgit
 from workspacefs.tree import ROOT_INO

@@ -23,11 +23,10 @@ from typing import Any, cast
 import pyfuse3
 import pytest
 
+from support.consistency import check_consistent
 from workspacefs import InMemoryFilesystem
 from workspacefs.fuse import WorkspaceOperations
 from workspacefs.fuse._snapshots_dir import SnapshotsDir, snapshot_lister
-
-from .consistency import check_consistent
 
 
 @dataclass(frozen=True, slots=True)

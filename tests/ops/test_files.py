@@ -88,6 +88,7 @@ async def test_flush_and_fsync_are_declined_once(ops: WorkspaceOperations) -> No
     await ops.releasedir(fh)
 
 
+@pytest.mark.logs_errors("bug in FUSE handler read")
 async def test_a_bug_answers_eio_and_is_logged(
     ops: WorkspaceOperations, caplog: pytest.LogCaptureFixture
 ) -> None:

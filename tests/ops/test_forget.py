@@ -8,12 +8,12 @@ import stat
 
 import pytest
 
+from support.consistency import check_consistent
 from workspacefs import InMemoryFilesystem
 from workspacefs.fuse import WorkspaceOperations
 from workspacefs.tree import ROOT_INO
 
 from .conftest import CTX, Kernel, create_file, fuse_error, read_all
-from .consistency import check_consistent
 
 pytestmark = pytest.mark.trio
 

@@ -9,6 +9,7 @@ import stat
 import pyfuse3
 import pytest
 
+from support.consistency import check_consistent
 from workspacefs import InMemoryFilesystem
 from workspacefs.fuse import WorkspaceOperations
 from workspacefs.fuse._features import OPEN_FREE
@@ -16,7 +17,6 @@ from workspacefs.fuse._forks_dir import ForksDir
 from workspacefs.tree import ROOT_INO
 
 from .conftest import CTX, Kernel, create_file, fuse_error, read_all
-from .consistency import check_consistent
 from .test_open_free import list_all
 
 pytestmark = pytest.mark.trio

@@ -1,14 +1,13 @@
 """Real Podman sandboxes, one at a time (one FUSE mount per process).
 
-Tests marked ``container`` are skipped, with the preflight's lines as the
-reason, only where this machine cannot run a sandbox; scripts/setup.sh
+Tests marked ``container`` are skipped (tests/conftest.py), with the preflight's
+lines as the reason, only where this machine cannot run a sandbox; scripts/setup.sh
 installs and configures what they need.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import subprocess
 from collections.abc import Iterator
@@ -16,21 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from workspacefs import InMemoryFilesystem
-from workspacefs.sandbox import PodmanSandbox, containers_conf, preflight
-
-
-@functools.cache
-def unavailable_reason() -> str | None:
-    problems = preflight()
-    return "Podman sandbox unavailable: " + "; ".join(problems) if problems else None
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/sandbox/" in str(item.fspath) and item.get_closest_marker("container"):
-            reason = unavailable_reason()
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
+from workspacefs.sandbox import PodmanSandbox, containers_conf
 
 
 def podman(*args: str) -> subprocess.CompletedProcess[str]:

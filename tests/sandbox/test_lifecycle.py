@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from support.polling import eventually
 from workspacefs import BusyError, InMemoryFilesystem, mount
 from workspacefs.sandbox import PodmanError, PodmanSandbox, cleanup_stale
 
@@ -100,10 +101,7 @@ def test_sigkill_leaves_what_cleanup_stale_removes() -> None:
     proc.kill()
     proc.communicate(timeout=60)
     # The lifeline closed with the process: the container goes by itself.
-    deadline = time.monotonic() + 30
-    while name in container_names():
-        assert time.monotonic() < deadline, "the container outlived its process"
-        time.sleep(0.2)
+    eventually(lambda: name not in container_names(), 30, "the container goes", interval=0.2)
     assert [p for p in mounted_paths() if p.startswith(state)]  # a dead mount stays ...
     removed = cleanup_stale()
     assert state in removed  # ... until cleaned up

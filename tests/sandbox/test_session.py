@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import io
 import tarfile
-import time
 
 import pytest
 
+from support.polling import eventually
 from workspacefs import FilesystemDiff, InMemoryFilesystem
 from workspacefs.sandbox import ExecResult, PodmanSandbox
 
@@ -156,9 +156,11 @@ def test_restore_is_seen_inside_and_open_files_keep_working(sandbox: PodmanSandb
     sandbox.restore(empty)
     assert not fs.exists("data.txt")
     assert sandbox.exec("test ! -e data.txt && ls -A").stdout == ""
-    deadline = time.monotonic() + 20
-    while not sandbox.exec("test -e /tmp/done").ok:
-        assert time.monotonic() < deadline, "the background reader never finished"
-        time.sleep(0.2)
+    eventually(
+        lambda: sandbox.exec("test -e /tmp/done").ok,
+        20,
+        "the background reader finishes",
+        interval=0.2,
+    )
     # The open descriptor still read the file that was there when it was opened.
     assert sandbox.exec("cat /tmp/seen").stdout == "version two\n"

@@ -6,9 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from support.search_corpus import (
+    LIMITS,
+    Line,
+    build_directory,
+    build_host_root,
+    build_memory,
+    corpus,
+    gnu_grep,
+)
 from workspacefs import Filesystem, HostFilesystem, InMemoryFilesystem
-
-from .corpus import LIMITS, Line, build_directory, build_host_root, build_memory, corpus, gnu_grep
 
 
 class Trees:

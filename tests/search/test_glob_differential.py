@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from support.search_corpus import GLOB_LOOPS, GLOB_TEXT, bash_glob, glob_pairs, python_glob
+
 from .conftest import Trees
-from .corpus import GLOB_LOOPS, GLOB_TEXT, bash_glob, glob_pairs, python_glob
 
 
 @pytest.mark.parametrize("backend", ["memory", "host"])

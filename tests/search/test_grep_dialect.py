@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from support.search_corpus import gnu_grep
 from workspacefs import InMemoryFilesystem
-
-from .corpus import gnu_grep
 
 FILES = {
     "unicode.txt": "héllo Wörld\nÉcole\n".encode(),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from support.search_corpus import GREP_CASES, LIMITS, assert_same_lines
+
 from .conftest import Trees
-from .corpus import GREP_CASES, LIMITS, assert_same_lines
 
 
 @pytest.mark.parametrize("backend", ["memory", "host"])

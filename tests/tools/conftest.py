@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.support import private_runtime, stop
+from support.daemon import private_runtime, stop
 from workspacefs import HostFilesystem, InMemoryFilesystem, SnapshotableFilesystem, mount
 from workspacefs.daemon import MountRecord, RemoteFilesystem, connect, start
 from workspacefs.fs import Filesystem
@@ -25,21 +25,7 @@ from workspacefs.fuse import unavailable_reason
 from workspacefs.tools import ToolContext, ToolResult, filesystem_tools
 
 BACKENDS = ["memory", "host", "fuse", "remote"]
-MOUNTED = {"fuse", "remote"}
-"""The backends that need FUSE (the daemon mounts its workspace too)."""
 Files = Mapping[str, str | bytes]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    reason = unavailable_reason()
-    for item in items:
-        if "tests/tools/" not in str(item.fspath):
-            continue
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("backend") in MOUNTED:
-            item.add_marker(pytest.mark.fuse)
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from interpreter import python
+from support.interpreter import python
 
 HEAVY = ("mcp", "anyio", "starlette", "pyfuse3", "pygit2", "trio")
 

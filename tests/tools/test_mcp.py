@@ -192,6 +192,7 @@ async def _in_process(server: Any) -> list[tuple[bool, str]]:
         return out
 
 
+@pytest.mark.logs_errors("tool boom failed")
 def test_a_handler_bug_is_an_error_result_not_a_dead_server(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -13,7 +13,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from ops.consistency import check_consistent
+from support.consistency import check_consistent
 from workspacefs import InMemoryFilesystem, NoSpaceError
 from workspacefs.fs import available_memory, default_memory_budget
 from workspacefs.tree import (

@@ -15,8 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from interpreter import child_env
-from memory_limit import memory_limit
+from support.interpreter import child_env
+from support.memory_limit import memory_limit
 from workspacefs.fs import MemoryCeiling, available_memory, memory_ceilings
 
 MIB = 1 << 20

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ops.consistency import check_consistent
+from support.consistency import check_consistent
 from workspacefs.tree import ROOT_INO, Tree, diff_versions
 
 DEPTH = max(3000, sys.getrecursionlimit() + 500)

@@ -13,7 +13,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from ops.consistency import check_consistent
+from support.consistency import check_consistent
 from workspacefs.tree import (
     CHUNK_SIZE,
     FALLOC_FL_KEEP_SIZE,

@@ -16,7 +16,7 @@ from families import FamilyMachine
 from hypothesis import settings
 from hypothesis.stateful import invariant, rule
 
-from ops.consistency import check_consistent
+from support.consistency import check_consistent
 from workspacefs import InMemoryFilesystem, InvalidArgumentError, ReadOnlyError
 from workspacefs.git import merge
 

@@ -6,7 +6,7 @@ Each check runs in a fresh interpreter, since this process has imported every la
 from __future__ import annotations
 
 import workspacefs
-from interpreter import python
+from support.interpreter import python
 
 HEAVY = ("pyfuse3", "trio", "pygit2")
 # What the top level exports without importing it: the layers that load HEAVY, and the

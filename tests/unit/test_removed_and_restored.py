@@ -12,7 +12,7 @@ import errno
 
 import pytest
 
-from ops.consistency import check_consistent
+from support.consistency import check_consistent
 from workspacefs.tree import ROOT_INO, Tree
 
 

@@ -13,7 +13,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from interpreter import SOURCE_ROOT as SOURCE_ROOT
+from support import logs
+from support.interpreter import SOURCE_ROOT as SOURCE_ROOT
 from workspacefs.daemon import MountRecord, connect, known_mounts, start
 from workspacefs.fuse import is_stale, mounts_inside, recover
 
@@ -53,19 +54,30 @@ def scratch_dir() -> Iterator[Path]:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (or is a zombie not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def stop(record: MountRecord) -> None:
-    """Unmount through the API; failing that, kill the daemon and detach its mount."""
+    """Unmount through the API; failing that, kill the daemon and detach its mount.
+    The errors the daemon logged go to the log guard (``support.logs``)."""
     try:
         with connect(record.socket, timeout=10) as fs:
             fs.unmount(wait=10)
-        return
     except OSError:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(record.pid, signal.SIGKILL)
-    if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
-        recover(record.mountpoint)
-        subprocess.run(["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(record.pid, signal.SIGKILL)
+        if is_stale(record.mountpoint) or os.path.ismount(record.mountpoint):
+            recover(record.mountpoint)
+            subprocess.run(
+                ["fusermount3", "-uz", record.mountpoint], capture_output=True, check=False
+            )
+    logs.ERRORS.add(logs.daemon_logged(record.log, record.pid))
 
 
 class Daemons:
