@@ -15,9 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support.daemon import Daemons
 from workspacefs.daemon import API_VERSION, VERBS, MountRecord, connect
-
-from .support import Daemons
 
 
 @pytest.fixture

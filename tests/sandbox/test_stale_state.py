@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreter import python
+from support.interpreter import python
 
 DEAD_OWNER = "1:0"
 """pid 1 never started at tick 0: the identity of a process that no longer exists."""

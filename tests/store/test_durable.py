@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreter import child_env
+from support.interpreter import child_env
 from workspacefs import BusyError, InMemoryFilesystem, NotPermittedError, StoreDamagedError
 from workspacefs.store import Durability, open_workspace, read_journal
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreter import child_env
+from support.interpreter import child_env
 from workspacefs.fuse import recover
 from workspacefs.store import Durability, open_workspace
 

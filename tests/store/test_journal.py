@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter import child_env
+from support.interpreter import child_env
 from workspacefs import NoSpaceError, StoreDamagedError, StoreError
 from workspacefs.store import Journal, Kind, cut_after, read_journal, segments
 
