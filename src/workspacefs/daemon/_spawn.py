@@ -248,6 +248,9 @@ def start(
         record = message["record"]
         assert isinstance(record, dict)
         return MountRecord.from_dict(record)
+    # The daemon said why it failed and closed the pipe on its way out: the error is
+    # raised once it is gone, so that no caller sees a failed start's daemon alive.
+    _gone(_announced(data), time.monotonic() + STOP_GRACE)
     raise decode_error(message)
 
 
