@@ -175,8 +175,8 @@ def test_runtime_files_go_with_the_daemon(daemons: Daemons) -> None:
     wait_dead(record.pid)
 
 
-@pytest.mark.logs_errors(  # the daemon reports the mount it lost, then stops
-    "the FUSE loop serving .* died", "the FUSE loop stopped; shutting down", "daemon failed"
+@pytest.mark.logs_errors(  # the daemon reports the mount it lost, then stops (not a crash)
+    "the FUSE loop serving .* died", "the FUSE loop stopped; shutting down"
 )
 def test_external_unmount_stops_the_daemon(daemons: Daemons) -> None:
     record = daemons.start()

@@ -24,7 +24,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
 from .. import git
-from .._errors import BusyError, MountedInsideError
+from .._errors import BusyError, MountedInsideError, MountLostError
 from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
 from ._app import create_app
@@ -192,6 +192,11 @@ def run_daemon(options: DaemonOptions, notify: Notify) -> int:
             trio.run(_serve, workspace, handle, fd)
             log.info("unmounting %s", workspace.facts.mountpoint)
     except BaseException as exc:
+        if started and isinstance(exc, MountLostError):
+            # The mount went from under the daemon (unmounted from outside, or its FUSE
+            # loop died): said where it happened; here only that the daemon stops.
+            log.warning("the daemon stops: %s", exc.strerror)
+            return 1
         if started:
             log.exception("daemon failed")
             return 1
