@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from support.daemon import SOURCE_ROOT, cli, cli_json, cli_mounted, cli_ok, demo_source
+from support.daemon import (
+    SOURCE_ROOT,
+    cli,
+    cli_json,
+    cli_mounted,
+    cli_ok,
+    demo_source,
+    serve_debug,
+    stop_debug,
+)
 from support.polling import eventually
 
 COMMANDS = [
@@ -417,50 +426,26 @@ def test_run_leaves_the_callers_directory_alone(workspace: Path, tmp_path: Path)
     assert list(caller.iterdir()) == []
 
 
-def _serve_debug(*args: str) -> tuple[subprocess.Popen[str], str]:
-    """Start ``workspacefs debug ... --port 0``; the process and the URL it serves."""
-    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "workspacefs.cli", "debug", *args, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    assert " at http://127.0.0.1:" in line, line
-    return server, line.split(" at ", 1)[1].split()[0].rstrip("/")
-
-
-def _stop(server: subprocess.Popen[str]) -> None:
-    server.send_signal(signal.SIGINT)
-    server.wait(30)
-    for stream in (server.stdout, server.stderr):
-        if stream is not None:
-            stream.close()
-
-
 def test_debug_serves_a_running_workspace_and_an_archive(workspace: Path, tmp_path: Path) -> None:
     import httpx
 
     assert cli("snapshot", str(workspace), "--tag", "first").returncode == 0
-    server, url = _serve_debug(str(workspace))
+    server, url = serve_debug(str(workspace))
     try:
         snapshots = httpx.get(f"{url}/api/snapshots", timeout=30).json()
         tree = httpx.get(f"{url}/api/filesystem/tree", timeout=30)
     finally:
-        _stop(server)
+        stop_debug(server)
     assert "first" in json.dumps(snapshots)
     assert "src/app.py" in tree.text
     archive = tmp_path / "ws.fs.zip"
     assert cli("export", str(workspace), str(archive)).returncode == 0
-    server, url = _serve_debug(str(archive))
+    server, url = serve_debug(str(archive))
     try:
         file = httpx.get(f"{url}/api/filesystem/file", params={"path": "README.md"}, timeout=30)
         escape = httpx.get(f"{url}/api/filesystem/file", params={"path": "../x"}, timeout=30)
     finally:
-        _stop(server)
+        stop_debug(server)
     assert "# demo" in file.text
     assert escape.status_code in (400, 403, 404)
     assert "error" in escape.json()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.daemon import SOURCE_ROOT, cli_json, cli_mounted
+from support.daemon import cli_json, cli_mounted, serve_debug, stop_debug
 from workspacefs import connect
 
 FILES = 5_000
@@ -29,34 +27,6 @@ class Served:
     mountpoint: Path
     url: str
     start: str  # the snapshot taken before every file changed
-
-
-def _serve_debug(mountpoint: Path) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "workspacefs.cli", "debug", str(mountpoint), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    assert " at http://127.0.0.1:" in line, line
-    return server, line.split(" at ", 1)[1].split()[0]
-
-
-def _stop(server: subprocess.Popen[str]) -> None:
-    if server.poll() is None:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-    for stream in (server.stdout, server.stderr):
-        if stream is not None:
-            stream.close()
 
 
 def path_of(number: int) -> str:
@@ -88,30 +58,30 @@ def start_id(mountpoint: Path) -> str:
 
 @pytest.fixture
 def served(changed: Path) -> Iterator[Served]:
-    server, url = _serve_debug(changed)
+    server, url = serve_debug(changed)
     try:
         yield Served(changed, url, start_id(changed))
     finally:
-        _stop(server)
+        stop_debug(server)
 
 
 def test_patch_of_thousands_of_files_stops_at_max_lines(served: Served) -> None:
     params = {"from": served.start, "to": "live", "patch": "1", "max_lines": "1"}
-    body = httpx.get(served.url + "api/diff", params=params, timeout=120).json()
+    body = httpx.get(served.url + "/api/diff", params=params, timeout=120).json()
     assert len(body["modified"]) == FILES
     assert body["patch"] == f"diff --git a/{path_of(0)} b/{path_of(0)}"
     assert (body["patch_truncated"], body["patch_stopped"]) == (True, "max_lines")
 
 
 def test_tree_of_a_daemon_is_read_in_bulk(served: Served) -> None:
-    whole = httpx.get(served.url + "api/filesystem/tree", timeout=120).json()
+    whole = httpx.get(served.url + "/api/filesystem/tree", timeout=120).json()
     assert [entry["path"] for entry in whole] == [path_of(n) for n in range(FILES)]
     page = httpx.get(
-        served.url + "api/filesystem/tree", params={"limit": "10", "after": path_of(99)}
+        served.url + "/api/filesystem/tree", params={"limit": "10", "after": path_of(99)}
     ).json()
     assert [entry["path"] for entry in page[:-1]] == [path_of(n) for n in range(100, 110)]
     assert page[-1] == {"truncated": True, "reason": "limit", "after": path_of(109)}
-    listing = httpx.get(served.url + "api/snapshots/live/tree", params={"path": "d001"}).json()
+    listing = httpx.get(served.url + "/api/snapshots/live/tree", params={"path": "d001"}).json()
     assert [entry["name"] for entry in listing["entries"]][:2] == ["f00100.txt", "f00101.txt"]
     assert len(listing["entries"]) == 100
 
@@ -122,27 +92,27 @@ def test_a_huge_sparse_file_is_shown_by_its_size(served: Served) -> None:
     try:
         os.truncate(huge, HUGE)
         params: dict[str, Any] = {"from": served.start, "to": "live", "path": "disk.img"}
-        one = httpx.get(served.url + "api/diff/file", params=params, timeout=60).json()
+        one = httpx.get(served.url + "/api/diff/file", params=params, timeout=60).json()
         assert (one["status"], one["too_large"], one["new"]["size"]) == ("added", True, HUGE)
         assert one["unified"].splitlines()[-1] == (
             "Binary files /dev/null and b/disk.img differ (0 -> 68,719,476,736 bytes, "
             "over the 1,048,576-byte limit)"
         )
-        shown = httpx.get(served.url + "api/snapshots/live/file", params={"path": "disk.img"})
+        shown = httpx.get(served.url + "/api/snapshots/live/file", params={"path": "disk.img"})
         assert (shown.status_code, shown.json()["error"]) == (413, "too_large")
     finally:
         huge.unlink()
 
 
 def test_sigterm_stops_the_server_in_the_middle_of_a_request(changed: Path) -> None:
-    server, url = _serve_debug(changed)
+    server, url = serve_debug(changed)
     try:
         params = {"from": start_id(changed), "to": "live", "patch": "1", "max_lines": "50000"}
         answered: list[object] = []
 
         def ask() -> None:
             try:
-                answered.append(httpx.get(url + "api/diff", params=params, timeout=120))
+                answered.append(httpx.get(url + "/api/diff", params=params, timeout=120))
             except httpx.HTTPError as exc:
                 answered.append(exc)
 
@@ -155,4 +125,4 @@ def test_sigterm_stops_the_server_in_the_middle_of_a_request(changed: Path) -> N
         assert server.wait(15) == 0  # a liveness bound, not a timing
         asking.join(30)
     finally:
-        _stop(server)
+        stop_debug(server)

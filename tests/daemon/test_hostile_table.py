@@ -35,14 +35,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.daemon import cli, stop
+from support.daemon import cli, serve_debug, stop, stop_debug
 from support.forged_repos import DIR, FILE, Forge, bomb, record
 from support.memory_limit import MemoryLimit, memory_limit
 from support.zipbomb import zero_bomb
 from workspacefs import FilesystemSnapshot, connect
 from workspacefs.daemon import MountRecord
-
-from .test_debug_bounds import _serve_debug, _stop
 
 pytestmark = pytest.mark.container
 
@@ -176,12 +174,12 @@ def _diff_patch_of_a_sparse_file(h: Hostile) -> None:
 
 
 def _debug_ui_patch_of_a_sparse_file(h: Hostile) -> None:
-    server, url = _serve_debug(h.mountpoint)
+    server, url = serve_debug(h.mountpoint)
     try:
         with connect(h.mountpoint, timeout=30) as fs:
             start = next(s for s in fs.snapshots() if s.tag == "start")
         params = {"from": str(start.snapshot_id), "to": "live", "patch": "1", "max_lines": "3"}
-        answer = httpx.get(url + "api/diff", params=params, timeout=60).json()
+        answer = httpx.get(url + "/api/diff", params=params, timeout=60).json()
         assert answer["added"] == ["sparse.img"]
         assert answer["patch"].splitlines() == [
             "diff --git a/sparse.img b/sparse.img",
@@ -190,7 +188,7 @@ def _debug_ui_patch_of_a_sparse_file(h: Hostile) -> None:
             "over the 1,048,576-byte limit)",
         ]
     finally:
-        _stop(server)
+        stop_debug(server)
 
 
 def _import_a_zip_bomb(h: Hostile) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from support.forged_repos import DIR, FILE, GIT_ENV, Forge, bomb, record
 from support.interpreter import child_env
-from support.memory_limit import memory_limit
+from support.memory_limit import python_under_limit
 from workspacefs import InMemoryFilesystem, LimitExceededError, NoSpaceError, SnapshotError
 from workspacefs import git as wgit
 from workspacefs.tree import CHUNK_SIZE
@@ -70,17 +70,7 @@ def zeros_md5(size: int) -> str:
 def run_limited(code: str, *args: str, limit: int) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run ``code`` in a fresh interpreter under a memory limit of ``limit`` bytes;
     the result and how many processes the OOM killer ended."""
-    with memory_limit(limit) as limited:
-        done = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            capture_output=True,
-            text=True,
-            env=child_env(),
-            preexec_fn=limited.preexec,
-            timeout=120,
-            check=False,
-        )
-        return done, limited.oom_kills()
+    return python_under_limit(code, *args, limit=limit)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from support.interpreter import child_env
-from support.memory_limit import memory_limit
+from support.memory_limit import python_under_limit
 from workspacefs import InMemoryFilesystem, LimitExceededError
 from workspacefs import git as wgit
 from workspacefs.tree import ROOT_INO
@@ -36,17 +34,7 @@ GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM"
 def run_limited(code: str, limit: int, *args: str) -> tuple[dict[str, Any], int]:
     """Run ``code`` in a child under a ``limit``-byte memory limit; (its last stdout line
     as JSON, OOM kills). The child must succeed."""
-    with memory_limit(limit) as limited:
-        result = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code), *args],
-            capture_output=True,
-            text=True,
-            env=child_env(),
-            preexec_fn=limited.preexec,
-            timeout=120,
-            check=False,
-        )
-        kills = limited.oom_kills()
+    result, kills = python_under_limit(textwrap.dedent(code), *args, limit=limit)
     assert result.returncode == 0, (result.returncode, kills, result.stderr[-3000:])
     return json.loads(result.stdout.strip().splitlines()[-1]), kills
 
@@ -90,17 +78,7 @@ def test_a_sparse_file_past_the_limit_is_refused_before_anything_is_written(
     tmp_path: Path,
 ) -> None:
     repo = tmp_path / "repo.git"
-    with memory_limit(GIB) as limited:
-        result = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(SPARSE), str(repo)],
-            capture_output=True,
-            text=True,
-            env=child_env(),
-            preexec_fn=limited.preexec,
-            timeout=120,
-            check=False,
-        )
-        kills = limited.oom_kills()
+    result, kills = python_under_limit(textwrap.dedent(SPARSE), str(repo), limit=GIB)
     assert result.returncode == 0, (result.returncode, kills, result.stderr[-3000:])
     assert kills == 0
     outcome = json.loads(result.stdout.strip().splitlines()[-1])

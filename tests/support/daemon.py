@@ -156,3 +156,35 @@ def cli_mounted(mountpoint: Path, source: Path, *options: str) -> Iterator[Path]
     finally:
         if os.path.exists(record["socket"]):
             stop(MountRecord.from_dict(record))
+
+
+def serve_debug(*args: str | os.PathLike[str]) -> tuple[subprocess.Popen[str], str]:
+    """Start ``workspacefs debug ARGS --port 0``; the process and the URL it serves (no
+    trailing slash). Stop it with ``stop_debug``."""
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workspacefs.cli", "debug", *map(str, args), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    assert " at http://127.0.0.1:" in line, line
+    return server, line.split(" at ", 1)[1].split()[0].rstrip("/")
+
+
+def stop_debug(server: subprocess.Popen[str]) -> None:
+    """Stop a server ``serve_debug`` started (SIGINT, then SIGKILL after 30 s) and close
+    its pipes."""
+    if server.poll() is None:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    for stream in (server.stdout, server.stderr):
+        if stream is not None:
+            stream.close()

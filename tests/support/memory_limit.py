@@ -13,10 +13,14 @@ import contextlib
 import os
 import resource
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+
+from support.interpreter import child_env
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -117,3 +121,21 @@ def _empty(cgroup: Path) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def python_under_limit(
+    code: str, *args: str, limit: int
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run ``code`` in a fresh interpreter (``child_env``) under a memory limit of ``limit``
+    bytes; its result and how many processes the OOM killer ended meanwhile."""
+    with memory_limit(limit) as limited:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            preexec_fn=limited.preexec,
+            timeout=120,
+            check=False,
+        )
+        return done, limited.oom_kills()

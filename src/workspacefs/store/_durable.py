@@ -235,7 +235,6 @@ def open_workspace(
         reading = read_journal(store.journal)
         fs = InMemoryFilesystem(workspace_id=store.workspace_id(uuid.uuid4().hex), **options)
         records, snapshots = _replay(fs, reading)
-        set_aside = journal_set_aside(reading)
         journal = Journal.resume(store.journal, reading)
     except BaseException:
         store.close()
@@ -250,20 +249,12 @@ def open_workspace(
             reading.damage.offset,
             reading.damage.reason,
         )
-    recovery = Recovery(records, snapshots, reading.damage, set_aside)
+    recovery = Recovery(records, snapshots, reading.damage, journal.set_aside)
     fresh = not reading.records
     durable = DurableWorkspace(
         fs, store, journal, durability=durability, interval=interval, fresh=fresh
     )
     return durable, recovery
-
-
-def journal_set_aside(reading: Reading) -> list[str]:
-    """The names ``Journal.resume`` will set ``reading``'s damaged files aside as."""
-    if reading.damage is None or reading.damaged_segment is None:
-        return []
-    kept = [] if reading.damage.torn else [reading.damaged_segment + ".damaged"]
-    return kept + [later + ".damaged" for later in reading.dropped_segments]
 
 
 def _replay(fs: InMemoryFilesystem, reading: Reading) -> tuple[int, int]:

@@ -158,14 +158,17 @@ class Journal:
         self._unsynced_fds: list[int] = []  # segments closed by a rotation, not yet synced
         self._failed: OSError | None = None
         self._closed = False
+        self.set_aside: list[str] = []
+        """The damaged files ``resume`` kept beside the journal (``cut_after``)."""
 
     @classmethod
     def resume(cls, directory: str, reading: Reading, **options: int) -> Journal:
         """The journal that continues ``reading``: what it did not read is set aside or
         cut off (``cut_after``), and the next record follows its last intact one, in the
         last segment file."""
-        cut_after(reading)
+        set_aside = cut_after(reading)
         journal = cls(directory, reading.last_sequence + 1, **options)
+        journal.set_aside = set_aside
         files = segments(directory)
         if files:
             _, path = files[-1]
