@@ -19,9 +19,11 @@ FUSE = (pytest.mark.fuse,)
 MARKERS_BY_PATH: dict[str, tuple[pytest.MarkDecorator, ...]] = {
     "tests/fuse/": FUSE,
     "tests/daemon/": FUSE,  # every daemon mounts its workspace
+    "tests/daemon/test_verb_table.py": (),  # reads the verb table, starts no daemon
 }
 """Path (from the repository, a directory ending in ``/`` or a file) -> the markers
-of every test in it. Markers a file or test sets itself stay in it."""
+of every test in it; the longest path that holds a test decides, so a file listed
+inside a listed directory has its own. Markers a file or test sets itself stay in it."""
 
 MARKERS_BY_BACKEND: dict[str, tuple[pytest.MarkDecorator, ...]] = {
     "fuse": FUSE,
@@ -53,12 +55,12 @@ UNAVAILABLE = {"fuse": _fuse_unavailable, "container": _sandbox_unavailable}
 def _markers(item: pytest.Item) -> list[pytest.MarkDecorator]:
     """The markers the tables give ``item``."""
     path = item.nodeid.split("::", 1)[0]
-    found = [
-        marker
-        for prefix, markers in MARKERS_BY_PATH.items()
+    holding = [
+        prefix
+        for prefix in MARKERS_BY_PATH
         if path == prefix or (prefix.endswith("/") and path.startswith(prefix))
-        for marker in markers
     ]
+    found = list(MARKERS_BY_PATH[max(holding, key=len)]) if holding else []
     if isinstance(item, pytest.Function) and hasattr(item, "callspec"):
         found += MARKERS_BY_BACKEND.get(str(item.callspec.params.get("backend")), ())
     return found

@@ -59,7 +59,7 @@ PATTERNS = [
 
 
 @pytest.fixture(scope="module")
-def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, InMemoryFilesystem]:
+def glob_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, InMemoryFilesystem]:
     root = tmp_path_factory.mktemp("globtree")
     fs = InMemoryFilesystem()
     for path in FILES:
@@ -73,8 +73,8 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, InMemoryFiles
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_glob_matches_python(trees: tuple[Path, InMemoryFilesystem], pattern: str) -> None:
-    root, fs = trees
+def test_glob_matches_python(glob_tree: tuple[Path, InMemoryFilesystem], pattern: str) -> None:
+    root, fs = glob_tree
     expected = {p.rstrip("/") for p in pyglob.glob(pattern, root_dir=root, recursive=True)}
     got = [m.path for m in fs.glob(pattern)]
     assert got == sorted(got)
@@ -85,25 +85,25 @@ def test_glob_matches_python(trees: tuple[Path, InMemoryFilesystem], pattern: st
 
 @pytest.mark.parametrize("pattern", ["*.py", "**/*.py", "**", "pkg/*"])
 def test_glob_below_a_path_matches_python(
-    trees: tuple[Path, InMemoryFilesystem], pattern: str
+    glob_tree: tuple[Path, InMemoryFilesystem], pattern: str
 ) -> None:
-    root, fs = trees
+    root, fs = glob_tree
     expected = {
         f"src/{p.rstrip('/')}" for p in pyglob.glob(pattern, root_dir=root / "src", recursive=True)
     }
     assert {m.path for m in fs.glob(pattern, path="src")} == expected
 
 
-def test_glob_refuses_parent_segments(trees: tuple[Path, InMemoryFilesystem]) -> None:
-    _, fs = trees
+def test_glob_refuses_parent_segments(glob_tree: tuple[Path, InMemoryFilesystem]) -> None:
+    _, fs = glob_tree
     with pytest.raises(ValueError):
         fs.glob("../*")
     with pytest.raises(PermissionError):
         fs.glob("*", path="..")
 
 
-def test_glob_pattern_length_limit(trees: tuple[Path, InMemoryFilesystem]) -> None:
-    _, fs = trees
+def test_glob_pattern_length_limit(glob_tree: tuple[Path, InMemoryFilesystem]) -> None:
+    _, fs = glob_tree
     with pytest.raises(ValueError, match="limit"):
         fs.glob("*" * 1001)
 

@@ -12,13 +12,14 @@ import threading
 
 import hypothesis.strategies as st
 import pytest
-from families import FamilyMachine
 from hypothesis import settings
 from hypothesis.stateful import invariant, rule
 
 from support.consistency import check_consistent
 from workspacefs import InMemoryFilesystem, InvalidArgumentError, ReadOnlyError
 from workspacefs.git import merge
+
+from .families import FamilyMachine
 
 
 def files(fs: InMemoryFilesystem) -> dict[str, bytes]:

@@ -13,12 +13,13 @@ import tracemalloc
 
 import hypothesis.strategies as st
 import pytest
-from families import PATHS, FamilyMachine
 from hypothesis import settings
 from hypothesis.stateful import invariant, precondition, rule
 
 from workspacefs import FilesystemSnapshot, InMemoryFilesystem
 from workspacefs.tree import Tree
+
+from .families import PATHS, FamilyMachine
 
 
 class ForkMachine(FamilyMachine):
