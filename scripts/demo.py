@@ -1,6 +1,7 @@
 """The main job, driven by the ``workspacefs`` command: mount a workspace, run a Podman
 container on it, snapshot, diff, restore, persist to git, load it back, fork it,
-merge the fork back and ask who changed a file.
+merge the fork back, ask who changed a file, then kill the daemon with SIGKILL and
+resume the named workspace with nothing acknowledged lost.
 
 Run with scripts/demo.sh. Every step prints the command and what it answered.
 Idempotent: everything lives in a fresh scratch directory that is unmounted
@@ -10,8 +11,11 @@ and removed at the end, whatever happens.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,14 +42,18 @@ def workspacefs(*args: str, check: bool = True, show: int = 12) -> str:
 def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="workspacefs-demo-"))
     ws, again, repo = scratch / "ws", scratch / "again", scratch / "snapshots.git"
+    name = f"demo-{secrets.token_hex(3)}"
     ws.mkdir()
     again.mkdir()
     try:
         print("== is this machine ready?")
         workspacefs("doctor", check=False)
 
-        print("\n== mount a workspace holding this repository's sources (a daemon owns it)")
-        workspacefs("mount", str(ws), "--from", str(REPO / "src"), "--persist", str(repo))
+        print("\n== mount a named workspace holding this repository's sources: a daemon owns")
+        print("   it, its store on disk keeps each change within a second, each snapshot at once")
+        workspacefs(
+            "mount", str(ws), "--name", name, "--from", str(REPO / "src"), "--persist", str(repo)
+        )
         workspacefs("snapshot", str(ws), "--tag", "hydrated")
 
         print("\n== an agent works in a Podman container on /workspace")
@@ -81,7 +89,7 @@ def main() -> None:
         (ws / "notes.md").write_text("# persisted through the mount\n")
         workspacefs("persist", str(ws), "--tag", "with-notes")
         workspacefs("log", str(ws))
-        workspacefs("mount", str(again), "--from", f"{repo}#with-notes")
+        workspacefs("mount", str(again), "--from", f"{repo}#with-notes", "--durability", "none")
         print(f"  {again}/notes.md: {(again / 'notes.md').read_text().strip()}")
         workspacefs("list")
 
@@ -102,11 +110,25 @@ def main() -> None:
         print("\n== bad input gets one clear line and an exit code")
         workspacefs("restore", str(ws), "no-such-snapshot", check=False)
         workspacefs("status", str(scratch), check=False)
+
+        print("\n== kill -9 the daemon: the named workspace resumes, nothing acknowledged lost")
+        (ws / "notes.md").write_text("# written just before the crash\n")
+        workspacefs("snapshot", str(ws), "--tag", "before-crash")  # a durability point
+        pid = json.loads(workspacefs("status", str(ws), "--json", show=0))["pid"]
+        print(f"\n$ kill -9 {pid}")
+        os.kill(pid, signal.SIGKILL)
+        workspacefs("doctor", "--fix", check=False, show=40)
+        workspacefs("mount", str(ws), "--name", name)
+        print(f"  notes.md after resuming: {(ws / 'notes.md').read_text().strip()!r}")
+        workspacefs("log", str(ws))
+        workspacefs("unmount", str(ws))
+        workspacefs("list", "--all")
     finally:
         for mountpoint in (ws, again):
             subprocess.run([*WORKSPACEFS, "unmount", str(mountpoint)], capture_output=True)
+        subprocess.run([*WORKSPACEFS, "discard", name], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    print("\n== done: both workspaces unmounted")
+    print(f"\n== done: both workspaces unmounted, {name} discarded")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ tests this machine cannot run, the log guard, stale mounts of killed runs detach
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator
+import os
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -97,3 +98,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if point.startswith(f"{base}/pytest-of-"):
             with contextlib.suppress(MountedInsideError):  # a live workspace inside: left
                 recover(point)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_data_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Named workspaces' stores and default repositories go to the session's own data
+    directory (``XDG_DATA_HOME``), never the user's."""
+    previous = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data"))
+    yield
+    if previous is None:
+        del os.environ["XDG_DATA_HOME"]
+    else:
+        os.environ["XDG_DATA_HOME"] = previous

@@ -42,6 +42,7 @@ COMMANDS = [
     "import",
     "run",
     "doctor",
+    "discard",
     "mcp",
 ]
 
@@ -118,6 +119,8 @@ def test_mount_status_list_unmount(workspace: Path) -> None:
         "pid": status["pid"],
         "unmounted": True,
         "inner": [],  # the workspaces --recursive unmounted first
+        "name": status["name"],  # kept, stopped: mounting the name resumes it
+        "store": status["store"],
     }
     assert not os.path.ismount(workspace)
     after = cli("status", str(workspace))

@@ -36,7 +36,7 @@ def state(fs: InMemoryFilesystem) -> dict[str, object]:
 
 def test_a_closed_workspace_opens_as_it_was(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    durable, recovery = open_workspace(store, durability=Durability.NONE)
+    durable, recovery = open_workspace(store, durability=Durability.REQUESTED)
     assert (recovery.records, recovery.snapshots, recovery.damage) == (0, 0, None)
     fs = durable.fs
     fs.mkdir("src/pkg")
@@ -56,7 +56,7 @@ def test_a_closed_workspace_opens_as_it_was(tmp_path: Path) -> None:
     expected_first = state(fs)
     durable.close()
 
-    again, recovery = open_workspace(store, durability=Durability.NONE)
+    again, recovery = open_workspace(store, durability=Durability.REQUESTED)
     with again:
         assert recovery.damage is None
         assert list(again.fs.snapshots()) == [first, second]
@@ -70,7 +70,7 @@ def test_a_closed_workspace_opens_as_it_was(tmp_path: Path) -> None:
 
 def test_a_write_to_one_chunk_journals_that_chunk(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
     with durable:
         durable.fs.write_bytes("big.bin", os.urandom(4 << 20))
         durable.sync()
@@ -86,7 +86,7 @@ def _journal_bytes(store: Path) -> int:
 
 def test_a_torn_last_record_is_dropped_and_said(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
     with durable:
         durable.fs.write("a.txt", "kept\n")
         durable.sync()
@@ -94,21 +94,21 @@ def test_a_torn_last_record_is_dropped_and_said(tmp_path: Path) -> None:
         durable.sync()
     (segment,) = (store / "journal").iterdir()
     os.truncate(segment, segment.stat().st_size - 5)
-    again, recovery = open_workspace(str(store), durability=Durability.NONE)
+    again, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
     with again:
         assert recovery.damage is not None
         assert recovery.damage.torn
         assert not recovery.lost_records
         assert [e.name for e in again.fs.list()] == ["a.txt"]
         again.fs.write("c.txt", "after\n")
-    third, recovery = open_workspace(str(store), durability=Durability.NONE)
+    third, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
     with third:
         assert recovery.damage is None
         assert [e.name for e in third.fs.list()] == ["a.txt", "c.txt"]
 
 
 def test_a_store_is_served_by_one_process(tmp_path: Path) -> None:
-    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.REQUESTED)
     with durable:
         code = (
             "from workspacefs.store import open_workspace\n"
@@ -124,7 +124,7 @@ def test_a_store_is_served_by_one_process(tmp_path: Path) -> None:
 
 
 def test_a_store_others_may_reach_or_of_another_format_is_refused(tmp_path: Path) -> None:
-    open_workspace(str(tmp_path / "store"), durability=Durability.NONE)[0].close()
+    open_workspace(str(tmp_path / "store"), durability=Durability.REQUESTED)[0].close()
     os.chmod(tmp_path / "store", 0o755)
     with pytest.raises(NotPermittedError, match="chmod 700") as refused:
         open_workspace(str(tmp_path / "store"))
@@ -180,7 +180,7 @@ def test_every_acknowledged_snapshot_survives_sigkill(tmp_path: Path, kill_after
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     child.stdout.close()
-    durable, recovery = open_workspace(store, durability=Durability.NONE)
+    durable, recovery = open_workspace(store, durability=Durability.REQUESTED)
     with durable:
         fs = durable.fs
         assert not recovery.lost_records
@@ -197,14 +197,14 @@ def test_every_acknowledged_snapshot_survives_sigkill(tmp_path: Path, kill_after
 
 def test_a_file_grown_by_truncate_comes_back_at_its_size(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    durable, _ = open_workspace(store, durability=Durability.NONE)
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED)
     with durable:
         durable.fs.write("f.txt", "hello")
         durable.sync()
         with durable.fs.tree.lock:
             durable.fs.tree.truncate(durable.fs.tree.resolve_path("f.txt") or 0, 1 << 20)
         durable.sync()
-    again, _ = open_workspace(store, durability=Durability.NONE)
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
     with again:
         assert again.fs.stat("f.txt").size_bytes == 1 << 20
         assert again.fs.read_bytes("f.txt", limit=8).content == b"hello\0\0\0"
@@ -213,7 +213,7 @@ def test_a_file_grown_by_truncate_comes_back_at_its_size(tmp_path: Path) -> None
 def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
     store = tmp_path / "store"
     data = os.urandom(40 << 20)  # past PART_BYTES: several records
-    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
     with durable:
         durable.fs.write("small.txt", "before\n")
         durable.sync()
@@ -223,7 +223,7 @@ def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
         durable.sync()
     reading = read_journal(str(store / "journal"))
     assert len(reading.records) >= 4  # one group before, three or more in the big one
-    again, _ = open_workspace(str(store), durability=Durability.NONE)
+    again, _ = open_workspace(str(store), durability=Durability.REQUESTED)
     with again:
         read = again.fs.read_bytes
         pieces = [
@@ -235,7 +235,7 @@ def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
     (segment,) = (store / "journal").glob("*.wal")
     last = reading.records[-1]
     os.truncate(segment, last.start + 10)
-    third, recovery = open_workspace(str(store), durability=Durability.NONE)
+    third, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
     with third:
         assert recovery.damage is not None
         assert recovery.damage.torn
@@ -244,7 +244,7 @@ def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
 
 
 def test_journal_freezes_add_nothing_to_history(tmp_path: Path) -> None:
-    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.REQUESTED)
     with durable:
         depth = durable.fs.tree.pending().depth
         for n in range(50):
@@ -272,7 +272,7 @@ def test_a_merge_and_the_journal_thread_do_not_wait_on_each_other(tmp_path: Path
         worker.start()
         worker.join(60)  # a liveness bound: a deadlock never finishes
         assert finished.is_set()
-    again, _ = open_workspace(str(tmp_path / "store"), durability=Durability.NONE)
+    again, _ = open_workspace(str(tmp_path / "store"), durability=Durability.REQUESTED)
     with again:
         names = {e.name for e in again.fs.list()}
         assert {f"from-fork-{n}.txt" for n in range(30)} <= names

@@ -22,7 +22,7 @@ SERVER = """
 import sys, time
 from workspacefs import mount
 from workspacefs.store import Durability, open_workspace
-durable, _ = open_workspace(sys.argv[1], durability=Durability.NONE)
+durable, _ = open_workspace(sys.argv[1], durability=Durability.REQUESTED)
 with mount(durable.fs, sys.argv[2], on_sync=durable.sync):
     print("mounted", flush=True)
     time.sleep(3600)
@@ -58,7 +58,7 @@ def test_what_fsync_acknowledged_survives_a_kill(tmp_path: Path) -> None:
         (mountpoint / "not-synced.txt").write_text("never promised\n")
     finally:
         kill(server, mountpoint)
-    durable, recovery = open_workspace(str(store), durability=Durability.NONE)
+    durable, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
     with durable:
         assert recovery.damage is None
         assert durable.fs.read("synced.txt").content == "on disk before fsync returned\n"
@@ -82,7 +82,7 @@ def test_committed_sqlite_transactions_survive_a_kill(tmp_path: Path) -> None:
         database.close()
     finally:
         kill(server, mountpoint)
-    durable, _ = open_workspace(str(store), durability=Durability.NONE)
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
     with durable:
         copy = tmp_path / "copy.db"
         copy.write_bytes(durable.fs.read_bytes("app.db").content)

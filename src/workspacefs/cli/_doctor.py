@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from typing import Annotated, Literal
 
@@ -92,13 +93,38 @@ def _leftover_checks(fix: bool) -> list[Check]:
         record = known.record
         if known.alive:
             checks.append(Check("workspace", "ok", f"{record.mountpoint} (pid {record.pid})"))
-        elif fix:
+            continue
+        if record.store is not None:
+            checks.append(_crashed(record.mountpoint, record.name, record.store))
+        if fix:
             remove_files(known.paths)
             checks.append(Check("dead daemon", "fixed", f"{record.mountpoint}: files removed"))
         else:
             where = f"{record.mountpoint} (pid {record.pid}, socket {record.socket})"
             checks.append(Check("dead daemon", "problem", f"{where} (--fix)"))
     return checks
+
+
+def _crashed(mountpoint: str, name: str | None, store: str) -> Check:
+    """A workspace whose daemon died: kept in its store; when it was last on disk and
+    the command that resumes it."""
+    from ..store import describe
+
+    try:
+        info = describe(store)
+    except OSError as exc:
+        return Check("crashed workspace", "problem", f"{store}: unreadable ({exc.strerror})")
+    when = (
+        "never"
+        if info.last_change is None
+        else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.last_change))
+    )
+    again = f"--name {name}" if name else f"--store {store}"
+    return Check(
+        "crashed workspace",
+        "warning",
+        f"{name or store}: last on disk {when}; resume: workspacefs mount {mountpoint} {again}",
+    )
 
 
 STYLE = {"ok": "green", "warning": "yellow", "problem": "red", "fixed": "cyan"}

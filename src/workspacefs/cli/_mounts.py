@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -10,6 +11,7 @@ from rich.table import Table
 
 from .._errors import MountedInsideError
 from ..daemon import START_TIMEOUT
+from ..store import DEFAULT_INTERVAL
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
 from ._output import emit_json, size, stdout, working
@@ -23,9 +25,37 @@ MountArgs = Annotated[
 ]
 
 
-@app.command(epilog="Example: workspacefs mount ./ws --from ./src --persist ./snapshots.git")
+@app.command(
+    epilog="Examples: workspacefs mount ./ws --name api --from ./src; after a crash or an "
+    "unmount, workspacefs mount ./ws --name api resumes it"
+)
 def mount(
     mountpoint: Annotated[str, typer.Argument(help="An existing empty directory.")],
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="The workspace's name; a stopped workspace of that name is resumed "
+            "(default: a new name).",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", metavar="DIR", help="Keep the workspace in DIR instead."),
+    ] = None,
+    durability: Annotated[
+        str,
+        typer.Option(
+            "--durability",
+            metavar="POLICY",
+            help="interval: on disk within --interval and at every fsync and snapshot; "
+            "always: before each change returns; none: in memory only.",
+        ),
+    ] = "interval",
+    interval: Annotated[
+        float,
+        typer.Option("--interval", metavar="SECONDS", help="The loss window of interval."),
+    ] = DEFAULT_INTERVAL,
     source: Annotated[
         str | None,
         typer.Option("--from", help="Start from DIR, FILE.zip, REPO.git or REPO.git#REF."),
@@ -74,10 +104,11 @@ def mount(
     ] = START_TIMEOUT,
     as_json: JsonOption = False,
 ) -> None:
-    """Start a daemon serving a new workspace at MOUNTPOINT; return once it is mounted.
+    """Start a daemon serving a workspace at MOUNTPOINT; return once it is mounted.
 
-    A start that fails or takes longer than --timeout stops its daemon and
-    leaves nothing mounted."""
+    The workspace is kept in its store (see --durability): it outlives the daemon,
+    and mounting its name again resumes it. A start that fails or takes longer than
+    --timeout stops its daemon and leaves nothing mounted."""
     from ..daemon import DaemonOptions, parse_source, run_daemon, start
 
     if foreground:
@@ -100,6 +131,10 @@ def mount(
             latency_hint=not no_latency_hint,
             load_limits=tuple(load_limits or ()),
             special_modes=special_modes,
+            name=name,
+            store=store and os.path.abspath(store),
+            durability=durability,
+            interval=interval,
         )
         raise typer.Exit(run_daemon(options, ready))
     with working(f"mounting {mountpoint}", quiet=as_json):
@@ -113,15 +148,30 @@ def mount(
             timeout=timeout,
             load_limits=load_limits or (),
             special_modes=special_modes,
+            name=name,
+            store=store,
+            durability=durability,
+            interval=interval,
         )
     if as_json:
         emit_json(record.to_dict())
         return
     mode = " (read-only)" if record.read_only else ""
     stdout.print(f"Mounted {record.mountpoint}{mode}: daemon pid {record.pid}")
+    if record.name is not None:
+        stdout.print(f"  name       {record.name}")
+    stdout.print(f"  kept       {kept_line(record.store, record.durability, interval)}")
     stdout.print(f"  socket     {record.socket}")
     stdout.print(f"  workspace  {record.workspace_id}")
     stdout.print(f"  persist to {record.repository}")
+
+
+def kept_line(store: str | None, durability: str, interval: float | None) -> str:
+    """Where and how a workspace is kept, for people."""
+    if store is None:
+        return "in memory only (--durability none): gone when unmounted"
+    window = f" {interval:g} s" if durability == "interval" and interval else ""
+    return f"{store} ({durability}{window})"
 
 
 @app.command(epilog="Example: workspacefs unmount ./ws   (or: unmount --recursive ./ws)")
@@ -137,7 +187,8 @@ def unmount(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Stop the workspace's daemon and remove its mount (its unpersisted state is gone).
+    """Stop the workspace's daemon and remove its mount. A named workspace is kept,
+    stopped: ``mount DIR --name NAME`` resumes it (one kept in memory only is gone).
 
     Refused (exit 5, nothing unmounted) while something is mounted inside it:
     unmounting it would take that along. ``--recursive`` unmounts the
@@ -157,6 +208,7 @@ def unmount(
         return
     fs = workspace(point)
     mountpoint, pid = fs.mountpoint, fs.pid
+    kept = fs.info()
     inner = _inner_workspaces(mountpoint) if recursive else []
     with working(f"unmounting {mountpoint}", quiet=as_json):
         for record in inner:
@@ -176,10 +228,16 @@ def unmount(
                 "pid": pid,
                 "unmounted": True,
                 "inner": [{"mountpoint": r.mountpoint, "pid": r.pid} for r in inner],
+                "name": kept.get("name"),
+                "store": kept.get("store"),
             }
         )
-    else:
-        stdout.print(f"Unmounted {mountpoint}")
+        return
+    stdout.print(f"Unmounted {mountpoint}")
+    if kept.get("name"):
+        stdout.print(f"Kept {kept['name']}: workspacefs mount DIR --name {kept['name']} resumes it")
+    elif kept.get("store"):
+        stdout.print(f"Kept in {kept['store']}: workspacefs mount DIR --store ... resumes it")
 
 
 def _inner_workspaces(mountpoint: str) -> list[MountRecord]:
@@ -206,40 +264,101 @@ def _inner_workspaces(mountpoint: str) -> list[MountRecord]:
     return [running[point] for point in inside]
 
 
-@app.command(name="list", epilog="Example: workspacefs list --json")
-def list_(as_json: JsonOption = False) -> None:
+AllOption = Annotated[
+    bool, typer.Option("--all", "-a", help="Also the stopped workspaces kept in their stores.")
+]
+
+
+@app.command(name="list", epilog="Example: workspacefs list --all")
+def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
     """List this user's workspaces: those running, and those whose daemon died
-    (killed: its mount is left stale until ``doctor --fix``)."""
+    (killed: its mount is left stale until ``doctor --fix``); with --all, the named
+    workspaces that are stopped too."""
     from ..daemon import known_mounts
     from ..fuse import is_stale
+    from ..store import named_stores
 
     known = sorted(known_mounts(), key=lambda k: k.record.mountpoint)
     stale = {k.record.mountpoint for k in known if not k.alive and is_stale(k.record.mountpoint)}
+    served = {k.record.store for k in known if k.alive and k.record.store}
+    stopped = [info for info in named_stores() if info.path not in served] if show_all else []
     if as_json:
         emit_json(
             [
                 {**k.record.to_dict(), "alive": k.alive, "stale": k.record.mountpoint in stale}
                 for k in known
             ]
+            + [
+                {
+                    "name": info.name,
+                    "store": info.path,
+                    "alive": False,
+                    "journal_bytes": info.journal_bytes,
+                    "last_change": _iso(info.last_change),
+                    "pid": info.pid,
+                }
+                for info in stopped
+            ]
         )
         return
-    if not known:
-        stdout.print("No workspace is mounted.")
+    if not known and not stopped:
+        stdout.print("No workspace is mounted." + ("" if show_all else " (--all: stopped ones)"))
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("MOUNTPOINT", "PID", "WORKSPACE", "STARTED", "MODE", "STATE"):
+    for column in ("NAME", "MOUNTPOINT", "PID", "STARTED", "MODE", "STATE"):
         table.add_column(column)
     for k in known:
         r = k.record
         mode = "ro" if r.read_only else "rw"
         state = "running" if k.alive else "dead, mount stale" if r.mountpoint in stale else "dead"
-        table.add_row(r.mountpoint, str(r.pid), r.workspace_id[:12], r.started_at, mode, state)
+        table.add_row(r.name or "-", r.mountpoint, str(r.pid), r.started_at, mode, state)
+    for info in stopped:
+        state = f"stopped, {size(info.journal_bytes)} journal, last change {_iso(info.last_change)}"
+        table.add_row(info.name, "-", "-", "-", "-", state)
     stdout.print(table)
     if not all(k.alive for k in known):
         stdout.print(
             "A daemon is dead: workspacefs doctor --fix detaches its stale mount and removes "
-            "its files."
+            "its files (a named workspace stays kept: doctor says how to resume it)."
         )
+
+
+@app.command(epilog="Example: workspacefs discard old-experiment")
+def discard(
+    name: Annotated[str, typer.Argument(help="A stopped workspace (workspacefs list --all).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a stopped named workspace: its store, journal, snapshots and all."""
+    from ..store import discard as discard_store
+
+    info = discard_store(name)
+    if as_json:
+        emit_json({"discarded": info.name, "store": info.path, "journal_bytes": info.journal_bytes})
+        return
+    stdout.print(f"Discarded {info.name} ({info.path}, {size(info.journal_bytes)} journal)")
+
+
+def _iso(seconds: float | None) -> str | None:
+    from datetime import UTC, datetime
+
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+
+
+def journal_line(journal: dict[str, Any] | None) -> str:
+    """Where a store's journal stands, for people."""
+    if not journal:
+        return "-"
+    line = f"on disk through record {journal['durable_through']}"
+    if journal.get("synced_at"):
+        line += f", last synced {journal['synced_at']}"
+    if journal.get("resumed_records"):
+        line += f"; resumed {journal['resumed_records']} records"
+    damage = journal.get("damage")
+    if damage:
+        line += f"; resuming stopped at offset {damage['offset']}: {damage['reason']}"
+    return line
 
 
 def requests_line(requests: dict[str, Any] | None) -> str:
@@ -277,6 +396,9 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
         ("forks", f"{facts.get('forks', 0)} (workspacefs forks)"),
         ("requests", requests_line(facts.get("requests"))),
+        ("name", facts.get("name") or "-"),
+        ("kept", kept_line(facts.get("store"), facts["durability"], facts.get("interval"))),
+        ("journal", journal_line(facts.get("journal"))),
         ("persist to", facts["repository"]),
         ("started", facts["started_at"]),
         ("log", facts["log"]),

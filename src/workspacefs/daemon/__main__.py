@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 
+from ..store import DEFAULT_INTERVAL
 from ._options import DaemonOptions
 from ._server import fd_notifier, run_daemon
 
@@ -27,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-latency-hint", dest="latency_hint", action="store_false")
     parser.add_argument("--load-limit", dest="load_limits", action="append", default=[])
     parser.add_argument("--special-modes", action="store_true")
+    parser.add_argument("--name")
+    parser.add_argument("--store")
+    parser.add_argument("--durability", default="interval")
+    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL)
     parser.add_argument("--ready-fd", type=int, help="write one JSON line here once serving")
     parser.add_argument("--detach", action="store_true", help="fork; the parent exits at once")
     args = parser.parse_args(argv)
@@ -51,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         latency_hint=args.latency_hint,
         load_limits=tuple(args.load_limits),
         special_modes=args.special_modes,
+        name=args.name,
+        store=args.store,
+        durability=args.durability,
+        interval=args.interval,
     )
 
     def to_stdout(message: dict[str, object]) -> None:

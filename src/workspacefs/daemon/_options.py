@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..store import DEFAULT_INTERVAL
+
 
 @dataclass(frozen=True, slots=True)
 class DaemonOptions:
@@ -21,6 +23,12 @@ class DaemonOptions:
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the device
             nodes a git source records (``git.load(special_modes=True)``).
+        name: The workspace's name: its store is ``store.store_of(name)``, resumed
+            if it holds a workspace (None: a new name, unless ``store`` is given).
+        store: The store directory, if not the named one.
+        durability: ``interval``, ``always`` (``store.Durability``) or ``none``:
+            no store, the workspace lives in the daemon's memory only.
+        interval: Seconds a change may wait for the disk under ``interval``.
     """
 
     mountpoint: str
@@ -31,3 +39,7 @@ class DaemonOptions:
     latency_hint: bool = True
     load_limits: tuple[str, ...] = ()
     special_modes: bool = False
+    name: str | None = None
+    store: str | None = None
+    durability: str = "interval"
+    interval: float = DEFAULT_INTERVAL

@@ -51,6 +51,11 @@ class MountRecord:
     read_only: bool
     repository: str | None
     log: str
+    name: str | None = None
+    """The workspace's name (None: kept nowhere, or in a store given by path)."""
+    store: str | None = None
+    """Its store directory (None: ``--durability none``, memory only)."""
+    durability: str = "none"
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (``fs.to_json``)."""

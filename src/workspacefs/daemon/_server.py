@@ -25,9 +25,11 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from .. import git
 from .._errors import BusyError, MountedInsideError, MountLostError
+from ..fs import InMemoryFilesystem
 from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
 from ._app import create_app
+from ._durability import open_kept
 from ._load import load_source, parse_load_limits
 from ._options import DaemonOptions
 from ._runtime import (
@@ -86,13 +88,29 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     with contextlib.suppress(FileNotFoundError):
         paths.record.unlink()  # a dead daemon's
     source = parse_source(options.source)
-    fs = load_source(
-        source,
-        mountpoint,
-        limits=parse_load_limits(options.load_limits),
-        special_modes=options.special_modes,
+
+    def load() -> InMemoryFilesystem:
+        return load_source(
+            source,
+            mountpoint,
+            limits=parse_load_limits(options.load_limits),
+            special_modes=options.special_modes,
+        )
+
+    kept = open_kept(
+        options, mountpoint, None if source.kind == "empty" else load, source.repository
     )
-    repository = options.repository or source.repository or git.default_repository(fs.workspace_id)
+    if kept.durable is not None:
+        stack.callback(kept.durable.close)  # after the unmount: the last changes go too
+    fs = kept.fs
+    base = None if kept.durable is None else kept.durable.store.base()
+    repository = (
+        options.repository
+        or source.repository
+        or base
+        or (os.path.join(kept.store, "git") if kept.store else None)
+        or git.default_repository(fs.workspace_id)
+    )
     info = WorkspaceInfo(
         mountpoint=mountpoint,
         socket=os.fspath(paths.socket),
@@ -101,8 +119,13 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         repository=os.path.abspath(repository),
         started_at=now_iso(),
         log=os.fspath(paths.log),
+        name=kept.name,
+        store=kept.store,
+        durability=options.durability,
+        interval=options.interval,
     )
-    workspace = Workspace(fs, info)
+    workspace = Workspace(fs, info, kept.durable, kept.recovery)
+    durable = kept.durable
     handle = stack.enter_context(
         mount(
             workspace.view,
@@ -110,6 +133,8 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
             allow_other=options.allow_other,
             read_only=options.read_only,
             latency_hint=options.latency_hint,
+            on_sync=None if durable is None else durable.sync,
+            on_change=durable.sync if durable and options.durability == "always" else None,
         )
     )
     workspace.attach(handle)
@@ -124,6 +149,9 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         read_only=options.read_only,
         repository=info.repository,
         log=info.log,
+        name=kept.name,
+        store=kept.store,
+        durability=options.durability,
     )
     write_record(paths, record)
     stack.callback(lambda: paths.record.unlink(missing_ok=True))

@@ -17,6 +17,8 @@ from typing import BinaryIO
 
 from .._errors import BackendUnavailableError, BusyError
 from ..posix import canonical_mountpoint
+from ..store import DEFAULT_INTERVAL
+from ._durability import check_durability
 from ._load import parse_load_limits
 from ._options import DaemonOptions
 from ._runtime import MountRecord, RuntimePaths, is_alive, read_record, remove_files
@@ -55,6 +57,11 @@ def daemon_command(options: DaemonOptions, *, ready_fd: int | None, detach: bool
         command += ["--load-limit", setting]
     if options.special_modes:
         command.append("--special-modes")
+    if options.name is not None:
+        command += ["--name", options.name]
+    if options.store is not None:
+        command += ["--store", options.store]
+    command += ["--durability", options.durability, "--interval", repr(options.interval)]
     if ready_fd is not None:
         command += ["--ready-fd", str(ready_fd)]
     if detach:
@@ -154,6 +161,10 @@ def start(
     latency_hint: bool = True,
     load_limits: Sequence[str] = (),
     special_modes: bool = False,
+    name: str | None = None,
+    store: str | None = None,
+    durability: str = "interval",
+    interval: float = DEFAULT_INTERVAL,
     timeout: float = START_TIMEOUT,
 ) -> MountRecord:
     """Start a daemon for a new workspace at ``mountpoint``; return once it serves.
@@ -169,6 +180,11 @@ def start(
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the devices a
             git source records.
+        name: The workspace's name; a stopped workspace of that name is resumed
+            (None: a new name is made, unless ``store`` is given).
+        store: Keep the workspace in this store directory instead.
+        durability: ``interval``, ``always`` or ``none`` (no store at all).
+        interval: Seconds a change may wait for the disk under ``interval``.
         timeout: Seconds to wait for the mount.
 
     Raises:
@@ -193,7 +209,12 @@ def start(
         latency_hint=latency_hint,
         load_limits=tuple(load_limits),
         special_modes=special_modes,
+        name=name,
+        store=None if store is None else os.path.abspath(store),
+        durability=durability,
+        interval=interval,
     )
+    check_durability(options)  # and a bad policy or name
     read_end, write_end = os.pipe()
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     since = os.fstat(log_fd).st_size

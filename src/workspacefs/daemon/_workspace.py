@@ -36,6 +36,7 @@ from ..fs import (
     from_json,
 )
 from ..fuse import Mount, refuse_if_mounted_inside
+from ..store import DurableWorkspace, Recovery
 from ._fork_results import ForkInfo
 from ._forks import Forks
 from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
@@ -65,6 +66,10 @@ class WorkspaceInfo:
     repository: str
     started_at: str
     log: str
+    name: str | None = None
+    store: str | None = None
+    durability: str = "none"
+    interval: float = 0.0
 
 
 class Workspace(Daemon):
@@ -75,9 +80,17 @@ class Workspace(Daemon):
         facts: What the daemon publishes about itself.
     """
 
-    def __init__(self, fs: InMemoryFilesystem, facts: WorkspaceInfo) -> None:
+    def __init__(
+        self,
+        fs: InMemoryFilesystem,
+        facts: WorkspaceInfo,
+        durable: DurableWorkspace | None = None,
+        recovery: Recovery | None = None,
+    ) -> None:
         self.fs = fs
         self.facts = facts
+        self._durable = durable
+        self._recovery = recovery
         self._forks = Forks(fs, read_only=facts.read_only)
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
@@ -260,6 +273,10 @@ class Workspace(Daemon):
             "repository": self.facts.repository,
             "started_at": self.facts.started_at,
             "log": self.facts.log,
+            "name": self.facts.name,
+            "store": self.facts.store,
+            "durability": self.facts.durability,
+            "interval": self.facts.interval if self.facts.durability == "interval" else None,
         }
 
     def attach(self, mount: Mount) -> None:
@@ -284,6 +301,7 @@ class Workspace(Daemon):
             "current_snapshot": None if current is None else str(current),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "requests": self._requests(),
+            "journal": self._journal(),
         }
 
     def unmount(self) -> None:
@@ -291,6 +309,26 @@ class Workspace(Daemon):
         point: a lazy unmount would take it along, daemon and all. The control server
         stops the daemon once this is answered."""
         refuse_if_mounted_inside(self.facts.mountpoint)
+
+    def _journal(self) -> Json | None:
+        """Where the store's journal stands (None: no store), and what resuming found."""
+        durable, recovery = self._durable, self._recovery
+        if durable is None:
+            return None
+        synced = durable.synced_at
+        return {
+            "durable_through": durable.durable_through,
+            "synced_at": None if synced is None else _iso(synced),
+            "resumed_records": 0 if recovery is None else recovery.records,
+            "damage": None
+            if recovery is None or recovery.damage is None
+            else {
+                "offset": recovery.damage.offset,
+                "reason": recovery.damage.reason,
+                "torn": recovery.damage.torn,
+                "set_aside": recovery.set_aside,
+            },
+        }
 
     def _requests(self) -> Json | None:
         """The mount's requests since it started, by type (None before ``attach``)."""
@@ -305,6 +343,10 @@ class Workspace(Daemon):
             "counts": dict(stats.counts),
             "seconds": {name: round(value, 6) for name, value in stats.seconds.items()},
         }
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
 
 
 def _absolute(path: str | os.PathLike[str]) -> str:

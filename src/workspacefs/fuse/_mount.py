@@ -529,6 +529,7 @@ def mount(
     open_free: bool | None = None,
     latency_hint: bool = True,
     on_sync: Callable[[], None] | None = None,
+    on_change: Callable[[], None] | None = None,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -559,6 +560,9 @@ def mount(
             in the FUSE thread, it returns once everything written before it is on
             disk (``DurableWorkspace.sync``). None: the tree is the storage, and the
             mount answers those requests ENOSYS once (the kernel then stops asking).
+        on_change: Called in the FUSE thread after each request that may have changed
+            the tree, before it is answered (a durable workspace's ``always`` policy:
+            ``DurableWorkspace.sync``); an error it raises is the request's answer.
 
     statfs shows the workspace's memory budget as the size and what is left
     of it as free (see ``InMemoryFilesystem``).
@@ -577,6 +581,7 @@ def mount(
         snapshots=snapshot_lister(filesystem) if show_snapshots else None,
         open_free=OPEN_FREE and cache.keep_cache if open_free is None else open_free,
         on_sync=on_sync,
+        on_change=on_change,
     )
     options = mount_options(
         allow_other=allow_other,

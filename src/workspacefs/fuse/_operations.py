@@ -68,6 +68,12 @@ R = TypeVar("R")
 
 _now = time.perf_counter_ns
 
+_CHANGING = frozenset(
+    {"setattr", "mknod", "mkdir", "symlink", "link", "unlink", "rmdir", "rename", "create"}
+    | {"write", "setxattr", "removexattr", "fallocate"}
+)
+"""The handlers whose requests may change the tree (``on_change`` follows them)."""
+
 
 def fuse_errors(
     handler: Callable[Concatenate[WorkspaceOperations, P], R],
@@ -80,12 +86,16 @@ def fuse_errors(
     so a request costs one coroutine, this one.
     """
     name = handler.__name__
+    changing = name in _CHANGING
 
     @functools.wraps(handler)
     async def wrapper(self: WorkspaceOperations, /, *args: P.args, **kwargs: P.kwargs) -> R:
         started = _now()
         try:
-            return handler(self, *args, **kwargs)
+            result = handler(self, *args, **kwargs)
+            if changing and self._on_change is not None:
+                self._on_change()  # the durability policy `always`: on disk before the reply
+            return result
         except FUSEError:
             raise
         except OSError as exc:
@@ -156,9 +166,11 @@ class WorkspaceOperations(pyfuse3.Operations):
         snapshots: SnapshotLister | None = None,
         open_free: bool = False,
         on_sync: Callable[[], None] | None = None,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self._on_sync = on_sync
+        self._on_change = on_change
         if open_free and not OPEN_FREE:
             raise ValueError("open_free needs the patched pyfuse3 (scripts/setup.sh builds it)")
         self._open_free = open_free

@@ -10,6 +10,8 @@ from ..fs import MergeConflict as MergeConflict
 from ..fs import MergeResult as MergeResult
 from ..fs import MergeSide as MergeSide
 from ..fs import PersistedSnapshot as PersistedSnapshot
+from ._blobs import BlobContent as BlobContent
+from ._blobs import BlobStore as BlobStore
 from ._load import load as load
 from ._load import recorded_changes as recorded_changes
 from ._merge import find_base as find_base
@@ -44,5 +46,6 @@ from ._remote import list_snapshots as list_snapshots
 from ._remote import prune as prune
 from ._remote import push as push
 from ._repo import Identity as Identity
+from ._repo import data_directory as data_directory
 from ._repo import default_repository as default_repository
 from ._repo import open_repository as open_repository

@@ -60,6 +60,11 @@ class BlobStore:
         self._lock = threading.Lock()  # libgit2 objects are not shared across threads unguarded
 
     @property
+    def objects(self) -> str:
+        """The repository's object directory (where its blobs are found)."""
+        return self._objects
+
+    @property
     def odb(self) -> pygit2.Odb:
         """The object database (for use before the files are shared between threads)."""
         return self._odb
@@ -111,6 +116,11 @@ class BlobContent:
     @property
     def key(self) -> pygit2.Oid:
         return self._oid
+
+    @property
+    def store(self) -> BlobStore:
+        """The object database the bytes are read from."""
+        return self._store
 
     def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
         return self._store.pieces(self._oid, budget)

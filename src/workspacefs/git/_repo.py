@@ -27,13 +27,19 @@ class Identity:
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), minutes)
 
 
-def default_repository(workspace: str) -> str:
-    """Where a workspace's snapshots go unless told otherwise: under the user's
-    data directory, outside any mount an agent can reach."""
+def data_directory() -> str:
+    """This user's workspacefs data directory: ``$XDG_DATA_HOME/workspacefs``, else
+    ``~/.local/share/workspacefs`` (the XDG base-directory rule)."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "share"
     )
-    return os.path.join(base, "workspacefs", "repositories", f"{workspace}.git")
+    return os.path.join(base, "workspacefs")
+
+
+def default_repository(workspace: str) -> str:
+    """Where a workspace's snapshots go unless told otherwise: under the user's
+    data directory, outside any mount an agent can reach."""
+    return os.path.join(data_directory(), "repositories", f"{workspace}.git")
 
 
 def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> pygit2.Repository:

@@ -15,6 +15,15 @@ from ._journal import Reading as Reading
 from ._journal import cut_after as cut_after
 from ._journal import read_journal as read_journal
 from ._journal import segments as segments
+from ._names import StoreInfo as StoreInfo
+from ._names import check_name as check_name
+from ._names import describe as describe
+from ._names import discard as discard
+from ._names import holder as holder
+from ._names import named_stores as named_stores
+from ._names import new_name as new_name
+from ._names import store_of as store_of
+from ._names import workspaces_directory as workspaces_directory
 from ._records import FORMAT_VERSION as FORMAT_VERSION
 from ._records import Damage as Damage
 from ._records import Kind as Kind

@@ -26,15 +26,22 @@ prefixed by their length (u32).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .._errors import StoreDamagedError
-from ..tree import Chunk, Directory, File, Node, Special, Symlink, Tree, TreeView
+from ..tree import Chunk, Content, Directory, File, Node, Special, Symlink, Tree, TreeView
 
 GONE, FILE, DIRECTORY, SYMLINK, SPECIAL, CHUNKS = range(6)
-DELTA, WHOLE, SAME = range(3)
+DELTA, WHOLE, SAME, BLOB = range(4)
 """How a ``FILE`` entry's chunks relate to the file's previous state: changed chunks
-on top of it, all of them, or the same data (only the size may differ)."""
+on top of it, all of them, or the same data (only the size may differ); or no chunks:
+the file's bytes are a blob of the store's base repository, loaded on first use."""
+
+BlobOf = Callable[[File], bytes | None]
+"""The raw id of the base repository's blob a file's content not loaded yet is, if
+it is one (the writer then journals the id, not the bytes)."""
+ContentOf = Callable[[bytes], Content]
+"""The content a ``BLOB`` entry's raw blob id names (the replay loads it lazily)."""
 
 PART_BYTES = 16 << 20
 """A record is closed once it holds this much (one chunk more at most)."""
@@ -52,6 +59,7 @@ def encode_changes(
     after: TreeView,
     inodes: Iterable[int],
     counts: tuple[int, int, int],
+    blob_of: BlobOf | None = None,
 ) -> Iterator[bytes]:
     """The payloads of the group of records taking a tree from ``before`` (None:
     nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
@@ -59,8 +67,10 @@ def encode_changes(
 
     Args:
         counts: The next inode number, file count and total bytes of ``after``.
+        blob_of: Names the files whose bytes are base-repository blobs (else every
+            file's bytes are written).
     """
-    writer = _Writer(counts)
+    writer = _Writer(counts, blob_of)
     for ino in sorted(inodes):
         node = after.get(ino)
         old = None if before is None else before.get(ino)
@@ -75,8 +85,9 @@ def encode_changes(
 class _Writer:
     """Builds a group's records, closing one whenever it is full."""
 
-    def __init__(self, counts: tuple[int, int, int]) -> None:
+    def __init__(self, counts: tuple[int, int, int], blob_of: BlobOf | None) -> None:
         self.counts = counts
+        self.blob_of = blob_of
         self.out = bytearray()
         self.count = 0
 
@@ -130,6 +141,11 @@ class _Writer:
         ):
             self.out += _FILE.pack(node.size, SAME, 0) + _U32.pack(0)
             return
+        blob = None if self.blob_of is None or node.lazy is None else self.blob_of(node)
+        if blob is not None:
+            self.out += _FILE.pack(node.size, BLOB, 0)
+            _put_bytes(self.out, blob)
+            return
         node.load()  # content not loaded yet is written as its bytes (within the budget)
         chunks = node.chunks
         if old is None or old.lazy is not None:
@@ -168,8 +184,9 @@ class ChangesReplay:
     """Puts groups of ``CHANGES`` records into a tree: each group once its final
     record is read (``add`` returns True then)."""
 
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: Tree, content_of: ContentOf | None = None) -> None:
         self.tree = tree
+        self.content_of = content_of
         self._states: dict[int, Node | None] = {}
         self._order: list[int] = []
 
@@ -252,6 +269,12 @@ class ChangesReplay:
             same.resize(size)
             reader.u32()  # no chunks follow
             return same
+        if how == BLOB:
+            blob = reader.raw()
+            if self.content_of is None:
+                raise ValueError(f"inode {ino} is a blob of a base repository the store lacks")
+            content = self.content_of(blob)
+            return File.deferred(epoch, mode, uid, gid, 0, self.tree.budget, content, size)
         chunks: dict[int, Chunk] = {}
         if how == DELTA:
             if old is None:

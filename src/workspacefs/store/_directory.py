@@ -1,9 +1,10 @@
 """A workspace's store directory: made private, checked, and locked by one process.
 
 Layout: ``format`` (the store format's name and version), ``lock`` (held with
-``flock`` by the process serving the workspace; it holds that process's pid), and
-``journal/`` (the segment files). The lock dies with its process, however it dies,
-so a crashed daemon's store is free again at once.
+``flock`` by the process serving the workspace; it holds that process's pid),
+``workspace`` (the workspace's id), ``base`` (the git repository it was loaded
+from, if it was), and ``journal/`` (the segment files). The lock dies with its
+process, however it dies, so a crashed daemon's store is free again at once.
 """
 
 from __future__ import annotations
@@ -74,6 +75,24 @@ class StoreDirectory:
             pass
         _write_durably(path, new)
         return new
+
+    def base(self) -> str | None:
+        """The git repository the workspace was loaded from, whose blobs the journal
+        names (None: the journal holds every byte)."""
+        try:
+            with open(os.path.join(self.path, "base"), encoding="utf-8") as found:
+                return found.read().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def set_base(self, repository: str | None) -> None:
+        """Record ``repository`` as the base (None: no base)."""
+        path = os.path.join(self.path, "base")
+        if repository is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            return
+        _write_durably(path, os.path.abspath(repository))
 
     def close(self) -> None:
         """Release the lock; safe to call twice."""

@@ -28,10 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import SnapshotIncompatibleError, StoreDamagedError
+import pygit2
+
+from .. import git
+from .._errors import AlreadyExistsError, SnapshotIncompatibleError, StoreDamagedError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
-from ..tree import TreeView, Version
-from ._changes import ChangesReplay, encode_changes
+from ..tree import File, TreeView, Version
+from ._changes import BlobOf, ChangesReplay, encode_changes
 from ._directory import StoreDirectory
 from ._journal import Journal, Reading, read_journal, stop_before
 from ._records import Damage, Kind, Record
@@ -46,12 +49,16 @@ DEFAULT_INTERVAL = 1.0
 
 
 class Durability(enum.Enum):
-    """When changes reach the disk."""
+    """When changes reach the disk (besides every durability point: ``sync``, a
+    snapshot, an ``fsync`` on a mount made with ``on_sync``, ``close``)."""
 
     INTERVAL = "interval"
-    """Within ``interval`` seconds, and at every durability point."""
-    NONE = "none"
-    """Only when asked (``sync``, a snapshot): for throwaway workspaces."""
+    """Within ``interval`` seconds."""
+    ALWAYS = "always"
+    """Before the call that made them returns: every API call that changes the live
+    tree syncs on its way out (a mount does the same per request with ``on_change``)."""
+    REQUESTED = "requested"
+    """Only at durability points."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +95,7 @@ class DurableWorkspace:
         durability: Durability,
         interval: float,
         fresh: bool = False,
+        blob_of: BlobOf | None = None,
     ) -> None:
         self.fs = fs
         self.store = store
@@ -101,8 +109,12 @@ class DurableWorkspace:
             frozen = fs.tree.track_changes()
         # A new store's first record holds every inode; later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
+        self._blob_of = blob_of
         self._stop = threading.Event()
         self._stop_observing = fs.observe_snapshots(self)
+        self._stop_syncing: Callable[[], None] = lambda: None
+        if durability is Durability.ALWAYS:
+            self._stop_syncing = fs.subscribe(lambda _: self.sync())
         self._thread: threading.Thread | None = None
         if durability is Durability.INTERVAL:
             self._thread = threading.Thread(
@@ -114,6 +126,12 @@ class DurableWorkspace:
     def durable_through(self) -> int:
         """The sequence number of the last record on disk."""
         return self._journal.durable_through
+
+    @property
+    def synced_at(self) -> float | None:
+        """When the last durability point that wrote anything was reached
+        (``time.time()``; None: none yet in this process)."""
+        return self._journal.synced_at
 
     def flush(self, *, sync: bool = True) -> int:
         """Journal what changed since the last record (nothing if nothing did); with
@@ -149,7 +167,7 @@ class DurableWorkspace:
         hold ``_flushing``."""
         if self._last is None:
             inodes = set(after.inodes())
-        for payload in encode_changes(self._last, after, inodes, counts):
+        for payload in encode_changes(self._last, after, inodes, counts, self._blob_of):
             self._journal.append(Kind.CHANGES, payload)
         self._last = after
 
@@ -201,6 +219,7 @@ class DurableWorkspace:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self._stop_syncing()
         try:
             self.flush(sync=True)
         finally:
@@ -220,21 +239,46 @@ def open_workspace(
     *,
     durability: Durability = Durability.INTERVAL,
     interval: float = DEFAULT_INTERVAL,
+    initial: Callable[[], InMemoryFilesystem] | None = None,
+    base: str | None = None,
     **options: Any,
 ) -> tuple[DurableWorkspace, Recovery]:
     """Open the workspace kept in the store directory ``path`` (made if missing), with
     what its journal holds replayed; ``options`` go to ``InMemoryFilesystem``.
 
+    Args:
+        initial: Makes the workspace a store that holds none starts with (default:
+            an empty one); refused on a store that holds one already.
+        base: The git repository ``initial`` loads from (``git.load``): its files'
+            bytes are journalled as blob ids, read from there on first use, never
+            copied; the store keeps its path.
+
     Raises:
         BusyError: Another process has the store open.
         NotPermittedError: The store is not private to its owner.
         StoreDamagedError: The store is of another format.
+        AlreadyExistsError: ``initial`` was given for a store holding a workspace.
     """
     store = StoreDirectory(path)
     try:
         reading = read_journal(store.journal)
-        fs = InMemoryFilesystem(workspace_id=store.workspace_id(uuid.uuid4().hex), **options)
-        records, snapshots = _replay(fs, reading)
+        fresh = not reading.records
+        if not fresh and initial is not None:
+            raise AlreadyExistsError(
+                "the store holds a workspace already: open it without a source to resume "
+                "it, or discard it first",
+                store.path,
+            )
+        if fresh:
+            store.set_base(base)
+        blobs = _BaseBlobs.of(store.base())
+        if fresh and initial is not None:
+            fs = initial()
+            store.workspace_id(fs.workspace_id)
+        else:
+            new_id = store.workspace_id(uuid.uuid4().hex)
+            fs = InMemoryFilesystem(workspace_id=new_id, **options)
+        records, snapshots = _replay(fs, reading, blobs)
         journal = Journal.resume(store.journal, reading)
     except BaseException:
         store.close()
@@ -250,18 +294,44 @@ def open_workspace(
             reading.damage.reason,
         )
     recovery = Recovery(records, snapshots, reading.damage, journal.set_aside)
-    fresh = not reading.records
     durable = DurableWorkspace(
-        fs, store, journal, durability=durability, interval=interval, fresh=fresh
+        fs,
+        store,
+        journal,
+        durability=durability,
+        interval=interval,
+        fresh=fresh,
+        blob_of=None if blobs is None else blobs.blob_of,
     )
     return durable, recovery
 
 
-def _replay(fs: InMemoryFilesystem, reading: Reading) -> tuple[int, int]:
+class _BaseBlobs:
+    """The store's base repository, whose blobs the journal names instead of copying."""
+
+    def __init__(self, repository: str) -> None:
+        self.blobs = git.BlobStore(git.open_repository(repository))
+        self.objects = self.blobs.objects
+
+    @classmethod
+    def of(cls, repository: str | None) -> _BaseBlobs | None:
+        return None if repository is None else cls(repository)
+
+    def blob_of(self, node: File) -> bytes | None:
+        lazy = node.lazy
+        if isinstance(lazy, git.BlobContent) and lazy.store.objects == self.objects:
+            return lazy.key.raw
+        return None
+
+    def content_of(self, blob: bytes) -> git.BlobContent:
+        return git.BlobContent(self.blobs, pygit2.Oid(raw=blob))
+
+
+def _replay(fs: InMemoryFilesystem, reading: Reading, blobs: _BaseBlobs | None) -> tuple[int, int]:
     """Put what ``reading`` holds into ``fs``: (records applied, snapshots kept). A
     record that does not parse ends the reading there, as damage does; a group of
     ``CHANGES`` records without its final one (cut short) is dropped."""
-    changes = ChangesReplay(fs.tree)
+    changes = ChangesReplay(fs.tree, None if blobs is None else blobs.content_of)
     kept: dict[str, FilesystemSnapshot] = {}
     applied = 0
     group_start: Record | None = None

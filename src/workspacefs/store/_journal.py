@@ -22,6 +22,7 @@ import itertools
 import os
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -153,6 +154,8 @@ class Journal:
         self._next = next_sequence
         self._written = next_sequence - 1
         self._durable = next_sequence - 1
+        self.synced_at: float | None = None
+        """When the last sync that wrote anything returned (``time.time()``)."""
         self._fd = -1
         self._size = 0
         self._unsynced_fds: list[int] = []  # segments closed by a rotation, not yet synced
@@ -259,6 +262,7 @@ class Journal:
                     self._unsynced_fds.remove(old)
                     os.close(old)
             self._durable = max(self._durable, covered)
+            self.synced_at = time.time()
 
     def _rotate(self, first_sequence: int) -> None:
         """Start a new segment whose first record is ``first_sequence``: made whole

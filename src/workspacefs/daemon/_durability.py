@@ -1,0 +1,103 @@
+"""The daemon's store: where its workspace is kept, made new or resumed.
+
+A daemon serves a *named* workspace: its store (``store.store_of(name)``, or
+``--store``) holds the journal of the live tree and its snapshots, so the
+workspace outlives the daemon. A store that holds a workspace is resumed, at any
+mount point; one that holds none starts from ``--from``. ``--durability none``
+keeps no store: the workspace lives in the daemon's memory only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .._errors import InvalidArgumentError
+from ..fs import InMemoryFilesystem
+from ..store import Durability, DurableWorkspace, Recovery, check_name, new_name, open_workspace
+from ..store import store_of as named_store
+from ._options import DaemonOptions
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("interval", "always", "none")
+"""``--durability`` values: the store's policies, and no store."""
+
+
+def check_durability(options: DaemonOptions) -> None:
+    """Refuse a policy, name or interval that cannot work, before a daemon starts.
+
+    Raises:
+        InvalidArgumentError: Which one, and why.
+    """
+    if options.durability not in POLICIES:
+        raise InvalidArgumentError(f"--durability takes {', '.join(POLICIES)}", options.durability)
+    if options.name is not None:
+        check_name(options.name)
+    if options.durability == "none" and (options.name or options.store):
+        raise InvalidArgumentError(
+            "--durability none keeps no store: a named workspace or --store needs "
+            "interval or always",
+            options.name or options.store,
+        )
+    if not options.interval > 0:
+        raise InvalidArgumentError("--interval must be a positive number of seconds", None)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A workspace and where it is kept."""
+
+    fs: InMemoryFilesystem
+    durable: DurableWorkspace | None
+    recovery: Recovery | None
+    name: str | None
+    store: str | None
+
+
+def open_kept(
+    options: DaemonOptions,
+    mountpoint: str,
+    load: Callable[[], InMemoryFilesystem] | None,
+    base: str | None,
+) -> Kept:
+    """The daemon's workspace: resumed from its store, or made by ``load`` (None:
+    empty) and kept there from now on; or, under ``none``, just made.
+
+    Args:
+        load: What a new workspace starts from (``--from``); refused if the store
+            holds a workspace already.
+        base: The git repository ``load`` loads from, if it does.
+
+    Raises:
+        AlreadyExistsError: ``load`` was given and the store holds a workspace.
+        BusyError: Another daemon serves the store.
+    """
+    check_durability(options)
+    if options.durability == "none":
+        fs = load() if load is not None else InMemoryFilesystem(mount_point=mountpoint)
+        return Kept(fs, None, None, None, None)
+    name = options.name
+    if name is None and options.store is None:
+        name = new_name(os.path.basename(mountpoint))
+    store = options.store or os.fspath(named_store(name or ""))
+    os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
+    durable, recovery = open_workspace(
+        store,
+        durability=Durability(options.durability),
+        interval=options.interval,
+        initial=load,
+        base=base,
+        mount_point=mountpoint,
+    )
+    if recovery.records:
+        log.info(
+            "resumed %s: %d records, %d snapshots%s",
+            store,
+            recovery.records,
+            recovery.snapshots,
+            "" if recovery.damage is None else f"; stopped early: {recovery.damage.reason}",
+        )
+    return Kept(durable.fs, durable, recovery, name, store)
