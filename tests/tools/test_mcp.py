@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters, types
 import workspacefs
 from support.daemon import cli
 from workspacefs import InMemoryFilesystem
-from workspacefs.cli import EXIT_USAGE
+from workspacefs.cli import EXIT_FAILED, EXIT_USAGE
 from workspacefs.tools import (
     Tool,
     ToolContext,
@@ -145,6 +145,19 @@ def test_mcp_refuses_to_reshape_a_running_workspace(
         fs.write("still.txt", "writable\n")  # not made read-only either
     finally:
         fs.close()
+
+
+def test_mcp_says_in_one_line_what_cannot_make_the_fresh_workspace(tmp_path: Path) -> None:
+    for args, message in (
+        (["--hydrate", str(tmp_path / "missing")], "No such file or directory"),
+        (["--mount-point", "relative"], "mount point must be an absolute path"),
+    ):
+        refused = cli("mcp", *args)
+        assert refused.returncode == EXIT_FAILED, refused.stderr
+        assert refused.stderr.startswith("workspacefs: error: ")
+        assert message in refused.stderr
+        assert refused.stderr.count("\n") == 1
+        assert refused.stdout == ""  # nothing was served
 
 
 def test_mcp_options_make_the_fresh_workspace(tmp_path: Path) -> None:
