@@ -1,20 +1,18 @@
-"""The server for real: a background thread, and ``python -m workspacefs.debug``."""
+"""The server for real: a background thread, and ``workspacefs debug``."""
 
 from __future__ import annotations
 
 import errno
-import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from support.interpreter import child_env
+from support.daemon import cli, serve_debug, stop_debug
 from workspacefs import InMemoryFilesystem
 from workspacefs.archive import export_archive
+from workspacefs.cli import EXIT_FAILED
 from workspacefs.debug import LiveTarget, start
 from workspacefs.debug._server import allowed_hosts_for
 
@@ -39,30 +37,19 @@ def test_allowed_hosts() -> None:
     assert allowed_hosts_for("0.0.0.0") == ["*"]
 
 
-def module_command(*args: str) -> tuple[list[str], dict[str, str]]:
-    return [sys.executable, "-m", "workspacefs.debug", *args], child_env()
-
-
 def test_command_serves_an_archive_until_interrupted(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
     fs.write("notes.md", "# notes\n")
     export_archive(fs, tmp_path / "run.fs.zip")
-    command, env = module_command(str(tmp_path / "run.fs.zip"), "--port", "0")
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    process, url = serve_debug(tmp_path / "run.fs.zip")
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert "serving" in line, line + (process.stderr.read() if process.stderr else "")
-        url = line.split(" at ")[1].split()[0]
-        meta = httpx.get(url + "api/filesystem/meta").json()
+        meta = httpx.get(url + "/api/filesystem/meta").json()
         assert meta["manifest"]["file_count"] == 1
-        assert httpx.get(url + "api/filesystem/file?path=notes.md").json()["content"] == "# notes\n"
+        file = httpx.get(url + "/api/filesystem/file?path=notes.md").json()
+        assert file["content"] == "# notes\n"
     finally:
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=20)
-    assert process.returncode == 0, err
+        stop_debug(process)
+    assert process.returncode == 0  # Ctrl-C is how it is meant to stop
 
 
 def test_command_refuses_what_it_cannot_show(tmp_path: Path) -> None:
@@ -71,11 +58,8 @@ def test_command_refuses_what_it_cannot_show(tmp_path: Path) -> None:
         (tmp_path / "missing.zip", "no such file or directory"),
         (tmp_path / "junk.fs.zip", "malformed archive"),
     ):
-        command, env = module_command(str(target), "--port", "0")
-        done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=60, check=False
-        )
-        assert done.returncode == 2, done.stderr
+        done = cli("debug", str(target), "--port", "0")
+        assert done.returncode == EXIT_FAILED, done.stderr
         assert message in done.stderr
         assert "Traceback" not in done.stderr
 
@@ -90,9 +74,7 @@ def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
         with pytest.raises(OSError) as raised:
             start(LiveTarget(fs), port=port)
         assert raised.value.errno == errno.EADDRINUSE
-        command, env = module_command(str(tmp_path / "a.zip"), "--port", str(port))
-        done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=60, check=False
-        )
-        assert done.returncode == 2
+        done = cli("debug", str(tmp_path / "a.zip"), "--port", str(port))
+        assert done.returncode == EXIT_FAILED
         assert "Address already in use" in done.stderr
+        assert "Traceback" not in done.stderr

@@ -13,7 +13,9 @@ import pytest
 from mcp import Client, StdioServerParameters, types
 
 import workspacefs
+from support.daemon import cli
 from workspacefs import InMemoryFilesystem
+from workspacefs.cli import EXIT_FAILED, EXIT_USAGE
 from workspacefs.tools import (
     Tool,
     ToolContext,
@@ -36,18 +38,36 @@ def _text(result: types.CallToolResult) -> str:
     return block.text
 
 
-def _server(project: Path) -> StdioServerParameters:
+def _server(*args: str) -> StdioServerParameters:
+    """``workspacefs mcp ARGS``, for the SDK's client."""
     path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    env = {"PYTHONPATH": path}
+    if "XDG_RUNTIME_DIR" in os.environ:
+        # A daemon's record is in this runtime directory (the SDK passes on no more of the
+        # environment than a shell's basics).
+        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "workspacefs.tools", "--hydrate", str(project)],
-        env={"PYTHONPATH": path},
+        command=sys.executable, args=["-m", "workspacefs.cli", "mcp", *args], env=env
     )
+
+
+async def _calls(
+    server: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[str], list[tuple[bool, str]]]:
+    """The names of the tools ``server`` lists, and whether each of ``calls`` failed and
+    what it answered."""
+    async with Client(server, read_timeout_seconds=60) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        results = []
+        for name, arguments in calls:
+            result = await client.call_tool(name, arguments)
+            results.append((result.is_error, _text(result)))
+    return names, results
 
 
 async def _scenario(project: Path) -> dict[str, Any]:
     seen: dict[str, Any] = {}
-    async with Client(_server(project), read_timeout_seconds=60) as client:
+    async with Client(_server("--hydrate", str(project)), read_timeout_seconds=60) as client:
         listed = (await client.list_tools()).tools
         seen["names"] = [tool.name for tool in listed]
         seen["tools"] = {tool.name: tool for tool in listed}
@@ -77,36 +97,21 @@ async def _scenario(project: Path) -> dict[str, Any]:
     return seen
 
 
-async def _on_daemon(mountpoint: str) -> tuple[list[str], list[tuple[bool, str]]]:
-    """``workspacefs mcp MOUNTPOINT``: the tools on a running daemon's workspace."""
-    path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "workspacefs.cli", "mcp", mountpoint],
-        # The daemon's record is in this runtime directory (the SDK passes on no more
-        # of the environment than a shell's basics).
-        env={"PYTHONPATH": path, "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]},
-    )
-    async with Client(server, read_timeout_seconds=60) as client:
-        names = [tool.name for tool in (await client.list_tools()).tools]
-        results = []
-        for name, arguments in [
-            ("read_file", {"path": "notes.md"}),
-            ("read_file", {"path": f"{mountpoint}/notes.md"}),
-            ("write_file", {"path": "from-mcp.txt", "content": "mcp\n"}),
-            ("read_file", {"path": "missing.txt"}),
-        ]:
-            result = await client.call_tool(name, arguments)
-            results.append((result.is_error, _text(result)))
-    return names, results
-
-
 @pytest.mark.fuse
 def test_mcp_command_on_a_running_daemon(remote_daemons: RemoteDaemons) -> None:
     fs = remote_daemons.fresh()
     try:
         fs.write("notes.md", "written through the daemon\n")
-        names, results = anyio.run(_on_daemon, fs.mountpoint)
+        names, results = anyio.run(
+            _calls,
+            _server(fs.mountpoint),
+            [
+                ("read_file", {"path": "notes.md"}),
+                ("read_file", {"path": f"{fs.mountpoint}/notes.md"}),
+                ("write_file", {"path": "from-mcp.txt", "content": "mcp\n"}),
+                ("read_file", {"path": "missing.txt"}),
+            ],
+        )
         assert names == filesystem_tools(fs).names
         assert "snapshot" in names  # the daemon's workspace takes snapshots
         assert results == [
@@ -119,6 +124,84 @@ def test_mcp_command_on_a_running_daemon(remote_daemons: RemoteDaemons) -> None:
         assert Path(fs.mountpoint, "from-mcp.txt").read_text() == "mcp\n"
     finally:
         fs.close()
+
+
+@pytest.mark.fuse
+def test_mcp_refuses_to_reshape_a_running_workspace(
+    remote_daemons: RemoteDaemons, tmp_path: Path
+) -> None:
+    """The options that make the fresh workspace are a usage error with a running one (it
+    was made by ``workspacefs mount``), not silently ignored; the workspace is unchanged."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "planted.txt").write_text("not for the running workspace\n")
+    fs = remote_daemons.fresh()
+    try:
+        refused = cli("mcp", fs.mountpoint, "--hydrate", str(project), "--read-only")
+        assert refused.returncode == EXIT_USAGE, refused.stderr
+        assert "--hydrate, --read-only shape a fresh in-memory workspace" in refused.stderr
+        assert refused.stdout == ""
+        assert not fs.exists("planted.txt")
+        fs.write("still.txt", "writable\n")  # not made read-only either
+    finally:
+        fs.close()
+
+
+def test_mcp_says_in_one_line_what_cannot_make_the_fresh_workspace(tmp_path: Path) -> None:
+    for args, message in (
+        (["--hydrate", str(tmp_path / "missing")], "No such file or directory"),
+        (["--mount-point", "relative"], "mount point must be an absolute path"),
+    ):
+        refused = cli("mcp", *args)
+        assert refused.returncode == EXIT_FAILED, refused.stderr
+        assert refused.stderr.startswith("workspacefs: error: ")
+        assert message in refused.stderr
+        assert refused.stderr.count("\n") == 1
+        assert refused.stdout == ""  # nothing was served
+
+
+def test_mcp_options_make_the_fresh_workspace(tmp_path: Path) -> None:
+    """``--hydrate`` (twice), ``--mount-point`` and ``--read-only``, as a client sees them."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "src").mkdir(parents=True)
+    (first / "src" / "app.py").write_text("print('app')\n")
+    second.mkdir()
+    (second / "README.md").write_text("# second\n")
+    args = ["--hydrate", str(first), "--hydrate", str(second), "--mount-point", "/srv/project"]
+    names, results = anyio.run(
+        _calls,
+        _server(*args, "--read-only"),
+        [
+            ("read_file", {"path": "/srv/project/src/app.py"}),
+            ("read_file", {"path": "README.md"}),
+            ("read_file", {"path": "/workspace/README.md"}),
+            ("write_file", {"path": "new.txt", "content": "x\n"}),
+            ("edit_file", {"path": "README.md", "old_string": "second", "new_string": "2"}),
+            ("read_file", {"path": "README.md"}),
+        ],
+    )
+    assert names == filesystem_tools(InMemoryFilesystem(read_only=True)).names
+    assert results[:2] == [(False, "     1\tprint('app')"), (False, "     1\t# second")]
+    assert results[2:] == [
+        (
+            True,
+            "Cannot read `/workspace/README.md`: it is outside the workspace (absolute path "
+            "outside the mount point /srv/project).",
+        ),
+        (True, "Cannot write `new.txt`: the workspace is read-only."),
+        (True, "Cannot edit `README.md`: the workspace is read-only."),
+        (False, "     1\t# second"),
+    ]
+    # Without --read-only the same workspace takes writes, at the path it is given.
+    _, results = anyio.run(
+        _calls,
+        _server(*args),
+        [
+            ("write_file", {"path": "/srv/project/new.txt", "content": "x\n"}),
+            ("read_file", {"path": "new.txt"}),
+        ],
+    )
+    assert results == [(False, "Wrote `new.txt` (1 line, 2 bytes)."), (False, "     1\tx")]
 
 
 def test_mcp_server_over_stdio(tmp_path: Path) -> None:

@@ -102,16 +102,14 @@ class Server:
                     stream.close()
 
 
-COMMANDS = {
-    "tools": ("-m", "workspacefs.tools"),
-    "cli": ("-m", "workspacefs.cli", "mcp"),
-}
+MCP_COMMAND = ("-m", "workspacefs.cli", "mcp")
+"""``workspacefs mcp``: a fresh in-memory workspace."""
 
 
-@pytest.fixture(scope="module", params=sorted(COMMANDS))
-def server(request: pytest.FixtureRequest) -> Iterator[Server]:
-    """One server per command for the module: each test leaves it serving."""
-    running = Server(*COMMANDS[request.param])
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    """One server for the module: each test leaves it serving."""
+    running = Server(*MCP_COMMAND)
     try:
         running.initialize()
         yield running
@@ -250,7 +248,7 @@ def test_an_answer_naming_a_file_that_is_not_utf8_is_sent(tmp_path: Path) -> Non
     project = tmp_path / "project"
     project.mkdir()
     (project / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
-    running = Server("-m", "workspacefs.tools", "--hydrate", str(project))
+    running = Server(*MCP_COMMAND, "--hydrate", str(project))
     try:
         running.initialize()
         running.send(_call(20, "ls", path="."))

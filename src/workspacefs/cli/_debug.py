@@ -22,7 +22,9 @@ def debug(
             "mount point of a running workspace."
         ),
     ],
-    port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1 (0: any free).")] = 8765,
+    # None stands for the debug server's own default, which is not imported here: the
+    # web stack loads only when this command runs.
+    port: Annotated[int | None, typer.Option(help="TCP port (0: any free; default: 8765).")] = None,
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     open_browser: Annotated[bool, typer.Option("--open", help="Open the page.")] = False,
     workspace: Annotated[
@@ -34,7 +36,7 @@ def debug(
 ) -> None:
     """Browse snapshots, trees, files and diffs in a browser, until Ctrl-C."""
     from ..daemon import connect
-    from ..debug import open_target, serve
+    from ..debug import DEFAULT_PORT, open_target, serve
 
     opened = open_target(target, workspace=workspace, filesystem=filesystem, connect=connect)
 
@@ -42,6 +44,12 @@ def debug(
         stdout.print(f"Serving {target} at {url} (Ctrl-C stops)")
 
     try:
-        serve(opened, host=host, port=port, open_browser=open_browser, ready=ready)
+        serve(
+            opened,
+            host=host,
+            port=DEFAULT_PORT if port is None else port,
+            open_browser=open_browser,
+            ready=ready,
+        )
     finally:
         opened.close()

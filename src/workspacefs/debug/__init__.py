@@ -6,7 +6,7 @@ a live workspace (in this process, or a daemon's ``RemoteFilesystem``).
 ``create_app(target)`` is the ASGI app, ``serve(target)`` runs it until
 Ctrl-C and ``start(target)`` in a background thread. From a shell::
 
-    python -m workspacefs.debug session.jsonl --open
+    workspacefs debug session.jsonl --open
 
 Nothing here is imported by ``import workspacefs``.
 """
