@@ -32,7 +32,9 @@ from ._objects import tree_name as tree_name
 from ._objects import walk_tree as walk_tree
 from ._objects import workspace_name as workspace_name
 from ._objects import write_trees as write_trees
+from ._pack import PackWriter as PackWriter
 from ._persist import Progress as Progress
+from ._persist import blob_pieces as blob_pieces
 from ._persist import check_persistable as check_persistable
 from ._persist import persist as persist
 from ._records import DEFAULT_LOAD_LIMITS as DEFAULT_LOAD_LIMITS

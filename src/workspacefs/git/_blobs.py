@@ -69,6 +69,11 @@ class BlobStore:
         """The object database (for use before the files are shared between threads)."""
         return self._odb
 
+    def has(self, oid: pygit2.Oid) -> bool:
+        """True if the object database (or one of its alternates) holds ``oid``."""
+        with self._lock:
+            return oid in self._odb
+
     def header(self, oid: pygit2.Oid) -> tuple[int, int]:
         """(type, size) of an object, without reading it."""
         with self._lock:

@@ -173,12 +173,13 @@ class PackWriter:
         if os.path.exists(self._temp):
             os.unlink(self._temp)
 
-    def finish(self) -> None:
-        """Seal the pack and its index and move them into place."""
+    def finish(self) -> str | None:
+        """Seal the pack and its index and move them into place; the path of the pack
+        without its suffix (None: nothing was added, no pack made)."""
         self._pool.shutdown()
         try:
             if not self._entries:
-                return
+                return None
             self._file.seek(8)
             self._file.write(struct.pack(">I", len(self._entries)))
             self._file.seek(0)
@@ -196,6 +197,7 @@ class PackWriter:
                 handle.write(index)
             os.replace(self._temp, base + ".pack")  # the pack first, then its index
             os.replace(base + ".idx.tmp", base + ".idx")
+            return base
         finally:
             self._file.close()
             if os.path.exists(self._temp):

@@ -35,11 +35,11 @@ GONE, FILE, DIRECTORY, SYMLINK, SPECIAL, CHUNKS = range(6)
 DELTA, WHOLE, SAME, BLOB = range(4)
 """How a ``FILE`` entry's chunks relate to the file's previous state: changed chunks
 on top of it, all of them, or the same data (only the size may differ); or no chunks:
-the file's bytes are a blob of the store's base repository, loaded on first use."""
+the file's bytes are a blob of the store's repository, loaded on first use."""
 
 BlobOf = Callable[[File], bytes | None]
-"""The raw id of the base repository's blob a file's content not loaded yet is, if
-it is one (the writer then journals the id, not the bytes)."""
+"""The raw id of the store repository's blob holding a file's content, if there is
+one (the writer then journals the id, not the bytes)."""
 ContentOf = Callable[[bytes], Content]
 """The content a ``BLOB`` entry's raw blob id names (the replay loads it lazily)."""
 
@@ -141,7 +141,7 @@ class _Writer:
         ):
             self.out += _FILE.pack(node.size, SAME, 0) + _U32.pack(0)
             return
-        blob = None if self.blob_of is None or node.lazy is None else self.blob_of(node)
+        blob = None if self.blob_of is None else self.blob_of(node)
         if blob is not None:
             self.out += _FILE.pack(node.size, BLOB, 0)
             _put_bytes(self.out, blob)

@@ -22,19 +22,26 @@ import contextlib
 import enum
 import json
 import logging
+import os
+import shutil
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pygit2
-
-from .. import git
 from .._errors import AlreadyExistsError, SnapshotIncompatibleError, StoreDamagedError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
-from ..tree import File, TreeView, Version
-from ._changes import BlobOf, ChangesReplay, encode_changes
+from ..tree import TreeView, Version
+from ._changes import ChangesReplay, encode_changes
+from ._checkpoint import (
+    CHECKPOINTS,
+    Blobs,
+    newest_checkpoint,
+    older_checkpoints,
+    store_repository,
+    write_checkpoint,
+)
 from ._directory import StoreDirectory
 from ._journal import Journal, Reading, read_journal, stop_before
 from ._records import Damage, Kind, Record
@@ -46,6 +53,11 @@ Counts = tuple[int, int, int]
 
 DEFAULT_INTERVAL = 1.0
 """Seconds a change may wait for the disk under the ``interval`` policy."""
+
+CHECKPOINT_BYTES = 64 << 20
+"""Journal bytes written since the last checkpoint that start one in the background."""
+CLOSING_CHECKPOINT_BYTES = 1 << 20
+"""Journal bytes since the last checkpoint past which closing writes one."""
 
 
 class Durability(enum.Enum):
@@ -95,7 +107,8 @@ class DurableWorkspace:
         durability: Durability,
         interval: float,
         fresh: bool = False,
-        blob_of: BlobOf | None = None,
+        blobs: Blobs | None = None,
+        checkpoints: bool = True,
     ) -> None:
         self.fs = fs
         self.store = store
@@ -109,7 +122,16 @@ class DurableWorkspace:
             frozen = fs.tree.track_changes()
         # A new store's first record holds every inode; later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
-        self._blob_of = blob_of
+        self._blobs = blobs or Blobs(store_repository(store.path, store.base()))
+        # The snapshots a checkpoint holds: those kept, oldest first (record, version).
+        self._kept: dict[str, tuple[bytes, Version]] = {
+            str(record.snapshot_id): (_record_bytes(record), fs.version(record))
+            for record in fs.snapshots()
+        }
+        self._checkpointing = threading.Lock()
+        self._checkpointer: threading.Thread | None = None
+        self._since_checkpoint = 0  # journal bytes written since the last checkpoint
+        self._checkpoints = checkpoints
         self._stop = threading.Event()
         self._stop_observing = fs.observe_snapshots(self)
         self._stop_syncing: Callable[[], None] = lambda: None
@@ -167,8 +189,9 @@ class DurableWorkspace:
         hold ``_flushing``."""
         if self._last is None:
             inodes = set(after.inodes())
-        for payload in encode_changes(self._last, after, inodes, counts, self._blob_of):
+        for payload in encode_changes(self._last, after, inodes, counts, self._blobs.stored):
             self._journal.append(Kind.CHANGES, payload)
+            self._since_checkpoint += len(payload)
         self._last = after
 
     # -- snapshots (SnapshotObserver) -----------------------------------------------------
@@ -188,7 +211,9 @@ class DurableWorkspace:
         def finish() -> None:
             try:
                 self._write_changes(version, inodes, counts)
-                sequence = self._journal.append(Kind.SNAPSHOT, _record_bytes(record))
+                data = _record_bytes(record)
+                sequence = self._journal.append(Kind.SNAPSHOT, data)
+                self._kept[str(record.snapshot_id)] = (data, version)
             finally:
                 self._flushing.release()
             self._journal.sync(sequence)
@@ -199,6 +224,56 @@ class DurableWorkspace:
         """Journal that the snapshot is gone (on disk by the next durability point)."""
         with self._flushing:
             self._journal.append(Kind.FORGET, str(record.snapshot_id).encode())
+            self._kept.pop(str(record.snapshot_id), None)
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def checkpoint(self) -> int:
+        """Fold the journal into a checkpoint (``_checkpoint``): opening the store then
+        replays it and the records after it, not the whole journal; the journal's
+        segments it covers are removed. The last sequence number it covers.
+
+        Writers go on meanwhile: only journalling what changed so far holds them.
+
+        Raises:
+            NoSpaceError: The store's disk is full (the journal is left as it was).
+        """
+        with self._checkpointing:
+            tree = self.fs.tree
+            with tree.lock:
+                self._flushing.acquire()
+                frozen = tree.freeze_changes()
+                counts = (tree.next_ino, tree.file_count, tree.total_bytes)
+            try:
+                if frozen is not None or self._last is None:
+                    self._write_changes(*(frozen or (tree.snapshot(), set())), counts)
+                covers = self._journal.written_through
+                live, kept = self._last, list(self._kept.values())
+                self._since_checkpoint = 0
+            finally:
+                self._flushing.release()
+            assert live is not None, "written above"
+            self._journal.sync(covers)
+            write_checkpoint(self.store.path, covers, kept, live, counts, self._blobs)
+            for older in older_checkpoints(self.store.path, covers):
+                shutil.rmtree(older, ignore_errors=True)
+            self._journal.remove_through(covers)
+            return covers
+
+    def _checkpoint_in_background(self) -> None:
+        """Start a checkpoint in a thread of its own, unless one runs."""
+        if self._checkpointer is not None and self._checkpointer.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                self.checkpoint()
+            except Exception:
+                # The journal is intact and goes on: only opening stays slow.
+                log.exception("checkpointing the workspace failed; its journal goes on")
+
+        self._checkpointer = threading.Thread(target=run, name="workspacefs-checkpoint")
+        self._checkpointer.start()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -206,6 +281,8 @@ class DurableWorkspace:
         while not self._stop.wait(self.interval):
             try:
                 self.flush(sync=True)
+                if self._checkpoints and self._since_checkpoint > CHECKPOINT_BYTES:
+                    self._checkpoint_in_background()
             except Exception:
                 # The store's disk full or failing: said in the log, and raised by the
                 # next durability point to its caller. Nothing more can be journalled.
@@ -219,9 +296,14 @@ class DurableWorkspace:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self._checkpointer is not None:
+            self._checkpointer.join()
         self._stop_syncing()
         try:
-            self.flush(sync=True)
+            if self._checkpoints and self._since_checkpoint > CLOSING_CHECKPOINT_BYTES:
+                self.checkpoint()  # the next open replays little
+            else:
+                self.flush(sync=True)
         finally:
             self._stop_observing()
             self._journal.close()
@@ -241,6 +323,7 @@ def open_workspace(
     interval: float = DEFAULT_INTERVAL,
     initial: Callable[[], InMemoryFilesystem] | None = None,
     base: str | None = None,
+    checkpoints: bool = True,
     **options: Any,
 ) -> tuple[DurableWorkspace, Recovery]:
     """Open the workspace kept in the store directory ``path`` (made if missing), with
@@ -252,6 +335,9 @@ def open_workspace(
         base: The git repository ``initial`` loads from (``git.load``): its files'
             bytes are journalled as blob ids, read from there on first use, never
             copied; the store keeps its path.
+        checkpoints: Fold the journal into a checkpoint when it has grown by
+            ``CHECKPOINT_BYTES`` and on ``close`` (False: only when ``checkpoint``
+            is called).
 
     Raises:
         BusyError: Another process has the store open.
@@ -262,23 +348,33 @@ def open_workspace(
     store = StoreDirectory(path)
     try:
         reading = read_journal(store.journal)
-        fresh = not reading.records
-        if not fresh and initial is not None:
+        if (reading.records or os.path.isdir(os.path.join(store.path, CHECKPOINTS))) and (
+            initial is not None
+        ):
             raise AlreadyExistsError(
                 "the store holds a workspace already: open it without a source to resume "
                 "it, or discard it first",
                 store.path,
             )
+        found = newest_checkpoint(store.path)
+        if found is not None:
+            reading = read_journal(store.journal, after=found.covers)
+        fresh = found is None and not reading.records
         if fresh:
             store.set_base(base)
-        blobs = _BaseBlobs.of(store.base())
+        blobs = Blobs(store_repository(store.path, store.base()))
         if fresh and initial is not None:
             fs = initial()
             store.workspace_id(fs.workspace_id)
         else:
             new_id = store.workspace_id(uuid.uuid4().hex)
             fs = InMemoryFilesystem(workspace_id=new_id, **options)
-        records, snapshots = _replay(fs, reading, blobs)
+        kept: dict[str, FilesystemSnapshot] = {}
+        if found is not None:
+            _replay(fs, found.reading, blobs, kept)
+            if found.reading.damage is not None:
+                raise StoreDamagedError(found.reading.damage.reason, store.path)
+        records, snapshots = _replay(fs, reading, blobs, kept)
         journal = Journal.resume(store.journal, reading)
     except BaseException:
         store.close()
@@ -301,38 +397,19 @@ def open_workspace(
         durability=durability,
         interval=interval,
         fresh=fresh,
-        blob_of=None if blobs is None else blobs.blob_of,
+        blobs=blobs,
+        checkpoints=checkpoints,
     )
     return durable, recovery
 
 
-class _BaseBlobs:
-    """The store's base repository, whose blobs the journal names instead of copying."""
-
-    def __init__(self, repository: str) -> None:
-        self.blobs = git.BlobStore(git.open_repository(repository))
-        self.objects = self.blobs.objects
-
-    @classmethod
-    def of(cls, repository: str | None) -> _BaseBlobs | None:
-        return None if repository is None else cls(repository)
-
-    def blob_of(self, node: File) -> bytes | None:
-        lazy = node.lazy
-        if isinstance(lazy, git.BlobContent) and lazy.store.objects == self.objects:
-            return lazy.key.raw
-        return None
-
-    def content_of(self, blob: bytes) -> git.BlobContent:
-        return git.BlobContent(self.blobs, pygit2.Oid(raw=blob))
-
-
-def _replay(fs: InMemoryFilesystem, reading: Reading, blobs: _BaseBlobs | None) -> tuple[int, int]:
+def _replay(
+    fs: InMemoryFilesystem, reading: Reading, blobs: Blobs, kept: dict[str, FilesystemSnapshot]
+) -> tuple[int, int]:
     """Put what ``reading`` holds into ``fs``: (records applied, snapshots kept). A
     record that does not parse ends the reading there, as damage does; a group of
     ``CHANGES`` records without its final one (cut short) is dropped."""
-    changes = ChangesReplay(fs.tree, None if blobs is None else blobs.content_of)
-    kept: dict[str, FilesystemSnapshot] = {}
+    changes = ChangesReplay(fs.tree, blobs.content_of)
     applied = 0
     group_start: Record | None = None
     for record in list(reading.records):

@@ -70,11 +70,13 @@ class Reading:
     """The segment file ``damage`` is in."""
     dropped_segments: list[str] = field(default_factory=list)
     """Segments after the damaged one: never read."""
+    after: int = 0
+    """The records up to this sequence number were not asked for (a checkpoint has them)."""
 
     @property
     def last_sequence(self) -> int:
-        """The sequence number of the last intact record (0 if none)."""
-        return self.records[-1].sequence if self.records else 0
+        """The sequence number of the last intact record (``after`` if none)."""
+        return self.records[-1].sequence if self.records else self.after
 
 
 def read_journal(directory: str, after: int = 0) -> Reading:
@@ -84,7 +86,7 @@ def read_journal(directory: str, after: int = 0) -> Reading:
     Raises:
         StoreDamagedError: A segment file is not a journal of this format.
     """
-    reading = Reading()
+    reading = Reading(after=after)
     expected = after + 1
     files = segments(directory)
     for position, (_, path) in enumerate(files):

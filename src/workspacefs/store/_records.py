@@ -47,6 +47,9 @@ class Kind(enum.IntEnum):
     """A snapshot of the state the records before it built (id, tag, parent, time)."""
     FORGET = 3
     """A snapshot deleted (pruned): its id."""
+    CHECKPOINT = 4
+    """A checkpoint's last record: the sequence number of the last journal record
+    it covers (u64). A checkpoint without it is incomplete and ignored."""
 
 
 @dataclass(frozen=True, slots=True)

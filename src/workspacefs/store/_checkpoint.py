@@ -1,0 +1,230 @@
+"""Checkpoints: the journal folded into a short record of what it built, with file
+contents in the store's git objects, so that opening the store replays little and
+loads file contents only when they are read.
+
+A checkpoint covering the journal through sequence number ``S`` is a directory
+``checkpoints/<S>/`` of segment files in the journal's format (``_journal``),
+written by the same code: one group of ``CHANGES`` records holding the oldest kept
+snapshot's state whole, its ``SNAPSHOT`` record, then for each later snapshot the
+inodes that differ from the one before and its ``SNAPSHOT`` record, then the live
+state as of ``S``, and last a ``CHECKPOINT`` record naming ``S``. Files are
+written as git blob ids (``BLOB`` entries) in ``git/``, the store's repository, the
+blobs themselves in one pack per checkpoint; a file already there (loaded from
+git, or unchanged since the last checkpoint) costs its id only, so a checkpoint
+writes O(changed bytes). A sparse file is written as its chunks (a git blob holds
+no holes). Opening replays the newest complete checkpoint, then the journal's
+records after ``S``.
+
+Order on disk: the pack (synced), then the checkpoint's segments (synced), renamed
+from ``.new-<S>`` into place (the directory synced), and only then the journal
+segments it covers and older checkpoints are removed. A crash at any point leaves
+either the old checkpoint and the whole journal, or the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+
+import pygit2
+from pygit2.enums import ObjectType
+
+from .. import git
+from .._errors import StoreDamagedError
+from ..tree import File, TreeView, Version
+from ._changes import encode_changes
+from ._directory import sync_directory
+from ._journal import Journal, Reading, read_journal
+from ._records import Kind
+
+CHECKPOINTS = "checkpoints"
+_U64 = 8
+
+
+def store_repository(store: str, base: str | None) -> pygit2.Repository:
+    """The store's git repository (made if missing); it reads ``base``'s objects too
+    (git's alternates), so a blob id of either resolves."""
+    path = os.path.join(store, "git")
+    repository = git.open_repository(path, create=True)
+    if base is not None:
+        alternates = os.path.join(path, "objects", "info", "alternates")
+        wanted = os.path.join(os.path.abspath(base), "objects") + "\n"
+        with contextlib.suppress(FileNotFoundError), open(alternates, encoding="utf-8") as found:
+            if found.read() == wanted:
+                return repository
+        os.makedirs(os.path.dirname(alternates), exist_ok=True)
+        with open(alternates, "w", encoding="utf-8") as written:
+            written.write(wanted)
+        repository = git.open_repository(path)  # libgit2 reads alternates on open
+    return repository
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The newest complete checkpoint of a store."""
+
+    covers: int
+    """The last journal sequence number it holds."""
+    reading: Reading
+
+
+def newest_checkpoint(store: str) -> Found | None:
+    """The newest complete checkpoint, read (None: none). Incomplete ones (a crash
+    while writing) are removed.
+
+    Raises:
+        StoreDamagedError: The newest complete checkpoint is damaged: what it holds
+            is no longer in the journal, so opening must not go on without it.
+    """
+    base = os.path.join(store, CHECKPOINTS)
+    if not os.path.isdir(base):
+        return None
+    complete = []
+    for name in os.listdir(base):
+        if name.startswith(".new-"):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        elif name.isdigit():
+            complete.append(int(name))
+    if not complete:
+        return None
+    covers = max(complete)
+    path = os.path.join(base, str(covers))
+    reading = read_journal(path)
+    last = reading.records[-1] if reading.records else None
+    if reading.damage is not None or last is None or last.kind is not Kind.CHECKPOINT:
+        why = reading.damage.reason if reading.damage else "it has no final record"
+        raise StoreDamagedError(f"the checkpoint is damaged: {why}", path)
+    if int.from_bytes(last.payload[:_U64], "little") != covers:
+        raise StoreDamagedError("the checkpoint names another journal position", path)
+    reading.records.pop()
+    return Found(covers, reading)
+
+
+class Blobs:
+    """Writes file contents into the store's repository for checkpoints, each once:
+    what the last checkpoint wrote is remembered by content (``File.content_key``)."""
+
+    def __init__(self, repository: pygit2.Repository) -> None:
+        self.repository = repository
+        self.store = git.BlobStore(repository)
+        self._known: dict[Hashable, bytes] = {}
+        self._next: dict[Hashable, bytes] = {}
+        self._pack: git.PackWriter | None = None
+
+    def stored(self, node: File) -> bytes | None:
+        """The blob id of a file's content not loaded yet, if the repository has it:
+        what the journal writes for it instead of its bytes."""
+        lazy = node.lazy
+        if isinstance(lazy, git.BlobContent) and self.store.has(lazy.key):
+            return lazy.key.raw
+        return None
+
+    def content_of(self, blob: bytes) -> git.BlobContent:
+        """The content a blob id names, read on first use."""
+        return git.BlobContent(self.store, pygit2.Oid(raw=blob))
+
+    def blob_of(self, node: File) -> bytes | None:
+        """The blob id of a file's content, written now if new; None for a sparse
+        file (its chunks are written instead: a blob would hold its holes)."""
+        if node.lazy is not None:
+            return self.stored(node)
+        if node.size > 2 * node.allocated + (1 << 20):
+            return None
+        key = node.content_key
+        oid = self._known.get(key) or self._next.get(key)
+        if oid is None:
+            if self._pack is None:
+                self._pack = git.PackWriter(self.repository)
+            pieces = git.blob_pieces(node)
+            oid = self._pack.add_stream(ObjectType.BLOB, node.size, pieces).raw
+        self._next[key] = oid
+        return oid
+
+    def seal(self) -> None:
+        """Make the blobs written since the last ``seal`` durable."""
+        pack, self._pack = self._pack, None
+        if pack is None:
+            return
+        written = pack.finish()
+        if written is not None:
+            for suffix in (".pack", ".idx"):
+                fd = os.open(written + suffix, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            sync_directory(os.path.dirname(written))
+
+    def abort(self) -> None:
+        """Drop what was written since the last ``seal``."""
+        if self._pack is not None:
+            self._pack.abort()
+            self._pack = None
+        self._next = {}
+
+    def remember(self) -> None:
+        """Keep what the checkpoint just sealed wrote, for the next one; forget the rest
+        (the keys hold the contents they name)."""
+        self._known, self._next = self._next, {}
+
+
+def differing(before: TreeView, after: TreeView) -> set[int]:
+    """The inodes whose node is not the very node in both (copy-on-write shares what
+    did not change): O(inodes)."""
+    inodes = set(before.inodes()) | set(after.inodes())
+    return {ino for ino in inodes if before.get(ino) is not after.get(ino)}
+
+
+def write_checkpoint(
+    store: str,
+    covers: int,
+    kept: list[tuple[bytes, Version]],
+    live: TreeView,
+    counts: tuple[int, int, int],
+    blobs: Blobs,
+) -> str:
+    """Write the checkpoint of ``kept`` snapshots (record bytes and version, oldest
+    first) and ``live``, the state the journal built through ``covers`` (its next
+    inode number, file count and bytes: ``counts``); its path."""
+    base = os.path.join(store, CHECKPOINTS)
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    making = os.path.join(base, f".new-{covers}")
+    shutil.rmtree(making, ignore_errors=True)
+    os.mkdir(making, 0o700)
+    journal = Journal(making, 1)
+    try:
+        previous: TreeView | None = None
+        states = [(r, v, (counts[0], v.file_count, v.total_bytes)) for r, v in kept]
+        for record, version, state_counts in [*states, (b"", live, counts)]:
+            inodes = set(version.inodes()) if previous is None else differing(previous, version)
+            for payload in encode_changes(previous, version, inodes, state_counts, blobs.blob_of):
+                journal.append(Kind.CHANGES, payload)
+            if record:
+                journal.append(Kind.SNAPSHOT, record)
+            previous = version
+        blobs.seal()  # the blobs before the records that name them
+        journal.append(Kind.CHECKPOINT, covers.to_bytes(_U64, "little"))
+        journal.sync()
+    except BaseException:
+        journal.close()
+        blobs.abort()
+        shutil.rmtree(making, ignore_errors=True)
+        raise
+    journal.close()
+    sync_directory(making)
+    final = os.path.join(base, str(covers))
+    os.rename(making, final)
+    sync_directory(base)
+    blobs.remember()
+    return final
+
+
+def older_checkpoints(store: str, newest: int) -> Iterator[str]:
+    """The checkpoints older than ``newest`` (to remove once it is durable)."""
+    base = os.path.join(store, CHECKPOINTS)
+    for name in os.listdir(base):
+        if name.isdigit() and int(name) < newest:
+            yield os.path.join(base, name)
