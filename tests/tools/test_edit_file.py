@@ -164,3 +164,22 @@ def test_edit_that_empties_the_file() -> None:
     )
     assert message == "Edited `t.txt`: replaced 1 occurrence at line 1. The file is now empty."
     assert fs.read_bytes("t.txt").content == b""
+
+
+def test_edit_of_a_file_over_the_read_limit_is_refused() -> None:
+    from workspacefs import InMemoryFilesystem, Limits
+    from workspacefs.tools import ToolContext, filesystem_tools
+
+    fs = InMemoryFilesystem(limits=Limits(max_read_bytes=64))
+    fs.write("big.txt", "x = 1\n" * 20)
+    result = filesystem_tools(fs).call(
+        "edit_file",
+        {"path": "big.txt", "old_string": "x = 1", "new_string": "x = 2"},
+        context=ToolContext(filesystem=fs),
+    )
+    assert not result.success
+    assert result.message == (
+        "Cannot edit `big.txt`: it is 120 bytes, over the read limit of 64 bytes."
+    )
+    unchanged = fs.read_bytes("big.txt")
+    assert (unchanged.size_bytes, unchanged.content) == (120, b"x = 1\n" * 10 + b"x = ")

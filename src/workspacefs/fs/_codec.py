@@ -139,17 +139,27 @@ def _form(kind: Any) -> Form:
     origin = typing.get_origin(kind)
     if kind in (Any, object) or origin is typing.Literal:
         return "plain", kind
+    if origin is not None:
+        return _generic_form(kind, origin)
+    return _class_form(kind)
+
+
+def _generic_form(kind: Any, origin: Any) -> Form:
+    """The form of a parametrised type (``list[int]``, ``X | None``): by its origin."""
     if origin is typing.Union or origin is types.UnionType:
         return "union", typing.get_args(kind)
-    if origin is not None:
-        args = typing.get_args(kind)
-        if origin in _MAPPINGS:
-            return "mapping", (kind, args[1] if args else Any)
-        if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
-            return "fixed", (kind, args)
-        if origin in _SEQUENCES:
-            return "sequence", (kind, args[0] if args else Any, tuple if origin is tuple else list)
-        return _form(origin)
+    args = typing.get_args(kind)
+    if origin in _MAPPINGS:
+        return "mapping", (kind, args[1] if args else Any)
+    if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
+        return "fixed", (kind, args)
+    if origin in _SEQUENCES:
+        return "sequence", (kind, args[0] if args else Any, tuple if origin is tuple else list)
+    return _form(origin)
+
+
+def _class_form(kind: Any) -> Form:
+    """The form of a plain class: a JSON scalar, one of ours, or a class with a known form."""
     if kind is type(None) or kind in (str, int, float, bool):
         return "plain-checked", kind
     if kind in _OWN:

@@ -141,25 +141,9 @@ def required_literal(pattern: str) -> bytes:
     depth = 0
     i, n = 0, len(pattern)
     while i < n:
-        char = pattern[i]
-        literal: str | None = None
-        if char == "\\":
-            escaped = pattern[i + 1 : i + 2]
-            if escaped and not escaped.isalnum() and escaped.isascii():
-                literal = escaped
-            i += 2
-        elif char == "[":  # skip the class: it ends the run
-            i = _past_class(pattern, i)
-        elif char == "{":  # a repetition count ends the run (a literal { only shortens it)
-            close = pattern.find("}", i)
-            i = close + 1 if close >= 0 else i + 1
-        else:
-            if char == "|" and depth == 0:
-                return b""  # an alternative may not contain the text
-            depth += (char == "(") - (char == ")")
-            if depth == 0 and char not in _BREAKS and char not in _QUANTIFIERS and char != ")":
-                literal = char
-            i += 1
+        if pattern[i] == "|" and depth == 0:
+            return b""  # an alternative may not contain the text
+        literal, i, depth = _literal_at(pattern, i, depth)
         if literal is not None and depth == 0:
             if pattern[i : i + 1] in _QUANTIFIERS and i < n:
                 literal = None  # optional or repeated from zero: not required
@@ -172,6 +156,25 @@ def required_literal(pattern: str) -> bytes:
             run = []
     runs.append("".join(run))
     return max(runs, key=len).encode()
+
+
+def _literal_at(pattern: str, i: int, depth: int) -> tuple[str | None, int, int]:
+    """The element of ``pattern`` that starts at ``i``, read for ``required_literal``: the
+    character it stands for if it is plain text (else None; the caller keeps only text
+    outside groups), the index after it, and the group depth after it."""
+    char = pattern[i]
+    if char == "\\":
+        escaped = pattern[i + 1 : i + 2]
+        literal = escaped if escaped and not escaped.isalnum() and escaped.isascii() else None
+        return literal, i + 2, depth
+    if char == "[":  # skip the class: it ends the run
+        return None, _past_class(pattern, i), depth
+    if char == "{":  # a repetition count ends the run (a literal { only shortens it)
+        close = pattern.find("}", i)
+        return None, close + 1 if close >= 0 else i + 1, depth
+    depth += (char == "(") - (char == ")")
+    plain = depth == 0 and char not in _BREAKS and char not in _QUANTIFIERS and char != ")"
+    return char if plain else None, i + 1, depth
 
 
 def _has_word_anchor(pattern: str) -> bool:

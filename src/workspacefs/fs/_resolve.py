@@ -67,9 +67,7 @@ def _walk(
         if part in ("", "."):
             continue
         if part == "..":
-            if len(stack) == 1:
-                raise PathEscapeError("path escapes the workspace root", display(path))
-            backend.release(stack.pop())
+            _leave(backend, stack, path)
             continue
         current = stack[-1]
         more = any(p not in ("", ".") for p in pending)
@@ -77,22 +75,12 @@ def _walk(
         if entry is None:
             if not more:
                 return Location(current, part, None)
-            if not make_dirs:
-                raise NotFoundError("no such file or directory", display(path))
-            backend.mkdir(current, part)
-            entry = backend.lookup(current, part)
-            if entry is None:  # removed again at once by someone else
-                raise NotFoundError("no such file or directory", display(path))
+            entry = _make_dir(backend, current, part, path, make_dirs)
         if entry.kind is Kind.SYMLINK and (follow or more):
             hops += 1
             if hops > MAX_SYMLINK_HOPS:
                 raise TooManyLinksError("too many levels of symbolic links", display(path))
-            target = backend.readlink(current, part)
-            if target.startswith("/"):
-                target = backend.link_target(target)
-                while len(stack) > 1:
-                    backend.release(stack.pop())
-            pending.extend(reversed(target.split("/")))
+            pending.extend(_link_parts(backend, stack, part))
             continue
         if not more:
             return Location(current, part, entry)
@@ -101,3 +89,32 @@ def _walk(
         stack.append(backend.enter(current, part, entry))
     directory = stack[-1]
     return Location(directory, ".", backend.lookup(directory, "."))
+
+
+def _leave(backend: Backend, stack: list[Handle], path: str) -> None:
+    """Step up from the directory entered last (``..``); never above the root."""
+    if len(stack) == 1:
+        raise PathEscapeError("path escapes the workspace root", display(path))
+    backend.release(stack.pop())
+
+
+def _make_dir(backend: Backend, current: Handle, part: str, path: str, make_dirs: bool) -> Entry:
+    """The entry of the missing intermediate directory ``part``, made if ``make_dirs``."""
+    if not make_dirs:
+        raise NotFoundError("no such file or directory", display(path))
+    backend.mkdir(current, part)
+    entry = backend.lookup(current, part)
+    if entry is None:  # removed again at once by someone else
+        raise NotFoundError("no such file or directory", display(path))
+    return entry
+
+
+def _link_parts(backend: Backend, stack: list[Handle], part: str) -> list[str]:
+    """The components of the target of the symlink ``part`` in the directory entered
+    last, reversed to be walked next; an absolute target restarts at the root."""
+    target = backend.readlink(stack[-1], part)
+    if target.startswith("/"):
+        target = backend.link_target(target)
+        while len(stack) > 1:
+            backend.release(stack.pop())
+    return target.split("/")[::-1]

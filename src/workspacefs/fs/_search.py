@@ -31,7 +31,7 @@ import re2
 
 from ._backend import Kind
 from ._limits import DEFAULT_LIMITS, Limits
-from ._patterns import LinePattern, compile_glob, compile_line_pattern, path_matcher
+from ._patterns import LinePattern, States, compile_glob, compile_line_pattern, path_matcher
 from ._resolve import MAX_SYMLINK_HOPS
 from ._results import GlobMatch, GrepMatch
 
@@ -99,25 +99,21 @@ def glob_paths(
     """
     program = compile_glob(pattern)
     found: list[GlobMatch] = []
-    if not program.start:
+    max_depth, max_name = limits.max_path_depth, limits.max_segment_length
+    depth = _depth(base) + 1
+    if not program.start or depth > max_depth:  # no entry of base could be addressed
         return found
     file, directory, symlink = Kind.FILE, Kind.DIRECTORY, Kind.SYMLINK
-    max_depth, max_name = limits.max_path_depth, limits.max_segment_length
     no_keys: frozenset[Key] = frozenset()
     # (path, states, states if it is a loop, depth of its entries, links on the way, ancestors)
-    pending = [(base, program.start, program.start, _depth(base) + 1, 0, no_keys)]
+    pending = [(base, program.start, program.start, depth, 0, no_keys)]
     while pending:
         path, states, loop_states, depth, links, ancestors = pending.pop()
-        if depth > max_depth:  # none of its entries could be addressed
-            continue
         listing = scan(path)
-        key = listing.key
-        if key in ancestors:
-            if not loop_states:
-                continue
-            states = loop_states
-        elif key is not None:
-            ancestors = ancestors | {key}
+        entered = _entered(listing.key, ancestors, states, loop_states)
+        if entered is None:
+            continue
+        states, ancestors = entered
         plan = program.plan(states)
         match_leaf, match_hidden_leaf, enter = plan.match_leaf, plan.match_hidden_leaf, plan.enter
         targets = listing.links
@@ -137,11 +133,23 @@ def glob_paths(
             matched, below, loop_below = enter(name)
             if matched:
                 found.append(GlobMatch(prefix + name, False))
-            if below:
+            if below and depth < max_depth:  # else none of its entries could be addressed
                 child = (prefix + name, below, loop_below, depth + 1, links + is_link, ancestors)
                 pending.append(child)
     found.sort(key=_by_path)
     return found
+
+
+def _entered(
+    key: Key | None, ancestors: frozenset[Key], states: States, loop_states: States
+) -> tuple[States, frozenset[Key]] | None:
+    """The states a directory's entries are matched with, and the ancestors of its
+    children; None if it is an ancestor reached again with nothing left to match."""
+    if key in ancestors:
+        return (loop_states, ancestors) if loop_states else None
+    if key is None:
+        return states, ancestors
+    return states, ancestors | {key}
 
 
 # -- walking for grep --------------------------------------------------------------
@@ -177,10 +185,9 @@ def walk_files(scan: Scan, base: str, *, limits: Limits = DEFAULT_LIMITS) -> Ite
     depth = _depth(base) + 1
     if depth > max_depth:
         return
-    top = scan(base)
-    ancestors: set[Key] = set() if top.key is None else {top.key}
-    # (entries left, their directory's prefix and listing, its key, depth of the entries, links)
-    stack = [(iter(_in_path_order(top)), base + "/" if base else "", top, top.key, depth, 0)]
+    stack: list[_Frame] = []
+    ancestors: set[Key] = set()
+    _enter(stack, ancestors, scan(base), base + "/" if base else "", depth, 0)
     while stack:
         entries, prefix, listing, key, depth, links = stack.pop()
         for name, kind in entries:
@@ -204,22 +211,25 @@ def walk_files(scan: Scan, base: str, *, limits: Limits = DEFAULT_LIMITS) -> Ite
             if not below.entries or below.key in ancestors:
                 continue  # empty, gone, or a loop: nothing new below
             stack.append((entries, prefix, listing, key, depth, links))
-            stack.append(
-                (
-                    iter(_in_path_order(below)),
-                    path + "/",
-                    below,
-                    below.key,
-                    depth + 1,
-                    links + is_link,
-                )
-            )
-            if below.key is not None:
-                ancestors.add(below.key)
+            _enter(stack, ancestors, below, path + "/", depth + 1, links + is_link)
             break
         else:
             if key is not None:
                 ancestors.discard(key)
+
+
+_Frame = tuple[Iterator[tuple[str, Kind]], str, Listing, Key | None, int, int]
+"""A directory being walked: its entries left, its prefix, its listing and key, the depth
+of its entries, and the links followed on the way to it."""
+
+
+def _enter(
+    stack: list[_Frame], ancestors: set[Key], listing: Listing, prefix: str, depth: int, links: int
+) -> None:
+    """Walk the directory ``listing`` next, as one the walk is inside."""
+    stack.append((iter(_in_path_order(listing)), prefix, listing, listing.key, depth, links))
+    if listing.key is not None:
+        ancestors.add(listing.key)
 
 
 # -- grep ------------------------------------------------------------------------
@@ -308,30 +318,43 @@ def grep_blocks(
     A block is searched up to its last newline; a line running over block
     boundaries is searched once it is whole.
     """
-    found: list[GrepMatch] = []
     more = iter(blocks)
     first = next(more, None)
     if first is None:
-        return found
+        return []
     second = next(more, None)
     if second is None:  # the whole file in one block (most files): one search, no copying
-        end = first.find(b"\0")
-        if end >= 0:
-            if end < BINARY_SNIFF_BYTES:
-                return found
-            end = first.rfind(b"\n", 0, end)  # the lines before the NUL's line
-        elif first.endswith(b"\n"):
-            end = len(first) - 1  # where the last line ends; no line after it
-        else:
-            end = len(first)
-        if end >= 0:
-            _search(pattern, path, first, end, 1, found, limit)
-        return found
+        return _grep_block(pattern, path, first, limit)
+    return _grep_stream(pattern, path, itertools.chain((first, second), more), limit)
+
+
+def _grep_block(pattern: LinePattern, path: str, data: bytes, limit: int) -> list[GrepMatch]:
+    """``grep_blocks`` for a file read in one block."""
+    found: list[GrepMatch] = []
+    end = data.find(b"\0")
+    if end >= 0:
+        if end < BINARY_SNIFF_BYTES:
+            return found
+        end = data.rfind(b"\n", 0, end)  # the lines before the NUL's line
+    elif data.endswith(b"\n"):
+        end = len(data) - 1  # where the last line ends; no line after it
+    else:
+        end = len(data)
+    if end >= 0:
+        _search(pattern, path, data, end, 1, found, limit)
+    return found
+
+
+def _grep_stream(
+    pattern: LinePattern, path: str, blocks: Iterable[bytes], limit: int
+) -> list[GrepMatch]:
+    """``grep_blocks`` for a file read in several blocks."""
+    found: list[GrepMatch] = []
     pending: list[bytes] = []  # the beginning of a line that has not ended yet
     line_number = 1  # the number of the next region's first line
     uncounted: tuple[bytes, int] | None = None  # the last region: counted only if more follow
     offset = 0
-    for block in itertools.chain((first, second), more):
+    for block in blocks:
         if uncounted is not None:
             line_number += uncounted[0].count(b"\n", 0, uncounted[1]) + 1
             uncounted = None

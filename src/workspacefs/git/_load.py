@@ -265,11 +265,7 @@ def _populate(
         dir_trees[directory] = tree_oid
         meta_trees[directory] = meta_oid
         record = records[meta_oid]
-        listed: dict[bytes, tuple[int, pygit2.Oid]] = {}
-        if tree_oid != EMPTY_TREE:
-            what = f"the tree of {path or '/'}"
-            for name, mode, oid in read_checked_tree(odb, tree_oid, what, limits):
-                listed[name] = (mode, oid)
+        listed = _listed(odb, tree_oid, path, limits)
         for entry in record.entries:
             where = f"{path}/{entry.name}"
             if entry.link is not None and entry.link in groups:
@@ -295,7 +291,22 @@ def _populate(
             attributes.append((child, entry))
         if progress is not None and len(dir_trees) % 256 == 0:
             progress(Progress("directories", len(dir_trees), len(dir_trees) + len(stack)))
-    # Attributes last: creating entries touches their directories' times.
+    _set_attributes(tree, attributes)  # last: creating entries touches their directories' times
+    return dir_trees, meta_trees
+
+
+def _listed(
+    odb: pygit2.Odb, tree_oid: pygit2.Oid, path: str, limits: LoadLimits
+) -> dict[bytes, tuple[int, pygit2.Oid]]:
+    """Name -> (git mode, id) of the entries of the git tree of the directory at ``path``."""
+    if tree_oid == EMPTY_TREE:
+        return {}
+    what = f"the tree of {path or '/'}"
+    return {name: (mode, oid) for name, mode, oid in read_checked_tree(odb, tree_oid, what, limits)}
+
+
+def _set_attributes(tree: Tree, attributes: list[tuple[int, Entry]]) -> None:
+    """Give each inode the attributes and extended attributes its record holds."""
     for ino, entry in attributes:
         for name, value in entry.xattrs:
             tree.setxattr(ino, name, value)
@@ -308,7 +319,6 @@ def _populate(
             mtime_ns=entry.mtime,
             ctime_ns=entry.ctime,
         )
-    return dir_trees, meta_trees
 
 
 def _link_target(odb: pygit2.Odb, oid: pygit2.Oid, where: str) -> str:

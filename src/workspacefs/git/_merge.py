@@ -316,50 +316,65 @@ def _merge_entry(
 ) -> tuple[_Target, MergeConflict | None]:
     """Both sides changed ``path`` differently: the merged state, or a conflict."""
     base, mine, other = _side(b), _side(o), _side(t)
-
-    def conflict(kind: ConflictKind, text: bytes | None = None) -> tuple[_Target, MergeConflict]:
-        return None, MergeConflict(
-            path=path,
-            kind=kind,
-            markers=text if markers else None,
-            base=base,
-            ours=mine,
-            theirs=other,
-        )
-
+    outcome: MergeSide | _Conflict
     if mine is None or other is None:
-        return conflict("delete/modify")
-    if mine.kind != other.kind or mine.kind == "other":
-        if base is None:
-            return conflict("add/add")
-        return conflict("symlink" if "symlink" in (mine.kind, other.kind) else "type")
-    if base is not None and base.kind != mine.kind:
-        base = None  # a type change on both sides: no common content
+        outcome = "delete/modify", None
+    elif mine.kind != other.kind or mine.kind == "other":
+        outcome = _kinds_differ(base, mine, other), None
+    else:
+        if base is not None and base.kind != mine.kind:
+            base = None  # a type change on both sides: no common content
+        outcome = _merge_same_kind(base, mine, other)
+    if isinstance(outcome, MergeSide):
+        return outcome, None
+    kind, text = outcome
+    conflict = MergeConflict(
+        path=path,
+        kind=kind,
+        markers=text if markers else None,
+        base=base,
+        ours=mine,
+        theirs=other,
+    )
+    return None, conflict
+
+
+_Conflict = tuple[ConflictKind, bytes | None]
+"""Why an entry does not merge, and its text with conflict markers if it has one."""
+
+
+def _kinds_differ(base: MergeSide | None, mine: MergeSide, other: MergeSide) -> ConflictKind:
+    """The conflict of two sides of different kinds (or neither a file nor a symlink)."""
+    if base is None:
+        return "add/add"
+    return "symlink" if "symlink" in (mine.kind, other.kind) else "type"
+
+
+def _merge_same_kind(
+    base: MergeSide | None, mine: MergeSide, other: MergeSide
+) -> MergeSide | _Conflict:
+    """Merge two files or two symlinks, ``base`` being None where they have no common
+    content (both added, or both changed from another kind)."""
     if mine.kind == "symlink":
-        return conflict("add/add" if base is None else "symlink")
+        return ("add/add" if base is None else "symlink"), None
     mode = _pick(base.mode if base else None, mine.mode, other.mode)
     if base is None:
         if mine.data == other.data:
-            return (
-                (MergeSide("file", mode, mine.data), None) if mode is not None else conflict("mode")
-            )
-        text = (
-            None
-            if is_binary(mine.data) or is_binary(other.data)
-            else merge_text(None, mine.data, other.data)[0]
-        )
-        return conflict("add/add", text)
+            return MergeSide("file", mode, mine.data) if mode is not None else ("mode", None)
+        if is_binary(mine.data) or is_binary(other.data):
+            return "add/add", None
+        return "add/add", merge_text(None, mine.data, other.data)[0]
     data = _pick(base.data, mine.data, other.data)
     if data is None:
         if is_binary(base.data) or is_binary(mine.data) or is_binary(other.data):
-            return conflict("binary")
+            return "binary", None
         merged, clean = merge_text(base.data, mine.data, other.data)
         if not clean:
-            return conflict("content", merged)
+            return "content", merged
         data = merged
     if mode is None:
-        return conflict("mode")
-    return MergeSide("file", mode, data), None
+        return "mode", None
+    return MergeSide("file", mode, data)
 
 
 _T = TypeVar("_T")

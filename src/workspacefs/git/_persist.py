@@ -235,31 +235,9 @@ class _Writer:
         for count, ino in enumerate(dirty, start=1):
             directory = version.node(ino)
             assert isinstance(directory, Directory)
-            entries: list[TreeEntry] = []
-            meta_entries: list[TreeEntry] = []
-            meta: dict[str, Any] = {}
+            entries, meta_entries, meta = self.list_directory(directory, hard_links)
             if ino == ROOT_INO:
                 meta["."] = entry_metadata(directory, None)
-            for name, child in directory.entries.items():
-                node = version.node(child)
-                group = None
-                if not isinstance(node, Directory) and node.nlink > 1:
-                    group = hard_links.setdefault(child, child)
-                meta[name] = entry_metadata(node, group)
-                mode = git_mode(node)
-                stored = name if mode is None else tree_name(name, mode)
-                if stored != name:  # a name git refuses (a nested .git): kept escaped
-                    meta[name]["stored_as"] = stored
-                raw = encode_name(stored)
-                if isinstance(node, Directory):
-                    tree = self.dir_trees.get(child) or self.state.dir_trees[child]
-                    if tree != EMPTY_TREE:
-                        entries.append((raw, MODE_TREE, tree))
-                    sub = self.meta_trees.get(child) or self.state.meta_trees[child]
-                    meta_entries.append((DIR_PREFIX + encode_name(name), MODE_TREE, sub))
-                elif isinstance(node, File | Symlink):
-                    assert mode is not None
-                    entries.append((raw, mode, self.blob_for(child, node)))
             self.dir_trees[ino] = (
                 self.sink(ObjectType.TREE, encode_tree(entries)) if entries else EMPTY_TREE
             )
@@ -276,6 +254,40 @@ class _Writer:
         if root == EMPTY_TREE:
             root = self.sink(ObjectType.TREE, b"")
         return root
+
+    def list_directory(
+        self, directory: Directory, hard_links: dict[int, int]
+    ) -> tuple[list[TreeEntry], list[TreeEntry], dict[str, Any]]:
+        """The entries of ``directory``'s workspace tree, those of its metadata tree but
+        the record, and the record's content; the blobs of its files are written.
+
+        ``hard_links`` maps each inode with several links met so far to its group.
+        """
+        version = self.version
+        entries: list[TreeEntry] = []
+        meta_entries: list[TreeEntry] = []
+        meta: dict[str, Any] = {}
+        for name, child in directory.entries.items():
+            node = version.node(child)
+            group = None
+            if not isinstance(node, Directory) and node.nlink > 1:
+                group = hard_links.setdefault(child, child)
+            meta[name] = entry_metadata(node, group)
+            mode = git_mode(node)
+            stored = name if mode is None else tree_name(name, mode)
+            if stored != name:  # a name git refuses (a nested .git): kept escaped
+                meta[name]["stored_as"] = stored
+            raw = encode_name(stored)
+            if isinstance(node, Directory):
+                tree = self.dir_trees.get(child) or self.state.dir_trees[child]
+                if tree != EMPTY_TREE:
+                    entries.append((raw, MODE_TREE, tree))
+                sub = self.meta_trees.get(child) or self.state.meta_trees[child]
+                meta_entries.append((DIR_PREFIX + encode_name(name), MODE_TREE, sub))
+            elif isinstance(node, File | Symlink):
+                assert mode is not None
+                entries.append((raw, mode, self.blob_for(child, node)))
+        return entries, meta_entries, meta
 
     def meta_root(self, history: bytes) -> tuple[pygit2.Oid, str]:
         """Write the metadata commit's tree (the root's metadata tree) and return its

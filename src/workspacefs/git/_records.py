@@ -209,32 +209,9 @@ def read_record(
 ) -> Record:
     """The checked record of the directory at ``path`` (``/`` for the root), whose
     metadata tree is ``meta_tree``; at most ``room`` entries are parsed."""
-    subdirs: dict[str, pygit2.Oid] = {}
-    blob = None
-    for name, _, oid in read_checked_tree(odb, meta_tree, f"the metadata tree of {path}", limits):
-        if name == META_BLOB:
-            blob = oid
-        elif name.startswith(DIR_PREFIX):
-            subdirs[decode_name(name[len(DIR_PREFIX) :])] = oid
-    if blob is None:
-        raise ValueError(f"{path}: its metadata tree has no record")
-    sized(odb, blob, ObjectType.BLOB, f"the record of {path}", limits)
-    text = read_blob(odb, blob).decode("utf-8", "surrogateescape")
-    try:
-        raw = json.loads(text, object_pairs_hook=_Counted(room + 2, path, limits))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: its record is not JSON: {exc}") from None
-    except RecursionError:  # valid JSON, nested deeper than the parser recurses
-        raise ValueError(f"{path}: its record is nested too deeply") from None
-    if not isinstance(raw, dict):
-        raise ValueError(f"metadata of {path} is not an object")
-    own = None
-    if "." in raw:
-        if path != "/":
-            raise ValueError(f"{path}: a '.' record below the root")
-        own = Entry.parse(".", raw.pop("."), path, special_modes)
-        if own.kind != _stat.S_IFDIR:
-            raise ValueError(f"{path}: mode {own.mode:#o} of the root is not a directory's")
+    blob, subdirs = _split_meta_tree(odb, meta_tree, path, limits)
+    raw = _parse_record(odb, blob, path, limits, room)
+    own = _root_entry(raw, path, special_modes)
     entries = []
     prefix = path if path.endswith("/") else path + "/"
     for name, item in raw.items():
@@ -248,6 +225,52 @@ def read_record(
         entries.append(entry)
     declared = sum(entry.size for entry in entries)
     return Record(tuple(entries), subdirs, own, declared)
+
+
+def _split_meta_tree(
+    odb: pygit2.Odb, meta_tree: pygit2.Oid, path: str, limits: LoadLimits
+) -> tuple[pygit2.Oid, dict[str, pygit2.Oid]]:
+    """The record blob of a directory's metadata tree, and its subdirectories' trees."""
+    subdirs: dict[str, pygit2.Oid] = {}
+    blob = None
+    for name, _, oid in read_checked_tree(odb, meta_tree, f"the metadata tree of {path}", limits):
+        if name == META_BLOB:
+            blob = oid
+        elif name.startswith(DIR_PREFIX):
+            subdirs[decode_name(name[len(DIR_PREFIX) :])] = oid
+    if blob is None:
+        raise ValueError(f"{path}: its metadata tree has no record")
+    return blob, subdirs
+
+
+def _parse_record(
+    odb: pygit2.Odb, blob: pygit2.Oid, path: str, limits: LoadLimits, room: int
+) -> dict[str, Any]:
+    """The JSON object of a record blob, read once its size is checked; the parse stops
+    past ``room`` entries."""
+    sized(odb, blob, ObjectType.BLOB, f"the record of {path}", limits)
+    text = read_blob(odb, blob).decode("utf-8", "surrogateescape")
+    try:
+        raw = json.loads(text, object_pairs_hook=_Counted(room + 2, path, limits))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: its record is not JSON: {exc}") from None
+    except RecursionError:  # valid JSON, nested deeper than the parser recurses
+        raise ValueError(f"{path}: its record is nested too deeply") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"metadata of {path} is not an object")
+    return raw
+
+
+def _root_entry(raw: dict[str, Any], path: str, special_modes: bool) -> Entry | None:
+    """The root's own attributes, taken out of its record (``.``); None if it has none."""
+    if "." not in raw:
+        return None
+    if path != "/":
+        raise ValueError(f"{path}: a '.' record below the root")
+    own = Entry.parse(".", raw.pop("."), path, special_modes)
+    if own.kind != _stat.S_IFDIR:
+        raise ValueError(f"{path}: mode {own.mode:#o} of the root is not a directory's")
+    return own
 
 
 class _Counted:

@@ -30,6 +30,7 @@ import shutil
 import stat as _stat
 import tempfile
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -60,6 +61,7 @@ from ..git import (
     write_trees,
 )
 from ..posix import (
+    Walked,
     make_directories,
     open_regular,
     read_blocks,
@@ -155,44 +157,58 @@ def capture(
             found.index[path] = cached
             found.total_bytes += info.st_size
             if parent not in holding:
-                _hold(holding, parent)
+                _mark(holding, parent)
             continue
         found.hashed = True
-        if mode == MODE_LINK:
-            try:
-                target = os.readlink(walked.name, dir_fd=walked.parent)
-            except OSError:
-                continue  # gone, or no longer a link
-            oid = odb.write(ObjectType.BLOB, encode_name(target))
-        else:
-            try:
-                fd = open_regular(walked.parent, walked.name)
-            except OSError:
-                continue  # gone, or replaced by something else since listed
-            info = os.fstat(fd)  # the stat of what is read, taken before reading it
-            mode = git_mode(info.st_mode) or MODE_FILE
-            oid = hash_file(repo, fd, info.st_size)
+        hashed = _hash_entry(repo, walked, mode)
+        if hashed is None:
+            continue  # gone, or replaced by something else since listed
+        mode, oid, info = hashed
         found.files[path] = (mode, oid)
         found.index[path] = index_entry(path, mode, oid, info)
         found.total_bytes += info.st_size
-        _hold(holding, parent)
+        _mark(holding, parent)
     if len(found.index) != len(cache):
         found.hashed = True
     found.empty = set(tree_dirs.values()) - holding
-    for path in found.empty:
-        found.untracked.add(_parent(path))
-    for path in list(found.untracked):
-        while path:
-            path = _parent(path)
-            found.untracked.add(path)
+    found.untracked.update(_parent(path) for path in found.empty)
+    _add_ancestors(found.untracked)
     found.trees = write_trees(odb, found.files)
     return found
 
 
-def _hold(holding: set[str], directory: str) -> None:
-    """Mark ``directory`` and its ancestors as holding a file."""
-    while directory not in holding:
-        holding.add(directory)
+def _hash_entry(
+    repo: pygit2.Repository, walked: Walked, mode: int
+) -> tuple[int, pygit2.Oid, os.stat_result] | None:
+    """Write the file or symlink ``walked`` as a blob: its git mode, blob id and the stat
+    of what was read; None if it is gone, or no longer what was listed."""
+    if mode == MODE_LINK:
+        try:
+            target = os.readlink(walked.name, dir_fd=walked.parent)
+        except OSError:
+            return None
+        return mode, repo.odb.write(ObjectType.BLOB, encode_name(target)), walked.info
+    try:
+        fd = open_regular(walked.parent, walked.name)
+    except OSError:
+        return None
+    info = os.fstat(fd)  # the stat of what is read, taken before reading it
+    return git_mode(info.st_mode) or MODE_FILE, hash_file(repo, fd, info.st_size), info
+
+
+def _add_ancestors(paths: set[str]) -> None:
+    """Add to ``paths`` every ancestor of the tree paths it holds."""
+    for path in list(paths):
+        while path:
+            path = _parent(path)
+            paths.add(path)
+
+
+def _mark(marked: set[str], directory: str) -> None:
+    """Add ``directory`` and its ancestors to ``marked``, which holds the ancestors of
+    every directory it holds."""
+    while directory not in marked:
+        marked.add(directory)
         directory = _parent(directory)
 
 
@@ -228,14 +244,12 @@ def restore_tree(
     """
     odb = repo.odb
     written: dict[str, IndexEntry] = {}
-    empty_below: dict[str, list[str]] = {}
-    visit = set(current.untracked)
+    empty_below: dict[str, list[str]] = {}  # tree path -> names of the empty directories in it
+    visit = set(current.untracked)  # tree paths listed whatever their tree ids
     for path in empty:
-        parent = _parent(path)
-        empty_below.setdefault(parent, []).append(path.rpartition("/")[2])
-        while parent not in visit:
-            visit.add(parent)
-            parent = _parent(parent)
+        parent, _, name = path.rpartition("/")
+        empty_below.setdefault(parent, []).append(name)
+        _mark(visit, parent)
     pending = [("", "", target)]  # (workspace path, tree path, tree id)
     while pending:
         path, tree_path, tree = pending.pop()
@@ -243,12 +257,7 @@ def restore_tree(
             continue
         directory = make_directories(root, path, replace=True)
         try:
-            wanted = {}
-            for stored in empty_below.get(tree_path, ()):
-                wanted[workspace_name(stored)] = (stored, MODE_TREE, EMPTY_TREE)
-            for raw, mode, oid in read_tree(odb, tree) if tree != EMPTY_TREE else ():
-                stored = decode_name(raw)
-                wanted[workspace_name(stored)] = (stored, mode, oid)
+            wanted = _wanted(odb, tree, empty_below.get(tree_path, ()))
             present = dict(scan_directory(directory))
             for name in present.keys() - wanted.keys():
                 remove_entry(directory, name)
@@ -263,16 +272,36 @@ def restore_tree(
                 wanted_kind = _stat.S_IFLNK if mode == MODE_LINK else _stat.S_IFREG
                 if current.files.get(child) == (mode, oid) and kind == wanted_kind:
                     continue
-                data = read_blob(odb, oid)
-                if mode == MODE_LINK:
-                    info = replace_symlink(directory, name, decode_name(data))
-                else:
-                    permissions = 0o755 if mode == MODE_EXECUTABLE else 0o644
-                    info = replace_file(directory, name, data, mode=permissions)
+                info = _write_blob(odb, directory, name, mode, oid)
                 written[child] = index_entry(child, mode, oid, info)
         finally:
             os.close(directory)
     return written
+
+
+def _wanted(
+    odb: pygit2.Odb, tree: pygit2.Oid, empty_names: Iterable[str]
+) -> dict[str, tuple[str, int, pygit2.Oid]]:
+    """Workspace name -> (tree name, git mode, id) of what a directory must hold: the
+    entries of its ``tree``, and the empty directories named ``empty_names``."""
+    wanted = {workspace_name(stored): (stored, MODE_TREE, EMPTY_TREE) for stored in empty_names}
+    if tree != EMPTY_TREE:
+        for raw, mode, oid in read_tree(odb, tree):
+            stored = decode_name(raw)
+            wanted[workspace_name(stored)] = (stored, mode, oid)
+    return wanted
+
+
+def _write_blob(
+    odb: pygit2.Odb, directory: int, name: str, mode: int, oid: pygit2.Oid
+) -> os.stat_result:
+    """Make ``name`` in ``directory`` the file or symlink of git ``mode`` holding the
+    blob ``oid``; return its ``lstat``."""
+    data = read_blob(odb, oid)
+    if mode == MODE_LINK:
+        return replace_symlink(directory, name, decode_name(data))
+    permissions = 0o755 if mode == MODE_EXECUTABLE else 0o644
+    return replace_file(directory, name, data, mode=permissions)
 
 
 class GitSnapshots:

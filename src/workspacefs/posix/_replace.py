@@ -139,16 +139,7 @@ def clear_directory(directory: int, *, keep: Container[str] = ()) -> None:
                 frames.pop()
                 os.close(fd)
                 if frames and name is not None:
-                    parent = frames[-1][0]
-                    try:
-                        os.rmdir(name, dir_fd=parent)
-                    except FileNotFoundError:
-                        pass
-                    except OSError as exc:  # refilled or replaced meanwhile: once more
-                        attempts += 1
-                        if exc.errno not in (errno.ENOTEMPTY, errno.ENOTDIR) or attempts > RETRIES:
-                            raise
-                        remove_entry(parent, name)
+                    attempts = _remove_emptied(frames[-1][0], name, attempts)
                 continue
             entry, kind = entries.pop()
             if kind != _stat.S_IFDIR:
@@ -160,24 +151,47 @@ def clear_directory(directory: int, *, keep: Container[str] = ()) -> None:
                 except OSError as exc:
                     if exc.errno not in (errno.EISDIR, errno.EPERM):
                         raise
-            try:
-                child = open_directory(fd, entry)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                remove_entry(fd, entry)  # no longer a directory
-                continue
-            try:
-                listing = scan_directory(child)[::-1]
-            except BaseException:
-                os.close(child)
-                raise
-            frames.append((child, listing, entry))
+            child = _open_to_clear(fd, entry)
+            if child is not None:
+                frames.append(child)
     finally:
         for fd, _, _ in frames:
             os.close(fd)
+
+
+def _open_to_clear(directory: int, name: str) -> tuple[int, list[tuple[str, int]], str] | None:
+    """The frame of ``clear_directory`` for the directory ``name``: its descriptor, its
+    entries (reversed) and its name; None if it is gone, or removed as what it is now."""
+    try:
+        child = open_directory(directory, name)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        remove_entry(directory, name)  # no longer a directory
+        return None
+    try:
+        return child, scan_directory(child)[::-1], name
+    except BaseException:
+        os.close(child)
+        raise
+
+
+def _remove_emptied(directory: int, name: str, attempts: int) -> int:
+    """Remove the directory ``name`` that ``clear_directory`` emptied; one refilled or
+    replaced meanwhile is removed whole, up to ``RETRIES`` times a call. Returns the
+    attempts made so far."""
+    try:
+        os.rmdir(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        attempts += 1
+        if exc.errno not in (errno.ENOTEMPTY, errno.ENOTDIR) or attempts > RETRIES:
+            raise
+        remove_entry(directory, name)
+    return attempts
 
 
 def _temporary_name() -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from .._errors import ContentChangedError
-from ..fs import content_digest
+from ..fs import Filesystem, ReadBytesResult, content_digest
 from ._context import ToolContext
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, numbered, quote, text_lines
@@ -157,19 +157,12 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
         )
     try:
         data = fs.read_bytes(path)
-        if data.truncated:
-            return ToolResult.fail(
-                f"Cannot edit {quote(path)}: it is {count(data.size_bytes, 'byte')}, over the "
-                f"read limit of {len(data.content):,} bytes."
-            )
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("edit", path, exc))
+    refusal = _not_editable(path, data)
+    if refusal is not None:
+        return ToolResult.fail(refusal)
     content = data.content
-    if not _is_text(content):
-        return ToolResult.fail(
-            f"Cannot edit {quote(path)}: it is a binary file ({count(len(content), 'byte')});"
-            " edit_file changes text only."
-        )
     if b"\r" in content and content.count(b"\r\n") == content.count(b"\n"):
         old, new = _crlf(old), _crlf(new)
     needle = _utf8(old)
@@ -179,35 +172,68 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
     if params.replace_all:
         positions = list(_positions(content, needle, at))
     elif content.find(needle, at + len(needle)) >= 0:
-        positions = list(_positions(content, needle, at))
-        lines = ", ".join(map(str, _line_numbers(content, positions)))
-        return ToolResult.fail(
-            f"Cannot edit {quote(path)}: old_string occurs {len(positions)} times (at lines "
-            f"{lines}). Include more surrounding lines to make it unique, or pass "
-            f"replace_all=true to replace all {len(positions)}."
-        )
+        return ToolResult.fail(_not_unique(path, content, needle, at))
     else:
         positions = [at]
     replacement = _utf8(new)
     if replacement is None:
         return ToolResult.fail(_unencodable(path, content, old, new, len(positions)))
-    if len(positions) == 1:
-        # Joined around the place found: ``bytes.replace`` would search for it twice more.
-        view = memoryview(content)
-        updated = b"".join((view[:at], replacement, view[at + len(needle) :]))
-    else:
-        updated = content.replace(needle, replacement)
-    try:
-        fs.write_bytes(path, updated, mode="overwrite", if_match=content_digest(content))
-    except ContentChangedError:
-        message = changed_meanwhile("edit", path, "edit_file", "read", "written")
-        return ToolResult.fail(f"{message} Read it again with read_file and redo the edit.")
-    except (OSError, ValueError) as exc:
-        return ToolResult.fail(failure("edit", path, exc))
+    updated = _replaced(content, needle, replacement, positions)
+    refusal = _write_back(fs, path, content, updated)
+    if refusal is not None:
+        return ToolResult.fail(refusal)
     shift = len(replacement) - len(needle)
     starts = _line_numbers(updated, [p + i * shift for i, p in enumerate(positions)])
     edit = Edit(data.path, len(positions), tuple(starts))
     return ToolResult.ok(_edited(data.path, updated, edit, at, replacement), edit)
+
+
+def _not_editable(path: str, data: ReadBytesResult) -> str | None:
+    """Why edit_file cannot change the file read as ``data``, or None if it can."""
+    if data.truncated:
+        return (
+            f"Cannot edit {quote(path)}: it is {count(data.size_bytes, 'byte')}, over the "
+            f"read limit of {len(data.content):,} bytes."
+        )
+    if not _is_text(data.content):
+        return (
+            f"Cannot edit {quote(path)}: it is a binary file "
+            f"({count(len(data.content), 'byte')}); edit_file changes text only."
+        )
+    return None
+
+
+def _not_unique(path: str, content: bytes, needle: bytes, at: int) -> str:
+    """The failure for an ``old_string`` that occurs more than once, from ``at`` on."""
+    positions = list(_positions(content, needle, at))
+    lines = ", ".join(map(str, _line_numbers(content, positions)))
+    return (
+        f"Cannot edit {quote(path)}: old_string occurs {len(positions)} times (at lines "
+        f"{lines}). Include more surrounding lines to make it unique, or pass "
+        f"replace_all=true to replace all {len(positions)}."
+    )
+
+
+def _replaced(content: bytes, needle: bytes, replacement: bytes, positions: list[int]) -> bytes:
+    """``content`` with ``needle`` replaced by ``replacement`` at each of ``positions``
+    (the first one, or all of them)."""
+    if len(positions) == 1:
+        # Joined around the place found: ``bytes.replace`` would search for it twice more.
+        at, view = positions[0], memoryview(content)
+        return b"".join((view[:at], replacement, view[at + len(needle) :]))
+    return content.replace(needle, replacement)
+
+
+def _write_back(fs: Filesystem, path: str, content: bytes, updated: bytes) -> str | None:
+    """Write ``updated`` over the file if it still holds ``content``; the failure, or None."""
+    try:
+        fs.write_bytes(path, updated, mode="overwrite", if_match=content_digest(content))
+    except ContentChangedError:
+        message = changed_meanwhile("edit", path, "edit_file", "read", "written")
+        return f"{message} Read it again with read_file and redo the edit."
+    except (OSError, ValueError) as exc:
+        return failure("edit", path, exc)
+    return None
 
 
 def _unencodable(path: str, content: bytes, old: str, new: str, replacements: int) -> str:

@@ -144,32 +144,15 @@ def shares(holdings: Sequence[Holding]) -> Shares:
     # Bits name "roots" while counting: one per distinct table (versions sharing
     # a table reach the same), then one per holding with orphans. ``owners[bit]``
     # says which holdings a root stands for; masks become holdings' at the end.
-    roots: list[Version] = []
-    owners: list[int] = []
-    by_table: dict[int, int] = {}
-    for index, holding in enumerate(holdings):
-        for version in holding.versions:
-            root = by_table.setdefault(id(version._table), len(roots))
-            if root == len(roots):
-                roots.append(version)
-                owners.append(0)
-            owners[root] |= 1 << index
+    roots, owners = _distinct_tables(holdings)
     counts: dict[int, int] = {}
     changed: dict[int, list[int]] = {}
     tree = _RootTree(roots) if roots else None
     if tree is not None:
         roots = tree.roots
         owners = [owners[root] for root in tree.order]
-        for number, inodes in enumerate(tree.changes):
-            for ino in inodes:
-                changed.setdefault(ino, []).append(number)
-    loose: dict[int, list[tuple[Node, int]]] = {}
-    for index, holding in enumerate(holdings):
-        if holding.orphans:
-            bit = 1 << len(owners)
-            owners.append(1 << index)
-            for ino, node in holding.orphans:
-                loose.setdefault(ino, []).append((node, bit))
+        changed = tree.change_points()
+    loose = _loose_nodes(holdings, owners)
     touched = changed.keys() | loose.keys()
     if tree is not None:
         unchanged = _unchanged_bytes(roots[0], touched)
@@ -186,6 +169,37 @@ def shares(holdings: Sequence[Holding]) -> Shares:
             _reach(found, orphan, bit)
         _count_inode(found.values(), counts)
     return Shares(_by_holders(counts, owners), len(holdings))
+
+
+def _distinct_tables(holdings: Sequence[Holding]) -> tuple[list[Version], list[int]]:
+    """One version per distinct table the holdings' versions have, and for each the
+    mask of the holdings that have it."""
+    roots: list[Version] = []
+    owners: list[int] = []
+    by_table: dict[int, int] = {}
+    for index, holding in enumerate(holdings):
+        for version in holding.versions:
+            root = by_table.setdefault(id(version._table), len(roots))
+            if root == len(roots):
+                roots.append(version)
+                owners.append(0)
+            owners[root] |= 1 << index
+    return roots, owners
+
+
+def _loose_nodes(
+    holdings: Sequence[Holding], owners: list[int]
+) -> dict[int, list[tuple[Node, int]]]:
+    """Inode -> (node, root bit) of the holdings' orphans: each holding with orphans gets
+    the next root bit, appended to ``owners`` as the mask of that holding alone."""
+    loose: dict[int, list[tuple[Node, int]]] = {}
+    for index, holding in enumerate(holdings):
+        if holding.orphans:
+            bit = 1 << len(owners)
+            owners.append(1 << index)
+            for ino, node in holding.orphans:
+                loose.setdefault(ino, []).append((node, bit))
+    return loose
 
 
 class _RootTree:
@@ -241,6 +255,14 @@ class _RootTree:
         self.roots = [versions[index] for index in order]
         self.changes = [edges[index] for index in order]
         self.sizes = sizes
+
+    def change_points(self) -> dict[int, list[int]]:
+        """Inode -> the numbers (ascending) of the versions whose edge above changed it."""
+        changed: dict[int, list[int]] = {}
+        for number, inodes in enumerate(self.changes):
+            for ino in inodes:
+                changed.setdefault(ino, []).append(number)
+        return changed
 
     def holders_at(self, points: list[int]) -> list[tuple[int, int]]:
         """(version number, mask of the versions holding its node) for one inode

@@ -670,14 +670,7 @@ class Tree(TreeView):
         if isinstance(source, Directory):
             self._refuse_cycle(ino, new_parent)
         if target is not None:
-            replaced = self.node(target)
-            if isinstance(source, Directory):
-                if not isinstance(replaced, Directory):
-                    raise NotADirectoryFsError("not a directory", new_name)
-                if replaced.entries:
-                    raise DirectoryNotEmptyError("directory not empty", new_name)
-            elif isinstance(replaced, Directory):
-                raise IsADirectoryFsError("is a directory", new_name)
+            _refuse_replacing(source, self.node(target), new_name)
             self._unlink_entry(new_parent, new_name, target)
         self._move(ino, old_parent, old_name, new_parent, new_name)
 
@@ -921,3 +914,16 @@ def _orphaned(node: Node, epoch: int) -> Node:
     if isinstance(orphan, Directory):
         orphan.entries = {}
     return orphan
+
+
+def _refuse_replacing(source: Node, replaced: Node, name: str) -> None:
+    """rename(2)'s rule for what a rename may replace: a directory only an empty
+    directory, anything else only what is not a directory."""
+    if not isinstance(source, Directory):
+        if isinstance(replaced, Directory):
+            raise IsADirectoryFsError("is a directory", name)
+        return
+    if not isinstance(replaced, Directory):
+        raise NotADirectoryFsError("not a directory", name)
+    if replaced.entries:
+        raise DirectoryNotEmptyError("directory not empty", name)
