@@ -212,3 +212,29 @@ def test_a_store_open_to_others_is_refused(tmp_path: Path, mode: int) -> None:
         assert listed["name"] is None
         del listed["alive"], listed["stale"]
         stop(MountRecord.from_dict(listed))
+
+
+def test_a_workspace_loaded_from_git_journals_blob_ids_and_resumes(tmp_path: Path) -> None:
+    repository = tmp_path / "snapshots.git"
+    first = _mount(
+        tmp_path / "a", "--from", str(demo_source(tmp_path)), "--persist", str(repository)
+    )
+    (tmp_path / "a" / "big.bin").write_bytes(os.urandom(2 << 20))
+    cli_ok("persist", str(tmp_path / "a"), "--tag", "base")
+    expected = (tmp_path / "a" / "big.bin").read_bytes()
+    stop(first)
+    with scratch_dir() as scratch:
+        record = _mount(scratch / "ws", "--name", "from-git", "--from", f"{repository}#base")
+        (scratch / "ws" / "new.txt").write_text("after loading\n")
+        with connect(scratch / "ws") as fs:
+            fs.snapshot(tag="loaded")  # a durability point
+        journal = sum(p.stat().st_size for p in (store_of("from-git") / "journal").iterdir())
+        assert journal < len(expected)  # blob ids, not the 2 MiB file
+        _killed(record)
+        again = _mount(scratch / "ws", "--name", "from-git")
+        try:
+            assert (scratch / "ws" / "big.bin").read_bytes() == expected
+            assert (scratch / "ws" / "new.txt").read_text() == "after loading\n"
+            assert (scratch / "ws" / "src" / "app.py").read_text() == "print('hello')\n"
+        finally:
+            stop(again)
