@@ -93,6 +93,7 @@ def test_unmount_recursive_unmounts_the_inner_workspace_first(
     assert done.stdout.splitlines() == [
         f"Unmounted {inner.mountpoint}",
         f"Unmounted {outer.mountpoint}",
+        f"Kept {outer.name}: workspacefs mount DIR --name {outer.name} resumes it",
     ]
     eventually(lambda: not alive(outer.pid) and not alive(inner.pid), 10, "both daemons exit")
     assert not os.path.ismount(outer.mountpoint)

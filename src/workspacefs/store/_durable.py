@@ -166,7 +166,10 @@ class DurableWorkspace:
             StoreError: Writing the journal failed, now or earlier.
         """
         tree = self.fs.tree
-        with tree.lock:
+        # Unpublished: a freeze changes nothing a subscriber must hear of, and it must
+        # go on when the tree refuses callers (its mount was lost): what is in memory
+        # is still to be journalled.
+        with tree.lock.unpublished:
             self._flushing.acquire()
             frozen = tree.freeze_changes()
             counts = (tree.next_ino, tree.file_count, tree.total_bytes)
@@ -240,7 +243,7 @@ class DurableWorkspace:
         """
         with self._checkpointing:
             tree = self.fs.tree
-            with tree.lock:
+            with tree.lock.unpublished:  # as in ``flush``
                 self._flushing.acquire()
                 frozen = tree.freeze_changes()
                 counts = (tree.next_ino, tree.file_count, tree.total_bytes)
