@@ -135,6 +135,7 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
             latency_hint=options.latency_hint,
             on_sync=None if durable is None else durable.sync,
             on_change=durable.sync if durable and options.durability == "always" else None,
+            before_change=None if durable is None else durable.check_writable,
         )
     )
     workspace.attach(handle)

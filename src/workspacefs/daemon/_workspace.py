@@ -123,6 +123,8 @@ class Workspace(Daemon):
         refused = verb.changes and verb.runs != VIEW and not arguments.get("dry_run")
         if refused and self.facts.read_only:
             raise ReadOnlyError("read-only workspace", "/")
+        if verb.changes and not arguments.get("dry_run") and self._durable is not None:
+            self._durable.check_writable()  # a full store takes no more: refused, unchanged
         subject: object = self
         if verb.runs == VIEW:
             subject = self.target(at)

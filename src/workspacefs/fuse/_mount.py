@@ -530,6 +530,7 @@ def mount(
     latency_hint: bool = True,
     on_sync: Callable[[], None] | None = None,
     on_change: Callable[[], None] | None = None,
+    before_change: Callable[[], None] | None = None,
 ) -> Iterator[Mount]:
     """Mount ``filesystem``'s tree at ``mountpoint`` for the duration of the block.
 
@@ -563,6 +564,9 @@ def mount(
         on_change: Called in the FUSE thread after each request that may have changed
             the tree, before it is answered (a durable workspace's ``always`` policy:
             ``DurableWorkspace.sync``); an error it raises is the request's answer.
+        before_change: Called in the FUSE thread before each request that may change
+            the tree; an ``OSError`` it raises refuses the request with its errno,
+            changing nothing (``DurableWorkspace.check_writable``: a full store).
 
     statfs shows the workspace's memory budget as the size and what is left
     of it as free (see ``InMemoryFilesystem``).
@@ -582,6 +586,7 @@ def mount(
         open_free=OPEN_FREE and cache.keep_cache if open_free is None else open_free,
         on_sync=on_sync,
         on_change=on_change,
+        before_change=before_change,
     )
     options = mount_options(
         allow_other=allow_other,

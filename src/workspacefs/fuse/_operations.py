@@ -92,6 +92,8 @@ def fuse_errors(
     async def wrapper(self: WorkspaceOperations, /, *args: P.args, **kwargs: P.kwargs) -> R:
         started = _now()
         try:
+            if changing and self._before_change is not None:
+                self._before_change()  # a store that can take no more: refused, unchanged
             result = handler(self, *args, **kwargs)
             if changing and self._on_change is not None:
                 self._on_change()  # the durability policy `always`: on disk before the reply
@@ -167,10 +169,12 @@ class WorkspaceOperations(pyfuse3.Operations):
         open_free: bool = False,
         on_sync: Callable[[], None] | None = None,
         on_change: Callable[[], None] | None = None,
+        before_change: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self._on_sync = on_sync
         self._on_change = on_change
+        self._before_change = before_change
         if open_free and not OPEN_FREE:
             raise ValueError("open_free needs the patched pyfuse3 (scripts/setup.sh builds it)")
         self._open_free = open_free

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import json
 import logging
 import os
@@ -30,7 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import AlreadyExistsError, SnapshotIncompatibleError, StoreDamagedError
+from .._errors import (
+    AlreadyExistsError,
+    NoSpaceError,
+    SnapshotIncompatibleError,
+    StoreDamagedError,
+    StoreError,
+)
 from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import TreeView, Version
 from ._changes import ChangesReplay, encode_changes
@@ -154,6 +161,25 @@ class DurableWorkspace:
         """When the last durability point that wrote anything was reached
         (``time.time()``; None: none yet in this process)."""
         return self._journal.synced_at
+
+    def check_writable(self) -> None:
+        """Refuse a change the journal could not take: once writing it failed (the
+        store's disk full), every change is refused until the store is opened again,
+        so nothing more reaches memory than the disk has been offered.
+
+        Raises:
+            NoSpaceError: The store's disk was full.
+            StoreError: Writing the journal failed otherwise.
+        """
+        failure = self._journal.failure
+        if failure is None:
+            return
+        kind = NoSpaceError if failure.errno in (errno.ENOSPC, errno.EDQUOT) else StoreError
+        raise kind(
+            f"the workspace's store could not take a change ({failure.strerror}): changes "
+            "are refused until it is opened again (unmount, free space, mount --name)",
+            self.store.path,
+        )
 
     def flush(self, *, sync: bool = True) -> int:
         """Journal what changed since the last record (nothing if nothing did); with
@@ -303,7 +329,10 @@ class DurableWorkspace:
             self._checkpointer.join()
         self._stop_syncing()
         try:
-            if self._checkpoints and self._since_checkpoint > CLOSING_CHECKPOINT_BYTES:
+            if self._journal.failure is not None:
+                # Said when it failed; what it holds is what the next open finds.
+                log.warning("closing %s without journalling what changed since", self.store.path)
+            elif self._checkpoints and self._since_checkpoint > CLOSING_CHECKPOINT_BYTES:
                 self.checkpoint()  # the next open replays little
             else:
                 self.flush(sync=True)

@@ -192,6 +192,11 @@ class Journal:
         """Every record up to this sequence number has been appended."""
         return self._written
 
+    @property
+    def failure(self) -> OSError | None:
+        """The write or sync that failed, after which the journal refuses everything."""
+        return self._failed
+
     def _check(self) -> None:
         if self._closed:
             raise ValueError("the journal is closed")
