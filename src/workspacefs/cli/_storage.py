@@ -48,6 +48,10 @@ def persist(
         f"Persisted {snapshot_label(result.snapshot)} as {result.ref} "
         f"(commit {result.commit[:12]}, {result.objects_written} objects) in {result.repository}"
     )
+    stdout.print(
+        f"Receipt: {result.snapshot.file_count:,} files, {result.snapshot.total_bytes:,} bytes, "
+        f"tree {result.tree}"
+    )
     if result.pushed_to:
         stdout.print(f"Pushed to {result.pushed_to}")
 

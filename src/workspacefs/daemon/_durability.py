@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import git
 from .._errors import InvalidArgumentError
 from ..fs import InMemoryFilesystem
 from ..store import Durability, DurableWorkspace, Recovery, check_name, new_name, open_workspace
@@ -79,6 +80,7 @@ def open_kept(
     if options.durability == "none":
         fs = load() if load is not None else InMemoryFilesystem(mount_point=mountpoint)
         return Kept(fs, None, None, None, None)
+    git.sync_writes()  # persist is a durability point too
     name = options.name
     if name is None and options.store is None:
         name = new_name(os.path.basename(mountpoint))

@@ -92,7 +92,9 @@ class MergeResult(MergeReport):
 
 @dataclass(frozen=True, slots=True)
 class PersistedSnapshot:
-    """Where a snapshot went: its commit, refs and number in the workspace."""
+    """Where a snapshot went: its commit, refs and number in the workspace; a receipt
+    ``git.verify_persisted`` checks later (the snapshot record holds the file count
+    and bytes, ``tree`` the digest of every byte: git's tree id)."""
 
     commit: str
     meta_commit: str
@@ -100,6 +102,7 @@ class PersistedSnapshot:
     number: int
     objects_written: int
     snapshot: FilesystemSnapshot
+    tree: str
 
 
 @dataclass(frozen=True, slots=True)

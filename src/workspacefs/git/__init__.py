@@ -37,6 +37,7 @@ from ._persist import Progress as Progress
 from ._persist import blob_pieces as blob_pieces
 from ._persist import check_persistable as check_persistable
 from ._persist import persist as persist
+from ._persist import verify_persisted as verify_persisted
 from ._records import DEFAULT_LOAD_LIMITS as DEFAULT_LOAD_LIMITS
 from ._records import LoadLimits as LoadLimits
 from ._refs import RefNamespace as RefNamespace
@@ -51,3 +52,4 @@ from ._repo import Identity as Identity
 from ._repo import data_directory as data_directory
 from ._repo import default_repository as default_repository
 from ._repo import open_repository as open_repository
+from ._repo import sync_writes as sync_writes

@@ -45,6 +45,7 @@ from .._errors import (
     InvalidArgumentError,
     LimitExceededError,
     SnapshotCreationError,
+    SnapshotError,
     SnapshotNotFoundError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, PersistedSnapshot
@@ -518,8 +519,48 @@ def persist(
     if progress is not None:
         progress(Progress("done", writer.objects, writer.objects))
     return PersistedSnapshot(
-        str(commit), str(meta_commit), refs.snapshot(number), number, writer.objects + 2, snapshot
+        str(commit),
+        str(meta_commit),
+        refs.snapshot(number),
+        number,
+        writer.objects + 2,
+        snapshot,
+        str(tree),
     )
+
+
+def verify_persisted(repo: str | os.PathLike[str], persisted: PersistedSnapshot) -> None:
+    """Check that ``repo`` still holds what ``persist`` answered: the commit under its
+    ref, its tree the receipt's, and every object the tree reaches.
+
+    Raises:
+        SnapshotError: What is missing or differs.
+    """
+    repository = open_repository(repo)
+    where = os.fspath(repo)
+    try:
+        commit = repository.get(persisted.commit)
+        if not isinstance(commit, pygit2.Commit):
+            raise SnapshotError(f"commit {persisted.commit} is missing", where)
+        if str(commit.tree_id) != persisted.tree:
+            raise SnapshotError(
+                f"commit {persisted.commit} holds tree {commit.tree_id}, not {persisted.tree}",
+                where,
+            )
+        reference = repository.references.get(persisted.ref)
+        if reference is None or str(reference.target) != persisted.commit:
+            raise SnapshotError(f"{persisted.ref} no longer names {persisted.commit}", where)
+        odb, pending = repository.odb, [commit.tree_id]
+        while pending:
+            tree = repository.get(pending.pop())
+            assert isinstance(tree, pygit2.Tree)
+            for entry in tree:
+                if entry.id not in odb:
+                    raise SnapshotError(f"object {entry.id} ({entry.name}) is missing", where)
+                if entry.type_str == "tree":
+                    pending.append(entry.id)
+    except (pygit2.GitError, ValueError, KeyError) as exc:
+        raise SnapshotError(f"cannot verify {persisted.commit}: {exc}", where) from exc
 
 
 def check_persistable(

@@ -42,6 +42,13 @@ def default_repository(workspace: str) -> str:
     return os.path.join(data_directory(), "repositories", f"{workspace}.git")
 
 
+def sync_writes() -> None:
+    """Make every git write of this process durable when it returns (libgit2 then
+    fsyncs objects, packs and refs): ``persist`` is a durability point of a durable
+    workspace, and its answer a receipt."""
+    pygit2.settings.enable_fsync_gitdir(True)
+
+
 def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> pygit2.Repository:
     """Open the bare repository at ``path`` (creating it if asked).
 
