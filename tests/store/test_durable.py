@@ -278,3 +278,31 @@ def test_a_merge_and_the_journal_thread_do_not_wait_on_each_other(tmp_path: Path
         names = {e.name for e in again.fs.list()}
         assert {f"from-fork-{n}.txt" for n in range(30)} <= names
         assert {f"live-{n}.txt" for n in range(30)} <= names
+
+
+def test_blame_comes_back_with_the_snapshots(tmp_path: Path) -> None:
+    from workspacefs.fs import Cause, attributed
+
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with durable:
+        fs = durable.fs
+        with attributed(Cause.call(tool="write_file", call_id="call-1")):
+            fs.write("a.txt", "one\n")
+        first = fs.snapshot(tag="first")
+        with attributed(Cause.call(tool="edit_file", call_id="call-2")):
+            fs.write("a.txt", "two\n")
+        fs.snapshot(tag="second")
+        expected = [(e.kind, [c.call_id for c in e.causes]) for e in fs.blame("a.txt")]
+        durable.checkpoint()  # the checkpoint carries it too
+        with attributed(Cause.call(tool="edit_file", call_id="call-3")):
+            fs.write("b.txt", "three\n")
+        fs.snapshot(tag="third")
+    assert expected == [("modified", ["call-2"]), ("added", ["call-1"])]
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        blamed = again.fs.blame("a.txt")
+        assert [(e.kind, [c.call_id for c in e.causes]) for e in blamed] == expected
+        assert blamed[-1].snapshot is not None
+        assert blamed[-1].snapshot.snapshot_id == first.snapshot_id
+        assert [c.call_id for c in again.fs.blame("b.txt")[0].causes] == ["call-3"]

@@ -12,6 +12,8 @@ from ..fs import MergeSide as MergeSide
 from ..fs import PersistedSnapshot as PersistedSnapshot
 from ._blobs import BlobContent as BlobContent
 from ._blobs import BlobStore as BlobStore
+from ._history import decode_history as decode_history
+from ._history import encode_history as encode_history
 from ._load import load as load
 from ._load import recorded_changes as recorded_changes
 from ._merge import find_base as find_base

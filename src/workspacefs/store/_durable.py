@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import git
 from .._errors import (
     AlreadyExistsError,
     NoSpaceError,
@@ -38,7 +39,7 @@ from .._errors import (
     StoreDamagedError,
     StoreError,
 )
-from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
 from ..tree import TreeView, Version
 from ._changes import ChangesReplay, encode_changes
 from ._checkpoint import (
@@ -51,7 +52,7 @@ from ._checkpoint import (
 )
 from ._directory import StoreDirectory
 from ._journal import Journal, Reading, read_journal, stop_before
-from ._records import Damage, Kind, Record
+from ._records import Damage, Kind
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class DurableWorkspace:
         fresh: bool = False,
         blobs: Blobs | None = None,
         checkpoints: bool = True,
+        payloads: dict[str, bytes] | None = None,
     ) -> None:
         self.fs = fs
         self.store = store
@@ -131,8 +133,12 @@ class DurableWorkspace:
         self._last: TreeView | None = None if fresh else frozen
         self._blobs = blobs or Blobs(store_repository(store.path, store.base()))
         # The snapshots a checkpoint holds: those kept, oldest first (record, version).
+        payloads = payloads or {}
         self._kept: dict[str, tuple[bytes, Version]] = {
-            str(record.snapshot_id): (_record_bytes(record), fs.version(record))
+            str(record.snapshot_id): (
+                payloads.get(str(record.snapshot_id)) or _snapshot_bytes(record, None),
+                fs.version(record),
+            )
             for record in fs.snapshots()
         }
         self._checkpointing = threading.Lock()
@@ -239,8 +245,11 @@ class DurableWorkspace:
 
         def finish() -> None:
             try:
+                # What it changed, with the causes (blame): from frozen versions, no
+                # tree lock taken, so holding ``_flushing`` here keeps the lock order.
+                changes = self.fs.changes(record)
                 self._write_changes(version, inodes, counts)
-                data = _record_bytes(record)
+                data = _snapshot_bytes(record, changes)
                 sequence = self._journal.append(Kind.SNAPSHOT, data)
                 self._kept[str(record.snapshot_id)] = (data, version)
             finally:
@@ -401,12 +410,13 @@ def open_workspace(
         else:
             new_id = store.workspace_id(uuid.uuid4().hex)
             fs = InMemoryFilesystem(workspace_id=new_id, **options)
-        kept: dict[str, FilesystemSnapshot] = {}
+        replay = _Replay(fs, blobs)
         if found is not None:
-            _replay(fs, found.reading, blobs, kept)
+            replay.read(found.reading)
             if found.reading.damage is not None:
                 raise StoreDamagedError(found.reading.damage.reason, store.path)
-        records, snapshots = _replay(fs, reading, blobs, kept)
+        records = replay.read(reading)
+        snapshots = len(replay.kept)
         journal = Journal.resume(store.journal, reading)
     except BaseException:
         store.close()
@@ -431,51 +441,84 @@ def open_workspace(
         fresh=fresh,
         blobs=blobs,
         checkpoints=checkpoints,
+        payloads=replay.payloads,
     )
     return durable, recovery
 
 
-def _replay(
-    fs: InMemoryFilesystem, reading: Reading, blobs: Blobs, kept: dict[str, FilesystemSnapshot]
-) -> tuple[int, int]:
-    """Put what ``reading`` holds into ``fs``: (records applied, snapshots kept). A
-    record that does not parse ends the reading there, as damage does; a group of
-    ``CHANGES`` records without its final one (cut short) is dropped."""
-    changes = ChangesReplay(fs.tree, blobs.content_of)
-    applied = 0
-    group_start: Record | None = None
-    for record in list(reading.records):
-        try:
-            if record.kind is Kind.CHANGES:
-                group_start = group_start or record
-                if changes.add(record.payload):
-                    group_start = None
-            elif record.kind is Kind.SNAPSHOT:
-                snapshot = _record_of(record.payload)
-                fs.adopt_snapshot(snapshot)
-                kept[str(snapshot.snapshot_id)] = snapshot
-            elif record.kind is Kind.FORGET:
-                doomed = kept.pop(record.payload.decode("ascii", "replace"), None)
-                if doomed is not None:
-                    with contextlib.suppress(OSError):
-                        fs.delete_snapshot(doomed)
-        except (StoreDamagedError, SnapshotIncompatibleError) as exc:
-            stop_before(reading, group_start or record, str(exc))
-            break
-        if group_start is None:
-            applied = reading.records.index(record) + 1
-    else:
+class _Replay:
+    """Puts journal readings into ``fs``, a checkpoint's first, then the journal's:
+    the snapshots they keep, and the changes each made (its blame) as recorded."""
+
+    def __init__(self, fs: InMemoryFilesystem, blobs: Blobs) -> None:
+        self.fs = fs
+        self.blobs = blobs
+        self.kept: dict[str, FilesystemSnapshot] = {}
+        self.payloads: dict[str, bytes] = {}
+        """The ``SNAPSHOT`` payload of each kept snapshot (what a checkpoint writes again)."""
+        self.history: list[SnapshotChanges] = []  # newest first
+
+    def read(self, reading: Reading) -> int:
+        """Apply ``reading``'s records; how many. A record that does not parse ends
+        the reading there, as damage does; a group of ``CHANGES`` records without its
+        final one (cut short) is dropped."""
+        changes = ChangesReplay(self.fs.tree, self.blobs.content_of)
+        applied = 0
+        group_start: int | None = None
+        for index, record in enumerate(reading.records):
+            try:
+                if record.kind is Kind.CHANGES:
+                    group_start = index if group_start is None else group_start
+                    if changes.add(record.payload):
+                        group_start = None
+                elif record.kind is Kind.SNAPSHOT:
+                    self._snapshot(record.payload)
+                elif record.kind is Kind.FORGET:
+                    self._forget(record.payload)
+            except (StoreDamagedError, SnapshotIncompatibleError) as exc:
+                at = index if group_start is None else group_start
+                stop_before(reading, reading.records[at], str(exc))
+                return applied
+            if group_start is None:
+                applied = index + 1
         if group_start is not None:  # the last group never ended: never acknowledged
-            reading.records = reading.records[: reading.records.index(group_start)]
-    return applied, len(kept)
+            reading.records = reading.records[:group_start]
+        return applied
+
+    def _snapshot(self, payload: bytes) -> None:
+        snapshot, changes = _snapshot_of(payload)
+        if changes is not None:
+            self.history.insert(0, changes)
+        history = tuple(self.history) if changes is not None else None
+        self.fs.adopt_snapshot(snapshot, history=history)
+        self.kept[str(snapshot.snapshot_id)] = snapshot
+        self.payloads[str(snapshot.snapshot_id)] = payload
+
+    def _forget(self, payload: bytes) -> None:
+        name = payload.decode("ascii", "replace")
+        self.payloads.pop(name, None)
+        doomed = self.kept.pop(name, None)
+        if doomed is not None:
+            with contextlib.suppress(OSError):
+                self.fs.delete_snapshot(doomed)
 
 
-def _record_bytes(record: FilesystemSnapshot) -> bytes:
-    return json.dumps(record.to_dict(), sort_keys=True).encode()
+def _snapshot_bytes(record: FilesystemSnapshot, changes: SnapshotChanges | None) -> bytes:
+    """A ``SNAPSHOT`` record's payload: the snapshot's record and what it changed, with
+    the causes (``git``'s history format), so blame comes back with it."""
+    document: dict[str, Any] = {"record": record.to_dict()}
+    if changes is not None:
+        document["changes"] = json.loads(git.encode_history([changes]))
+    return json.dumps(document, sort_keys=True).encode()
 
 
-def _record_of(payload: bytes) -> FilesystemSnapshot:
+def _snapshot_of(payload: bytes) -> tuple[FilesystemSnapshot, SnapshotChanges | None]:
     try:
-        return FilesystemSnapshot.from_dict(json.loads(payload))
-    except (ValueError, KeyError, TypeError) as exc:
+        document = json.loads(payload)
+        if "record" not in document:  # written before records held their changes
+            return FilesystemSnapshot.from_dict(document), None
+        changes = document.get("changes")
+        steps = None if changes is None else git.decode_history(json.dumps(changes).encode())
+        return FilesystemSnapshot.from_dict(document["record"]), steps[0] if steps else None
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise StoreDamagedError(f"a snapshot record does not parse: {exc}", None) from exc
