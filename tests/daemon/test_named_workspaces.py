@@ -132,6 +132,16 @@ def test_a_running_workspace_cannot_be_mounted_twice_or_discarded(tmp_path: Path
         stop(record)
 
 
+def test_a_resumed_workspace_persists_where_it_did(tmp_path: Path) -> None:
+    repository = tmp_path / "mine.git"
+    stop(_mount(tmp_path / "a", "--name", "remembers", "--persist", str(repository)))
+    again = _mount(tmp_path / "a", "--name", "remembers")
+    try:
+        assert again.repository == str(repository)
+    finally:
+        stop(again)
+
+
 def test_resuming_with_from_is_refused_and_changes_nothing(tmp_path: Path) -> None:
     record = _mount(tmp_path / "a", "--name", "once")
     (tmp_path / "a" / "mine.txt").write_text("kept\n")

@@ -29,7 +29,7 @@ from ..fs import InMemoryFilesystem
 from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
 from ._app import create_app
-from ._durability import open_kept
+from ._durability import Kept, open_kept
 from ._load import load_source, parse_load_limits
 from ._options import DaemonOptions
 from ._runtime import (
@@ -103,14 +103,7 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     if kept.durable is not None:
         stack.callback(kept.durable.close)  # after the unmount: the last changes go too
     fs = kept.fs
-    base = None if kept.durable is None else kept.durable.store.base()
-    repository = (
-        options.repository
-        or source.repository
-        or base
-        or (os.path.join(kept.store, "git") if kept.store else None)
-        or git.default_repository(fs.workspace_id)
-    )
+    repository = _repository(options, source.repository, kept)
     info = WorkspaceInfo(
         mountpoint=mountpoint,
         socket=os.fspath(paths.socket),
@@ -157,6 +150,20 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     write_record(paths, record)
     stack.callback(lambda: paths.record.unlink(missing_ok=True))
     return workspace, handle, listener.detach()
+
+
+def _repository(options: DaemonOptions, loaded_from: str | None, kept: Kept) -> str:
+    """Where ``persist`` writes: ``--persist``, else what the store remembers of it
+    (a resumed workspace persists where it did), else the repository it was loaded
+    from, else the store's own repository (or, kept nowhere, the user's default)."""
+    store = None if kept.durable is None else kept.durable.store
+    if store is not None and options.repository is not None:
+        store.set_setting("persist", os.path.abspath(options.repository))
+    remembered = None if store is None else store.setting("persist") or store.base()
+    chosen = options.repository or loaded_from or remembered
+    if chosen is None and kept.store is not None:
+        chosen = os.path.join(kept.store, "git")
+    return os.path.abspath(chosen or git.default_repository(kept.fs.workspace_id))
 
 
 async def _serve(workspace: Workspace, handle: Mount, fd: int) -> None:

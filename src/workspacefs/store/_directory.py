@@ -3,7 +3,8 @@
 Layout: ``format`` (the store format's name and version), ``lock`` (held with
 ``flock`` by the process serving the workspace; it holds that process's pid),
 ``workspace`` (the workspace's id), ``base`` (the git repository it was loaded
-from, if it was), and ``journal/`` (the segment files). The lock dies with its
+from, if it was), ``persist`` (where ``persist`` writes, if set), ``journal/``
+(the segment files), ``checkpoints/`` and ``git/`` (the store's repository). The lock dies with its
 process, however it dies, so a crashed daemon's store is free again at once.
 """
 
@@ -76,23 +77,31 @@ class StoreDirectory:
         _write_durably(path, new)
         return new
 
-    def base(self) -> str | None:
-        """The git repository the workspace was loaded from, whose blobs the journal
-        names (None: the journal holds every byte)."""
+    def setting(self, name: str) -> str | None:
+        """The value of one of the store's one-line settings (None: not set)."""
         try:
-            with open(os.path.join(self.path, "base"), encoding="utf-8") as found:
+            with open(os.path.join(self.path, name), encoding="utf-8") as found:
                 return found.read().strip() or None
         except FileNotFoundError:
             return None
 
-    def set_base(self, repository: str | None) -> None:
-        """Record ``repository`` as the base (None: no base)."""
-        path = os.path.join(self.path, "base")
-        if repository is None:
+    def set_setting(self, name: str, value: str | None) -> None:
+        """Set (None: remove) one of the store's one-line settings, durably."""
+        path = os.path.join(self.path, name)
+        if value is None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             return
-        _write_durably(path, os.path.abspath(repository))
+        _write_durably(path, value)
+
+    def base(self) -> str | None:
+        """The git repository the workspace was loaded from, whose blobs the journal
+        names (None: the journal holds every byte)."""
+        return self.setting("base")
+
+    def set_base(self, repository: str | None) -> None:
+        """Record ``repository`` as the base (None: no base)."""
+        self.set_setting("base", None if repository is None else os.path.abspath(repository))
 
     def close(self) -> None:
         """Release the lock; safe to call twice."""
