@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from ..store import DEFAULT_INTERVAL
+from ..fs import from_json
 from ._options import DaemonOptions
 from ._server import fd_notifier, run_daemon
 
@@ -21,20 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the arguments and serve until unmounted."""
     parser = argparse.ArgumentParser(prog="python -m workspacefs.daemon", description=__doc__)
     parser.add_argument("mountpoint")
-    parser.add_argument("--from", dest="source")
-    parser.add_argument("--persist", dest="repository")
-    parser.add_argument("--read-only", action="store_true")
-    parser.add_argument("--no-allow-other", dest="allow_other", action="store_false")
-    parser.add_argument("--no-latency-hint", dest="latency_hint", action="store_false")
-    parser.add_argument("--load-limit", dest="load_limits", action="append", default=[])
-    parser.add_argument("--special-modes", action="store_true")
-    parser.add_argument("--name")
-    parser.add_argument("--store")
-    parser.add_argument("--durability", default="interval")
-    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL)
+    parser.add_argument("--options", default="{}", help="the rest of DaemonOptions, as JSON")
     parser.add_argument("--ready-fd", type=int, help="write one JSON line here once serving")
     parser.add_argument("--detach", action="store_true", help="fork; the parent exits at once")
     args = parser.parse_args(argv)
+    options = from_json(DaemonOptions, {**json.loads(args.options), "mountpoint": args.mountpoint})
     if args.detach and os.fork() > 0:
         os._exit(0)  # the starter reaps this process; the daemon is re-parented to init
     if args.ready_fd is not None:
@@ -46,20 +37,6 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
-    )
-    options = DaemonOptions(
-        mountpoint=args.mountpoint,
-        source=args.source,
-        repository=args.repository,
-        read_only=args.read_only,
-        allow_other=args.allow_other,
-        latency_hint=args.latency_hint,
-        load_limits=tuple(args.load_limits),
-        special_modes=args.special_modes,
-        name=args.name,
-        store=args.store,
-        durability=args.durability,
-        interval=args.interval,
     )
 
     def to_stdout(message: dict[str, object]) -> None:

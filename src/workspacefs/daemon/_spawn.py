@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._errors import BackendUnavailableError, BusyError
+from ..fs import to_json
 from ..posix import canonical_mountpoint
 from ..store import DEFAULT_INTERVAL
 from ._durability import check_durability
@@ -41,27 +42,11 @@ def _python_path() -> str:
 
 
 def daemon_command(options: DaemonOptions, *, ready_fd: int | None, detach: bool) -> list[str]:
-    """The command line of ``python -m workspacefs.daemon`` for ``options``."""
+    """The command line of ``python -m workspacefs.daemon`` for ``options`` (the mount
+    point as itself, where ``ps`` shows it; the rest as JSON, read back by the same
+    dataclass, so an option is declared once)."""
     command = [sys.executable, "-m", "workspacefs.daemon", options.mountpoint]
-    if options.source is not None:
-        command += ["--from", options.source]
-    if options.repository is not None:
-        command += ["--persist", options.repository]
-    if options.read_only:
-        command.append("--read-only")
-    if not options.allow_other:
-        command.append("--no-allow-other")
-    if not options.latency_hint:
-        command.append("--no-latency-hint")
-    for setting in options.load_limits:
-        command += ["--load-limit", setting]
-    if options.special_modes:
-        command.append("--special-modes")
-    if options.name is not None:
-        command += ["--name", options.name]
-    if options.store is not None:
-        command += ["--store", options.store]
-    command += ["--durability", options.durability, "--interval", repr(options.interval)]
+    command += ["--options", json.dumps(to_json(options))]
     if ready_fd is not None:
         command += ["--ready-fd", str(ready_fd)]
     if detach:
