@@ -52,6 +52,8 @@ def test_unmount_keeps_a_named_workspace_and_mount_resumes_it_elsewhere(tmp_path
     entry = next(e for e in stopped if e.get("name") == "kept")
     assert entry["alive"] is False
     assert entry["journal_bytes"] > 0
+    assert entry["files"] == 4  # the source's two, one through the mount, one through the API
+    assert entry["disk_bytes"] >= entry["journal_bytes"]
     assert "kept" in cli_ok("list", "--all")
 
     again = _mount(tmp_path / "two", "--name", "kept")

@@ -293,6 +293,9 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
                     "name": info.name,
                     "store": info.path,
                     "alive": False,
+                    "files": info.files,
+                    "bytes": info.workspace_bytes,
+                    "disk_bytes": info.disk_bytes,
                     "journal_bytes": info.journal_bytes,
                     "last_change": _iso(info.last_change),
                     "pid": info.pid,
@@ -313,7 +316,12 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
         state = "running" if k.alive else "dead, mount stale" if r.mountpoint in stale else "dead"
         table.add_row(r.name or "-", r.mountpoint, str(r.pid), r.started_at, mode, state)
     for info in stopped:
-        state = f"stopped, {size(info.journal_bytes)} journal, last change {_iso(info.last_change)}"
+        held = "" if info.files is None else f"{info.files:,} files, "
+        held += "" if info.workspace_bytes is None else f"{size(info.workspace_bytes)}; "
+        state = (
+            f"stopped: {held}{size(info.disk_bytes)} on disk, last change "
+            f"{_iso(info.last_change) or 'never'}"
+        )
         table.add_row(info.name, "-", "-", "-", "-", state)
     stdout.print(table)
     if not all(k.alive for k in known):

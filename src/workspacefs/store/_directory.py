@@ -20,6 +20,10 @@ from .._errors import BusyError, NotPermittedError, StoreDamagedError
 
 STORE_FORMAT = "workspacefs-store 1"
 
+SUMMARY = "summary"
+"""The setting a workspace writes when it stops or checkpoints: its file count and
+bytes, JSON (what ``list --all`` shows of a stopped workspace without opening it)."""
+
 
 class StoreDirectory:
     """An open, locked store directory; ``close`` releases it.

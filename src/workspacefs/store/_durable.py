@@ -50,7 +50,7 @@ from ._checkpoint import (
     store_repository,
     write_checkpoint,
 )
-from ._directory import StoreDirectory
+from ._directory import SUMMARY, StoreDirectory
 from ._journal import Journal, Reading, read_journal, stop_before
 from ._records import Damage, Kind
 
@@ -296,7 +296,13 @@ class DurableWorkspace:
             for older in older_checkpoints(self.store.path, covers):
                 shutil.rmtree(older, ignore_errors=True)
             self._journal.remove_through(covers)
+            self._summarize(counts)
             return covers
+
+    def _summarize(self, counts: Counts) -> None:
+        """Say in the store how big the workspace is (``list --all`` reads it)."""
+        summary = {"files": counts[1], "bytes": counts[2]}
+        self.store.set_setting(SUMMARY, json.dumps(summary))
 
     def _checkpoint_in_background(self) -> None:
         """Start a checkpoint in a thread of its own, unless one runs."""
@@ -345,6 +351,8 @@ class DurableWorkspace:
                 self.checkpoint()  # the next open replays little
             else:
                 self.flush(sync=True)
+                tree = self.fs.tree
+                self._summarize((tree.next_ino, tree.file_count, tree.total_bytes))
         finally:
             self._stop_observing()
             self._journal.close()

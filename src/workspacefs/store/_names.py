@@ -8,8 +8,10 @@ same, without a name in this directory.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from .. import git
 from .._errors import BusyError, InvalidArgumentError, NotFoundError
-from ._directory import STORE_FORMAT
+from ._directory import STORE_FORMAT, SUMMARY
 from ._journal import segments
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -74,6 +76,12 @@ class StoreInfo:
     journal_bytes: int
     last_change: float | None
     """When its journal was last written (``time.time()``; None: never)."""
+    disk_bytes: int = 0
+    """What the whole store takes on disk (journal, checkpoints, git objects)."""
+    files: int | None = None
+    """The workspace's file count when it last stopped or checkpointed (None: unknown)."""
+    workspace_bytes: int | None = None
+    """Its bytes then."""
 
 
 def holder(path: str | os.PathLike[str]) -> int | None:
@@ -99,13 +107,36 @@ def describe(path: str | os.PathLike[str], name: str | None = None) -> StoreInfo
     journal = os.path.join(path, "journal")
     files = segments(journal) if os.path.isdir(journal) else []
     sizes = [os.stat(segment) for _, segment in files]
+    summary = _summary(path)
     return StoreInfo(
         name=name or os.path.basename(os.fspath(path)),
         path=os.fspath(path),
         pid=holder(path),
         journal_bytes=sum(info.st_size for info in sizes),
         last_change=max((info.st_mtime for info in sizes), default=None),
+        disk_bytes=_disk_bytes(path),
+        files=summary.get("files"),
+        workspace_bytes=summary.get("bytes"),
     )
+
+
+def _summary(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The ``summary`` setting a store's workspace writes when it stops or checkpoints."""
+    try:
+        with open(os.path.join(path, SUMMARY), encoding="utf-8") as found:
+            data = json.load(found)
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
+
+
+def _disk_bytes(path: str | os.PathLike[str]) -> int:
+    total = 0
+    for directory, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(directory, name)).st_blocks * 512
+    return total
 
 
 def named_stores() -> Iterator[StoreInfo]:
