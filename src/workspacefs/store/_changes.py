@@ -49,8 +49,11 @@ PART_BYTES = 16 << 20
 _HEAD = struct.Struct("<QQQBI")
 _ENTRY = struct.Struct("<QB")
 _ATTRS = struct.Struct("<IIIIqqqq")  # mode uid gid nlink atime mtime ctime crtime
+_ATTRS_LINKS = struct.Struct("<IIIIqqqqI")  # the same, and the count of links that follow
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+_U32_AT = _U32.unpack_from
+_U64_AT = _U64.unpack_from
 _FILE = struct.Struct("<QBI")  # size, how, dropped count (then the chunks' count, below)
 
 
@@ -234,19 +237,20 @@ class ChangesReplay:
         self._states[ino] = None if kind == GONE else self._node(reader, ino, kind)
 
     def _node(self, reader: _Reader, ino: int, kind: int) -> Node:
-        mode, uid, gid, nlink, atime, mtime, ctime, crtime = reader.unpack(_ATTRS)
-        links = tuple((reader.unpack(_U64)[0], reader.text()) for _ in range(reader.u32()))
-        xattrs = {reader.raw(): reader.raw() for _ in range(reader.u32())}
+        mode, uid, gid, nlink, atime, mtime, ctime, crtime, count = reader.unpack(_ATTRS_LINKS)
+        links = tuple(reader.link() for _ in range(count))
+        count = reader.u32()
+        xattrs = {reader.raw(): reader.raw() for _ in range(count)} if count else None
         epoch = self.tree.live_epoch
         node: Node
         if kind == DIRECTORY:
             directory = Directory(epoch, mode, uid, gid, 0)
-            directory.entries = {reader.text(): reader.unpack(_U64)[0] for _ in range(reader.u32())}
+            directory.entries = dict(reader.entry() for _ in range(reader.u32()))
             node = directory
         elif kind == SYMLINK:
             node = Symlink(epoch, reader.text(), uid, gid, 0)
         elif kind == SPECIAL:
-            node = Special(epoch, mode, reader.unpack(_U64)[0], uid, gid, 0)
+            node = Special(epoch, mode, reader.u64(), uid, gid, 0)
         elif kind == FILE:
             node = self._file(reader, ino, epoch, mode, uid, gid)
         else:
@@ -254,7 +258,7 @@ class ChangesReplay:
         node.mode, node.uid, node.gid, node.nlink = mode, uid, gid, nlink
         node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns = atime, mtime, ctime, crtime
         node.links = links
-        node.xattrs = xattrs or None
+        node.xattrs = xattrs
         return node
 
     def _file(self, reader: _Reader, ino: int, epoch: int, mode: int, uid: int, gid: int) -> File:
@@ -282,7 +286,7 @@ class ChangesReplay:
             old.load()
             chunks = dict(old.chunks)
         for _ in range(dropped):
-            chunks.pop(reader.unpack(_U64)[0], None)
+            chunks.pop(reader.u64(), None)
         _read_chunks(reader, chunks, self.tree)
         node = File(epoch, mode, uid, gid, 0, self.tree.budget)
         node.set_data(chunks, size)
@@ -291,7 +295,7 @@ class ChangesReplay:
 
 def _read_chunks(reader: _Reader, chunks: dict[int, Chunk], tree: Tree) -> None:
     for _ in range(reader.u32()):
-        index = reader.unpack(_U64)[0]
+        index = reader.u64()
         chunks[index] = Chunk(tree.budget, reader.raw())
 
 
@@ -315,7 +319,8 @@ def _put_text(out: bytearray, text: str) -> None:
 
 
 class _Reader:
-    """Reads a payload front to back."""
+    """Reads a payload front to back. Replay reads every inode of a workspace through
+    it, so each method is one ``unpack_from`` and a slice, no more."""
 
     __slots__ = ("data", "offset")
 
@@ -329,16 +334,32 @@ class _Reader:
         return values
 
     def u32(self) -> int:
-        return self.unpack(_U32)[0]
+        offset = self.offset
+        self.offset = offset + 4
+        value: int = _U32_AT(self.data, offset)[0]
+        return value
+
+    def u64(self) -> int:
+        offset = self.offset
+        self.offset = offset + 8
+        value: int = _U64_AT(self.data, offset)[0]
+        return value
 
     def raw(self) -> bytes:
-        length = self.u32()
-        end = self.offset + length
-        if end > len(self.data):
+        data, offset = self.data, self.offset
+        end = offset + 4 + _U32_AT(data, offset)[0]
+        if end > len(data):
             raise ValueError("a string past the end")
-        value = self.data[self.offset : end]
         self.offset = end
-        return value
+        return data[offset + 4 : end]
 
     def text(self) -> str:
         return self.raw().decode("utf-8", "surrogateescape")
+
+    def link(self) -> tuple[int, str]:
+        """A link's parent inode and name."""
+        return self.u64(), self.text()
+
+    def entry(self) -> tuple[str, int]:
+        """A directory entry's name and inode."""
+        return self.text(), self.u64()
