@@ -57,7 +57,7 @@ class _Slice(Generic[T]):
         slices = self._session._slices
         slices[self._kind] = reducer(slices.get(self._kind, ()), event)
 
-    def all(self) -> tuple[T, ...]:
+    def all(self) -> tuple[Any, ...]:
         return self._session._slices.get(self._kind, ())
 
 

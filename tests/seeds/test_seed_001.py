@@ -165,9 +165,9 @@ def test_podman_filesystem() -> None:
     with PodmanSandboxSection(image="docker.io/library/python:3.12-slim") as section:
         fs = section.filesystem
         fs.write("hello.txt", "from the host")
-        result = section.sandbox.exec(["cat", "/workspace/hello.txt"])
+        result = section.sandbox.exec("cat /workspace/hello.txt")
         assert result.stdout == "from the host"
-        section.sandbox.exec(["sh", "-c", "echo made > /workspace/made.txt"])
+        section.sandbox.exec("echo made > /workspace/made.txt")
         assert fs.read("/workspace/made.txt").content == "made\n"
 
 
@@ -301,11 +301,11 @@ def test_podman_snapshot_strategies() -> None:
     from workspacefs.sandbox import PodmanWorkspace as PodmanSandboxSection
 
     with PodmanSandboxSection(image="docker.io/library/python:3.12-slim") as section:
-        section.sandbox.exec(["sh", "-c", "echo v1 > /workspace/state.txt"])
+        section.sandbox.exec("echo v1 > /workspace/state.txt")
         snapshot = section.snapshots.snapshot("v1")
-        section.sandbox.exec(["sh", "-c", "echo v2 > /workspace/state.txt"])
+        section.sandbox.exec("echo v2 > /workspace/state.txt")
         section.snapshots.restore(snapshot)
-        assert section.sandbox.exec(["cat", "/workspace/state.txt"]).stdout == "v1\n"
+        assert section.sandbox.exec("cat /workspace/state.txt").stdout == "v1\n"
 
 
 # -- Session Integration ---------------------------------------------------------------------
@@ -356,7 +356,8 @@ def test_coordinated_snapshots(snapshotable: SnapshotableFilesystem) -> None:
     snapshotable.write("a.txt", "v1")
     session_snapshot, fs_snapshot = create_unified_snapshot(session, snapshotable, "vfs.tools")
     (ref,) = session[FilesystemSnapshotRef].all()
-    assert (ref.filesystem_key, ref.snapshot_id) == ("vfs.tools", fs_snapshot.snapshot_id)
+    # The seed stores the UUID itself; the project's field is typed str (archive ids).
+    assert (ref.filesystem_key, str(ref.snapshot_id)) == ("vfs.tools", str(fs_snapshot.snapshot_id))
     assert ref.backend_type == type(snapshotable).__name__
     snapshotable.write("a.txt", "v2")
     create_unified_snapshot(session, snapshotable, "vfs.tools")

@@ -223,7 +223,7 @@ def test_filesystem_snapshot_dataclass(snapshotable: SnapshotableFilesystem) -> 
     assert snapshot.commit_ref
     assert snapshot.git_dir == getattr(snapshotable, "git_dir", None)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        snapshot.commit_ref = "x"  # type: ignore[misc]
+        snapshot.root_path = "x"  # type: ignore[misc]
 
 
 def test_snapshotable_filesystem(snapshotable: SnapshotableFilesystem) -> None:
@@ -232,8 +232,11 @@ def test_snapshotable_filesystem(snapshotable: SnapshotableFilesystem) -> None:
     snapshotable.write_bytes("a.bin", b"\x00v2")
     snapshotable.restore(first)
     assert snapshotable.read_bytes("a.bin").content == b"\x00v1"
+    forged = dataclasses.replace(
+        first, snapshot_id=uuid.uuid4(), ref=dataclasses.replace(first.ref, location="f" * 40)
+    )
     with pytest.raises(SnapshotRestoreError):
-        snapshotable.restore(dataclasses.replace(first, snapshot_id=uuid.uuid4()))
+        snapshotable.restore(forged)
 
 
 def test_in_memory_strategy() -> None:

@@ -27,6 +27,9 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+
+from workspacefs import HostMount, InMemoryFilesystem
+from workspacefs.debug import create_app, open_target
 from workspacefs.minimal import FileContent, FileEntry, FilesystemSection, GrepMatch, SnapshotInfo
 from workspacefs.minimal import Filesystem as Filesystem
 from workspacefs.minimal import FilesystemSnapshot as FilesystemSnapshot
@@ -34,9 +37,6 @@ from workspacefs.minimal import HostBackend as HostBackend
 from workspacefs.minimal import InMemoryBackend as InMemoryBackend
 from workspacefs.minimal import VfsSection as VfsSection
 from workspacefs.minimal import WorkspaceSection as WorkspaceSection
-
-from workspacefs import HostMount, InMemoryFilesystem
-from workspacefs.debug import create_app, open_target
 from workspacefs.tools import FILE_TOOLS as FILESYSTEM_TOOLS
 from workspacefs.tools import ToolContext, ToolResult
 
@@ -453,7 +453,6 @@ def test_filesystem_section(tmp_path: Path) -> None:
 @pytest.mark.container
 def test_podman_section(tmp_path: Path) -> None:
     from workspacefs.minimal import PodmanSection
-
     from workspacefs.sandbox import SandboxConfig as PodmanConfig
 
     section = PodmanSection(
@@ -503,7 +502,10 @@ def test_coordinated_workflow(tmp_path: Path) -> None:
 
 
 def _dump_session_to_jsonl(session: Session, path: Path) -> Path:
-    path.write_text(json.dumps({"session_id": str(session.session_id)}) + "\n")
+    """The framework's JSONL writer (the seed leaves its format to the framework): here the
+    header line of workspacefs's own session dumps, which the debug UI reads."""
+    header = {"kind": "header", "id": path.stem, "created_at": datetime.now(UTC).isoformat()}
+    path.write_text(json.dumps(header) + "\n")
     return path
 
 
@@ -566,7 +568,7 @@ def test_snapshots_restore_accepts_paths(tmp_path: Path) -> None:
 
 
 def _debug(path: Path) -> TestClient:
-    return TestClient(create_app(open_target(path)))
+    return TestClient(create_app(open_target(path)), base_url="http://127.0.0.1")
 
 
 def test_debug_routes(tmp_path: Path) -> None:
