@@ -587,3 +587,33 @@ def test_snapshot_usage_example(tmp_path: Path) -> None:
     fs.restore(snapshot_v2)
     assert fs.read("config.py").content == "DEBUG = False"
     assert fs.exists("tests.py")
+
+
+# -- PodmanSandboxSection ------------------------------------------------------------------
+
+
+@pytest.mark.container
+def test_podman_sandbox_section() -> None:
+    """The section's filesystem is the container's ``/workspace`` before and after the
+    container changes it; ``snapshot``/``restore`` cover what the container wrote.
+    ``PodmanSandboxConfig()`` is ``SandboxConfig.build()`` (options checked once)."""
+    from workspacefs.sandbox import PodmanWorkspace as PodmanSandboxSection
+    from workspacefs.sandbox import SandboxConfig as PodmanSandboxConfig
+
+    session = Session()
+    section = PodmanSandboxSection(session=session, config=PodmanSandboxConfig.build())
+    try:
+        assert section.session is session
+        filesystem = section.filesystem
+        assert filesystem.mount_point == "/workspace"
+        filesystem.write("/workspace/file.txt", "from a tool")
+        assert section.sandbox.exec("cat /workspace/file.txt").stdout == "from a tool"
+        before = section.snapshot(tag="before")
+        section.sandbox.exec("echo changed > /workspace/file.txt; touch /workspace/new")
+        assert filesystem.read("file.txt").content == "changed\n"
+        section.restore(before)
+        assert section.sandbox.exec("cat /workspace/file.txt; ls /workspace").stdout == (
+            "from a toolfile.txt\n"
+        )
+    finally:
+        section.close()

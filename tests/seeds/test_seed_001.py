@@ -162,7 +162,8 @@ def test_podman_filesystem() -> None:
     """Files written through the section's filesystem are the container's ``/workspace``."""
     from workspacefs.sandbox import PodmanWorkspace as PodmanSandboxSection
 
-    with PodmanSandboxSection(image="docker.io/library/python:3.12-slim") as section:
+    # The host root as the image (the seed names python:3.12-slim): nothing is pulled.
+    with PodmanSandboxSection() as section:
         fs = section.filesystem
         fs.write("hello.txt", "from the host")
         result = section.sandbox.exec("cat /workspace/hello.txt")
@@ -300,7 +301,8 @@ def test_podman_snapshot_strategies() -> None:
     """The Podman workspace's snapshots (the overlay's own: its in-memory tree)."""
     from workspacefs.sandbox import PodmanWorkspace as PodmanSandboxSection
 
-    with PodmanSandboxSection(image="docker.io/library/python:3.12-slim") as section:
+    # The host root as the image (the seed names python:3.12-slim): nothing is pulled.
+    with PodmanSandboxSection() as section:
         section.sandbox.exec("echo v1 > /workspace/state.txt")
         snapshot = section.snapshots.snapshot("v1")
         section.sandbox.exec("echo v2 > /workspace/state.txt")

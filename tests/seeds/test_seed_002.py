@@ -334,6 +334,11 @@ def test_mock_filesystem() -> None:
     context = dataclasses.replace(context, filesystem=fs)
     assert read_file_handler(ReadFileParams("a.txt"), context=context).success
     assert fs.read_calls == ["a.txt"]
+    frozen = MockFilesystem({"a.txt": b"\x00bytes"}, _read_only=True)
+    assert frozen.read_bytes("a.txt").content == b"\x00bytes"
+    with pytest.raises(PermissionError):
+        frozen.write("b.txt", "x")
+    assert frozen.write_calls == [("b.txt", "x")]  # recorded, then refused
 
 
 # -- Binary File Support ---------------------------------------------------------------------

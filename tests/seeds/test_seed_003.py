@@ -456,7 +456,7 @@ def test_podman_section(tmp_path: Path) -> None:
     from workspacefs.sandbox import SandboxConfig as PodmanConfig
 
     section = PodmanSection(
-        config=PodmanConfig.build(image="docker.io/library/python:3.12-slim"),
+        config=PodmanConfig.build(),  # the host root as the image: nothing is pulled
         snapshot_dir=tmp_path,
     )
     try:

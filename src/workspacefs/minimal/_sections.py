@@ -115,7 +115,7 @@ class PodmanSection(FilesystemSection):
     def _create_backend(self) -> FilesystemView:
         from ..sandbox import PodmanWorkspace
 
-        self._workspace = PodmanWorkspace(**_options(self._config))
+        self._workspace = PodmanWorkspace(config=self._config)
         self.tools = tuple(self._workspace.tools)
         return FilesystemView(self._workspace.filesystem)
 
@@ -123,28 +123,3 @@ class PodmanSection(FilesystemSection):
         """Remove the container (the filesystem lives on)."""
         if self._workspace is not None:
             self._workspace.close()
-
-
-def _options(config: SandboxConfig | None) -> dict[str, Any]:
-    """``PodmanWorkspace``'s keyword options for a validated config (None: defaults)."""
-    if config is None:
-        return {}
-    rootfs = config.rootfs
-    if rootfs is not None and config.podman_overlay and os.geteuid() == 0:
-        rootfs += ":O"  # as given: root's default is no overlay
-    return {
-        "image": config.image,
-        "rootfs": rootfs,
-        "workdir": config.workdir,
-        "network": config.network,
-        "memory": config.memory,
-        "cpus": config.cpus,
-        "pids_limit": config.pids_limit,
-        "user": config.user,
-        "env": dict(config.env),
-        "read_only": config.read_only,
-        "disk": config.disk,
-        "workspace_size": config.workspace_size,
-        "output_limit": config.output_limit,
-        "timeout": config.timeout,
-    }

@@ -21,7 +21,8 @@ class MockFilesystem(InMemoryFilesystem):
     """
 
     def __init__(self, files: Mapping[str, str | bytes] | None = None, **options: Any) -> None:
-        read_only = options.pop("read_only", False)
+        # Read-only applies after the files are in (either spelling).
+        read_only = bool(options.pop("read_only", False) or options.pop("_read_only", False))
         super().__init__(**options)
         for path, content in (files or {}).items():
             data = content if isinstance(content, bytes) else content.encode("utf-8")
