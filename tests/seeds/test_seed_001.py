@@ -270,6 +270,17 @@ def test_host_filesystem_config(tmp_path: Path) -> None:
         fs.write("a.txt", "changed")
         fs.restore(snapshot)
         assert fs.read("a.txt").content == strategy.value
+    reflinked = HostFilesystem(
+        _root=str(root),
+        config=HostFilesystemConfig(
+            snapshot_strategy=SnapshotStrategy.REFLINK, snapshot_dir=str(tmp_path / "reflink")
+        ),
+    )
+    try:
+        outcome = reflinked.snapshot().ref.kind  # true COW: a reflinked copy
+    except SnapshotCreationError as refused:  # this filesystem shares no blocks
+        outcome = str(refused)
+    assert outcome == "copy" or "reflink" in outcome
     kept = HostFilesystem(_root=str(root), config=HostFilesystemConfig(max_snapshots=2))
     for _ in range(4):
         kept.snapshot()
