@@ -277,7 +277,7 @@ def test_host_filesystem_config(tmp_path: Path) -> None:
         ),
     )
     try:
-        outcome = reflinked.snapshot().ref.kind  # true COW: a reflinked copy
+        outcome: str = reflinked.snapshot().ref.kind  # true COW: a reflinked copy
     except SnapshotCreationError as refused:  # this filesystem shares no blocks
         outcome = str(refused)
     assert outcome == "copy" or "reflink" in outcome
