@@ -30,6 +30,7 @@ from ._errors import NotPermittedError as NotPermittedError
 from ._errors import NotSupportedError as NotSupportedError
 from ._errors import PathEscapeError as PathEscapeError
 from ._errors import ReadOnlyError as ReadOnlyError
+from ._errors import ReadOnlyRestoreError as ReadOnlyRestoreError
 from ._errors import SnapshotCreationError as SnapshotCreationError
 from ._errors import SnapshotError as SnapshotError
 from ._errors import SnapshotIncompatibleError as SnapshotIncompatibleError

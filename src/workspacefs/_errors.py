@@ -183,8 +183,8 @@ class StoreDamagedError(StoreError):
     """A store's files are not what this version writes: another format, or damage."""
 
 
-class SnapshotError(FsError):
-    """Base class of snapshot errors."""
+class SnapshotError(FsError, RuntimeError):
+    """Base class of snapshot errors; a ``RuntimeError`` too, as the seeds catch them."""
 
 
 class SnapshotCreationError(SnapshotError):
@@ -193,6 +193,16 @@ class SnapshotCreationError(SnapshotError):
 
 class SnapshotRestoreError(SnapshotError):
     """A snapshot could not be restored; the live tree is unchanged."""
+
+
+class ReadOnlyRestoreError(SnapshotRestoreError, ReadOnlyError):
+    """A restore refused because the filesystem is read-only (EROFS); nothing changed.
+
+    Both a ``SnapshotRestoreError`` (what the seeds' ``restore`` raises) and a
+    ``ReadOnlyError`` (a ``PermissionError``, as every refused write is).
+    """
+
+    default_errno = _errno.EROFS
 
 
 class SnapshotNotFoundError(SnapshotRestoreError, LookupError):

@@ -18,9 +18,11 @@ from workspacefs import (
     InMemoryFilesystem,
     NotFoundError,
     ReadOnlyError,
+    ReadOnlyRestoreError,
     SnapshotableFilesystem,
     SnapshotIncompatibleError,
     SnapshotNotFoundError,
+    SnapshotRestoreError,
 )
 from workspacefs.archive import import_archive
 from workspacefs.daemon import MountRecord, RemoteFilesystem, connect
@@ -242,3 +244,9 @@ def test_read_only_daemon_refuses_writes_everywhere(daemons: Daemons, tmp_path: 
             Path(record.mountpoint, "new.txt").write_text("x")
         assert kernel.value.errno == errno.EROFS
         assert not os.path.exists(Path(record.mountpoint, "new.txt"))
+        # A refused restore is a failed restore (what the seeds catch) and still EROFS.
+        with pytest.raises(ReadOnlyRestoreError) as restore:
+            fs.restore(fs.snapshots()[-1])
+        assert restore.value.errno == errno.EROFS
+        assert isinstance(restore.value, SnapshotRestoreError)
+        assert isinstance(restore.value, PermissionError)

@@ -283,8 +283,10 @@ def test_store_protocol() -> None:
     store.save(a, "payload-a")
     store.save(b, "payload-b")
     assert store.list() == [a, b]
-    assert store.load(a.snapshot_id) == (a, "payload-a")
-    assert store.prune(SnapshotRetentionPolicy(max_count=1), now=NOW) == [a]
+    # Seed 001's store: ``load`` is the record, ``prune`` a count; the payload apart.
+    assert store.load(a.snapshot_id) == a
+    assert store.payload(a.snapshot_id) == "payload-a"
+    assert store.prune(SnapshotRetentionPolicy(max_count=1), now=NOW) == 1
     assert store.list() == [b]
     with pytest.raises(SnapshotNotFoundError):
         store.delete(a.snapshot_id)

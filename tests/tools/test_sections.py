@@ -73,7 +73,7 @@ class ShellParams(ToolParams):
 
 
 def fake_shell(params: ShellParams, *, context: ToolContext) -> ToolResult[None]:
-    return ToolResult.ok(f"ran {params.command} in {context.filesystem.root}")
+    return ToolResult.ok(f"ran {params.command} in {context.workspace().root}")
 
 
 def test_host_workspace(project: Path, tmp_path: Path) -> None:

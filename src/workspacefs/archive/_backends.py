@@ -9,10 +9,10 @@ above this one, or a remote workspace, which forwards the call.
 from __future__ import annotations
 
 import os
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from .._errors import InvalidArgumentError, ReadOnlyError
-from ..fs import InMemoryFilesystem, TreeFilesystem
+from ..fs import InMemoryFilesystem, TreeFilesystem, register_archive_verbs
 from ._format import read_archive, write_archive
 from ._memory import TreeArchiveSource, TreeArchiveTarget
 from ._types import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
@@ -74,4 +74,26 @@ def import_archive(
         if filesystem.read_only or not isinstance(filesystem, InMemoryFilesystem):
             raise ReadOnlyError("read-only filesystem", os.fspath(path))
         return read_archive(TreeArchiveTarget(filesystem), path, limits=limits)
-    return _archivable(filesystem).import_archive(path, limits=limits)
+    backend = _archivable(filesystem)
+    if limits is DEFAULT_ARCHIVE_LIMITS:  # so a backend written to seed 003 (no limits) serves
+        return backend.import_archive(path)
+    return backend.import_archive(path, limits=limits)
+
+
+class _Verbs:
+    """What ``InMemoryFilesystem.export_archive`` and its siblings call (``fs._archiving``)."""
+
+    def export_archive(self, filesystem: object, path: str | os.PathLike[str]) -> int:
+        return export_archive(cast(ArchiveBackend, filesystem), path)
+
+    def import_archive(
+        self, filesystem: object, path: str | os.PathLike[str], *, limits: object
+    ) -> int:
+        if limits is None:
+            limits = DEFAULT_ARCHIVE_LIMITS
+        if not isinstance(limits, ArchiveLimits):
+            raise InvalidArgumentError("limits must be an ArchiveLimits", None)
+        return import_archive(cast(ArchiveBackend, filesystem), path, limits=limits)
+
+
+register_archive_verbs(_Verbs())

@@ -134,6 +134,8 @@ def write_archive(
         ArchiveError / PathEscapeError / LimitExceededError: What import would refuse.
     """
     entries, version = _checked_entries(source, limits)
+    # As the seed's backends do: the archive's directory is made if missing (private).
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
     mtimes: dict[str, int] = {}
     sizes: dict[str, int] = {}
     files = total = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import stat as _stat
+import time
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,7 +19,17 @@ from .._errors import FsError, InvalidContentError, LimitExceededError, PathEsca
 from ..fs import Kind, Limits, LinkReach, link_reach, normalize_path, recorded_time
 from ..tree import NAME_MAX, PATH_MAX
 from ._names import escape, unescape
-from ._types import BLOCK, FORMAT, MANIFEST, PREFIX, VERSIONS, ArchiveError, ArchiveLimits, Entry
+from ._types import (
+    BLOCK,
+    FORMAT,
+    MANIFEST,
+    PREFIX,
+    SEED_VERSION,
+    VERSIONS,
+    ArchiveError,
+    ArchiveLimits,
+    Entry,
+)
 
 # Archive paths follow POSIX limits, not the per-call protocol limits.
 _PATH_LIMITS = Limits(max_path_depth=2048, max_segment_length=NAME_MAX)
@@ -101,7 +112,13 @@ def read_manifest(archive: zipfile.ZipFile, limits: ArchiveLimits) -> dict[str, 
         manifest = json.loads(archive.read(MANIFEST))
     except (ValueError, UnicodeDecodeError) as exc:
         raise ArchiveError(f"manifest.json is not valid JSON: {exc}", MANIFEST) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if not isinstance(manifest, dict):
+        raise ArchiveError("manifest.json does not describe a workspace archive", MANIFEST)
+    if "format" not in manifest and manifest.get("version") == SEED_VERSION:
+        # Seed 003's archives ("pure data": no format marker, no modes or times) read as
+        # version 1, whose names are the paths, as theirs are.
+        return {**manifest, "version": 1}
+    if manifest.get("format") != FORMAT:
         raise ArchiveError("manifest.json does not describe a workspace archive", MANIFEST)
     if manifest.get("version") not in VERSIONS:
         raise ArchiveError(f"unsupported archive version {manifest.get('version')!r}", MANIFEST)
@@ -126,16 +143,26 @@ def _entry_path(info: zipfile.ZipInfo, version: int) -> tuple[str, str]:
     return check_path(path, info.filename), key
 
 
-def _mode(info: zipfile.ZipInfo) -> int:
+def _mode(info: zipfile.ZipInfo, foreign: bool) -> int:
     mode = info.external_attr >> 16
     kind = _stat.S_IFMT(mode) or (_stat.S_IFDIR if info.is_dir() else _stat.S_IFREG)
     if info.is_dir() != (kind == _stat.S_IFDIR):
         raise ArchiveError("entry type and name disagree", info.filename)
     if kind not in _KINDS:
         raise ArchiveError("only files, directories and symlinks are allowed", info.filename)
-    if not _stat.S_IFMT(mode) and not _stat.S_IMODE(mode):  # no Unix attributes at all
+    # No Unix attributes at all; or a seed 003 archive's entry without a file type,
+    # whose bits are only what Python's ``writestr`` puts on every entry (0o600).
+    if not _stat.S_IFMT(mode) and (foreign or not _stat.S_IMODE(mode)):
         return kind | (0o755 if kind == _stat.S_IFDIR else 0o644)
     return kind | _stat.S_IMODE(mode)
+
+
+def _zip_mtime(info: zipfile.ZipInfo) -> int:
+    """The member's ZIP header time (local time, 2-second steps) in ns since the epoch."""
+    try:
+        return int(time.mktime((*info.date_time, 0, 0, -1))) * 10**9
+    except (OverflowError, ValueError):
+        return 0
 
 
 def plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[Planned], dict[str, Any]]:
@@ -149,6 +176,7 @@ def plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[Planned]
     version: int = manifest["version"]
     mtimes: dict[str, Any] = manifest.get("mtimes", {})
     sizes: dict[str, Any] = manifest.get("sizes", {})
+    foreign = "format" not in manifest  # seed 003's (``read_manifest`` refuses others)
     declared = 0
     planned: dict[str, Planned] = {}
     for info in infos:
@@ -157,7 +185,7 @@ def plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[Planned]
         path, key = _entry_path(info, version)
         if path in planned:
             raise ArchiveError("duplicate entry", info.filename)
-        mode = _mode(info)
+        mode = _mode(info, foreign)
         declared += info.file_size
         if declared > limits.max_total_bytes:
             raise LimitExceededError(
@@ -178,7 +206,7 @@ def plan(archive: zipfile.ZipFile, limits: ArchiveLimits) -> tuple[list[Planned]
             target = archive.read(info).decode("utf-8", "surrogateescape")
             if not target or "\0" in target:
                 raise ArchiveError("symlink target is empty or holds a NUL byte", info.filename)
-        mtime = mtimes.get(key, 0)
+        mtime = mtimes.get(key, _zip_mtime(info) if foreign else 0)
         mtime = recorded_time(mtime, "mtime") if type(mtime) is int else 0
         planned[path] = Planned(info, Entry(path, mode, mtime, info.file_size, target))
     check_tree((p.entry for p in planned.values()), version)

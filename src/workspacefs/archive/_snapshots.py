@@ -55,25 +55,36 @@ def read_info(snapshot_id: str, archive_path: Path) -> SnapshotInfo:
     )
 
 
+DEFAULT_SNAPSHOT_DIR = Path(tempfile.gettempdir()) / "workspacefs-snapshots"
+"""Where ``ArchiveSnapshots`` keeps archives when given no directory."""
+
+
 class ArchiveSnapshots:
-    """Snapshots of one filesystem as ``<snapshot_dir>/<id>.zip`` archives.
+    """Snapshots of one filesystem as ``<snapshot_dir>/<id><suffix>`` archives.
 
     Works with any backend that exports and imports archives; the directory
     outlives the process, so a new manager on the same directory sees them.
 
     Args:
         filesystem: The backend to snapshot and roll back.
-        snapshot_dir: Where archives go (default: a ``workspacefs-snapshots``
-            directory under the system temp dir).
+        snapshot_dir: Where archives go (default: ``DEFAULT_SNAPSHOT_DIR``, a
+            ``workspacefs-snapshots`` directory under the system temp dir).
+        suffix: The archives' file name ending (seed 003 names them ``.fs.zip``).
     """
 
     def __init__(
-        self, filesystem: ArchiveBackend, snapshot_dir: str | os.PathLike[str] | None = None
+        self,
+        filesystem: ArchiveBackend,
+        snapshot_dir: str | os.PathLike[str] | None = None,
+        *,
+        suffix: str = ".zip",
     ) -> None:
         self._fs = filesystem
-        default = Path(tempfile.gettempdir()) / "workspacefs-snapshots"
-        self._dir = Path(snapshot_dir) if snapshot_dir is not None else default
+        self._dir = Path(snapshot_dir) if snapshot_dir is not None else DEFAULT_SNAPSHOT_DIR
         self._dir.mkdir(parents=True, exist_ok=True)
+        if not suffix.endswith(".zip") or "/" in suffix:
+            raise InvalidArgumentError("an archive suffix ends in .zip", suffix)
+        self._suffix = suffix
 
     @property
     def snapshot_dir(self) -> Path:
@@ -81,12 +92,13 @@ class ArchiveSnapshots:
         return self._dir
 
     def _path(self, snapshot_id: str) -> Path:
-        return self._dir / f"{checked_id(snapshot_id)}.zip"
+        return self._dir / f"{checked_id(snapshot_id)}{self._suffix}"
 
-    def snapshot(self, snapshot_id: str) -> SnapshotInfo:
-        """Archive the filesystem now under ``snapshot_id`` (which must be new)."""
+    def snapshot(self, snapshot_id: str, *, replace: bool = False) -> SnapshotInfo:
+        """Archive the filesystem now under ``snapshot_id``, which must be new unless
+        ``replace`` (then an archive under that id is replaced, atomically)."""
         path = self._path(snapshot_id)
-        if path.exists():
+        if path.exists() and not replace:
             raise AlreadyExistsError("snapshot id already used", snapshot_id)
         export_archive(self._fs, path)
         return read_info(snapshot_id, path)
@@ -108,7 +120,8 @@ class ArchiveSnapshots:
 
     def list_snapshots(self) -> list[SnapshotInfo]:
         """Every snapshot, in creation order."""
-        infos = [read_info(p.stem, p) for p in self._dir.glob("*.zip")]
+        found = self._dir.glob(f"*{self._suffix}")
+        infos = [read_info(p.name[: -len(self._suffix)], p) for p in found]
         return sorted(infos, key=lambda info: info.created_at)
 
     def delete(self, snapshot_id: str) -> None:

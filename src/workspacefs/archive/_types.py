@@ -12,6 +12,8 @@ from .._errors import InvalidContentError
 FORMAT = "workspacefs-archive"
 VERSIONS = (1, 2)
 """Manifest versions this release reads (see ``_format``); it writes the lowest that fits."""
+SEED_VERSION = "1"
+"""The version of seed 003's archives (a string, no ``format``): read as version 1."""
 MANIFEST = "manifest.json"
 PREFIX = "files/"
 BLOCK = 1 << 20

@@ -68,7 +68,33 @@ def _machine_checks() -> list[Check]:
         checks.append(Check("podman config", "problem", f"CONTAINERS_CONF names {conf}: missing"))
     checks += [Check("sandbox", "problem", problem) for problem in preflight()]
     checks.append(_tool("git", "--version"))
+    checks.append(_shadow_check())
     return checks
+
+
+def _shadow_check() -> Check:
+    """The git shadow-repo provider's capabilities in the current directory's repository
+    (seed 004's ``detect_capabilities``): git found, worktrees, a writable store."""
+    from ..host import GitShadowProvider
+
+    try:
+        capabilities = GitShadowProvider(os.getcwd()).capabilities()
+    except (OSError, ValueError):  # not inside a working copy: nothing to snapshot here
+        git = shutil.which("git")
+        found = f"git found ({git})" if git else "git not found"
+        return Check(
+            "git shadow",
+            "ok" if git else "warning",
+            f"{found}; worktrees supported; writable store not checked (not in a working copy)",
+        )
+    store = capabilities["store"]
+    parts = [
+        f"git found ({capabilities['git']})" if capabilities["git"] else "git not found",
+        "worktrees supported" if capabilities["worktrees"] else "worktrees not supported",
+        f"store {'' if capabilities['writable'] else 'not '}writable ({store})",
+    ]
+    ready = capabilities["git"] and capabilities["worktrees"] and capabilities["writable"]
+    return Check("git shadow", "ok" if ready else "warning", "; ".join(parts))
 
 
 def _leftover_checks(fix: bool) -> list[Check]:
@@ -137,7 +163,8 @@ def doctor(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Check FUSE, podman, git and leftovers of dead daemons; exit 4 if something is wrong."""
+    """Check FUSE, podman, git (and the git shadow provider here) and leftovers of dead
+    daemons; exit 4 if something is wrong."""
     checks = _machine_checks() + _leftover_checks(fix)
     if as_json:
         emit_json([asdict(check) for check in checks])

@@ -22,7 +22,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import git
-from .._errors import InvalidArgumentError, ReadOnlyError, SnapshotNotFoundError
+from .._errors import (
+    InvalidArgumentError,
+    ReadOnlyError,
+    ReadOnlyRestoreError,
+    SnapshotNotFoundError,
+)
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, export_archive, import_archive
 from ..fs import (
     FilesystemDiff,
@@ -122,7 +127,9 @@ class Workspace(Daemon):
         # A view refuses a change itself, naming the path; a dry run changes nothing.
         refused = verb.changes and verb.runs != VIEW and not arguments.get("dry_run")
         if refused and self.facts.read_only:
-            raise ReadOnlyError("read-only workspace", "/")
+            # A refused restore is a failed restore too (what the seeds catch).
+            refusal = ReadOnlyRestoreError if verb.name == "restore" else ReadOnlyError
+            raise refusal("read-only workspace", "/")
         if verb.changes and not arguments.get("dry_run") and self._durable is not None:
             self._durable.check_writable()  # a full store takes no more: refused, unchanged
         subject: object = self

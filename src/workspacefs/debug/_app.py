@@ -345,23 +345,43 @@ class _Api:
 
     # -- seed 003 ----------------------------------------------------------------------
 
-    def _seed_snapshot(self, request: Request) -> str:
+    def _seed_snapshot(self, request: Request) -> str | None:
+        """The snapshot asked for, else the newest; None if the target holds none (a
+        session dump without its archive), which the seed answers with no manifest,
+        an empty tree and no file."""
         snapshot = request.query_params.get("snapshot")
-        return self._newest().id if snapshot is None else snapshot
+        if snapshot is not None:
+            return snapshot
+        snapshots = self.target.snapshots(space=False)
+        return snapshots[-1].id if snapshots else None
 
     def filesystem_meta(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
+        if snapshot is None:
+            return JsonResponse(None)
         summary = self._summary(snapshot, space=True)
+        details = self.target.details(snapshot)
+        # The seed's answer is the manifest itself; an archive's is spread at the top
+        # (without its per-file maps), other targets' summary gives the same keys.
+        manifest = details.get("manifest", {})
         return JsonResponse(
             {
+                "created_at": None
+                if summary.created_at is None
+                else summary.created_at.isoformat(),
+                "file_count": summary.file_count,
+                "total_bytes": summary.total_bytes,
+                **{k: v for k, v in manifest.items() if k not in _PER_FILE},
                 "target": self.target.info().to_json(),
                 "snapshot": summary.to_json(),
-                **self.target.details(snapshot),
+                **details,
             }
         )
 
     def filesystem_tree(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
+        if snapshot is None:
+            return JsonResponse([])
         limit = positive_int(request, "limit", TREE_LIMIT, TREE_LIMIT)
         after = query(request, "after", "")
         if len(after) > PATH_MAX or "\0" in after:
@@ -378,6 +398,8 @@ class _Api:
     def filesystem_file(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
         path = checked_path(query(request, "path"))
+        if snapshot is None:
+            raise ApiError(404, "not_found", "the target holds no files", path=path)
         entry, text = self._text(snapshot, path)
         return JsonResponse(
             {
@@ -389,6 +411,10 @@ class _Api:
                 "target": entry.target,
             }
         )
+
+
+_PER_FILE = frozenset({"mtimes", "sizes"})
+"""A manifest's maps with one entry per file: not for a summary."""
 
 
 @dataclass(frozen=True, slots=True)

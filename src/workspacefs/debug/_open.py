@@ -41,11 +41,10 @@ def _is_git_directory(path: Path) -> bool:
 def _session_dump(journal: Path) -> ArchivesTarget:
     session_id = journal.name[: -len(".jsonl")]
     archive = journal.with_name(session_id + _DUMP_ARCHIVE)
-    if not archive.is_file():
-        raise NotFoundError(f"no {archive.name} beside the session dump", str(journal))
     read_session(journal)  # a dump that does not parse is refused now, not on first view
-    member = ArchiveMember(session_id, archive, journal)
-    return ArchivesTarget([member], kind="session", label=session_id, location=journal)
+    # A session dumped without a filesystem (seed 003) holds no snapshot: an empty tree.
+    members = [ArchiveMember(session_id, archive, journal)] if archive.is_file() else []
+    return ArchivesTarget(members, kind="session", label=session_id, location=journal)
 
 
 def _archive(path: Path) -> ArchivesTarget:

@@ -6,6 +6,8 @@ from ..tree import ChangeKind as ChangeKind
 from ..tree import PathChange as PathChange
 from ..tree import attributed as attributed
 from ..tree import current_cause as current_cause
+from ._archiving import ArchiveVerbs as ArchiveVerbs
+from ._archiving import register_archive_verbs as register_archive_verbs
 from ._backend import Kind as Kind
 from ._budget import MemoryUsage as MemoryUsage
 from ._budget import available_memory as available_memory
@@ -92,6 +94,7 @@ from ._space import SnapshotSpace as SnapshotSpace
 from ._space import SpaceShare as SpaceShare
 from ._space import SpaceUsage as SpaceUsage
 from ._space import WorkspaceSpace as WorkspaceSpace
+from ._spellings import either as either
 from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
@@ -105,6 +108,7 @@ __all__ = [
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
     "SPECIAL_BITS",
+    "ArchiveVerbs",
     "AttributedFilesystem",
     "BackendFilesystem",
     "BlameEntry",
@@ -170,6 +174,7 @@ __all__ = [
     "current_cause",
     "default_memory_budget",
     "depth_first",
+    "either",
     "file_patch",
     "find_snapshot",
     "from_json",
@@ -183,6 +188,7 @@ __all__ = [
     "recorded_id",
     "recorded_int",
     "recorded_time",
+    "register_archive_verbs",
     "short_id",
     "snapshot_label",
     "to_json",

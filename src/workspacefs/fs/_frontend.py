@@ -56,6 +56,7 @@ from ._requests import (
     line_window,
     read_page,
     text_payload,
+    whole_rest,
 )
 from ._resolve import Location, locate
 from ._results import (
@@ -203,12 +204,14 @@ class BackendFilesystem:
     ) -> ReadBytesResult:
         """Read a byte range of a file (see ``Filesystem.read_bytes``)."""
         norm = self._normalize(path)
-        limit = byte_window(offset, limit, norm, self._limits)
+        asked = byte_window(offset, limit, norm, self._limits)
         with _errors_for(norm), self._backend.reading(), locate(self._backend, norm) as at:
             entry = self._regular(at, norm)
-            content = self._backend.read(at.parent, at.name, entry, offset, limit) if limit else b""
-        size = entry.size
-        return ReadBytesResult(content, norm, size, offset, limit, offset + len(content) < size)
+            size = entry.size
+            wanted = whole_rest(size, offset, norm, self._limits) if asked is None else asked
+            read = self._backend.read
+            content = read(at.parent, at.name, entry, offset, wanted) if wanted else b""
+        return ReadBytesResult(content, norm, size, offset, wanted, offset + len(content) < size)
 
     def exists(self, path: str) -> bool:
         """True if the path names anything, as ``list`` would show it (a dangling link too)."""

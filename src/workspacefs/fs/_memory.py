@@ -15,6 +15,7 @@ from .._errors import (
     InvalidArgumentError,
     IsADirectoryFsError,
     ReadOnlyError,
+    ReadOnlyRestoreError,
     SnapshotIncompatibleError,
     SnapshotNotFoundError,
 )
@@ -55,6 +56,7 @@ from ._snapshots import (
     SnapshotStore,
 )
 from ._space import SpaceUsage, WorkspaceHoldings, account
+from ._spellings import either
 from ._treefs import TreeFilesystem
 
 
@@ -76,6 +78,8 @@ class InMemoryFilesystem(TreeFilesystem):
             and changes nothing. Default: half of the memory this process can
             still allocate (``default_memory_budget``). A mount's statfs shows it
             as the size.
+        _read_only, _mount_point: The seeds' spellings of ``read_only`` and
+            ``mount_point`` (their dataclass fields), accepted as well.
     """
 
     def __init__(
@@ -88,7 +92,11 @@ class InMemoryFilesystem(TreeFilesystem):
         retention: SnapshotRetentionPolicy | None = None,
         workspace_id: str | None = None,
         memory_budget: int | None = None,
+        _read_only: bool | None = None,
+        _mount_point: str | None = None,
     ) -> None:
+        read_only = either("read_only", read_only, False, _read_only)
+        mount_point = either("mount_point", mount_point, None, _mount_point)
         limit = default_memory_budget() if memory_budget is None else memory_budget
         self._init(
             Tree(uid=os.getuid(), gid=os.getgid(), budget=MemoryBudget(limit)),
@@ -293,7 +301,7 @@ class InMemoryFilesystem(TreeFilesystem):
         snapshots = []
         for record in self._store.list():
             with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
-                snapshots.append((record, self._store.load(record.snapshot_id)[1]))
+                snapshots.append((record, self._store.payload(record.snapshot_id)))
         return WorkspaceHoldings(self._workspace_id, live, orphans, snapshots, self._fork_point)
 
     @property
@@ -311,7 +319,7 @@ class InMemoryFilesystem(TreeFilesystem):
             record = FilesystemSnapshot(
                 snapshot_id=uuid.uuid4(),
                 created_at=datetime.now(UTC),
-                ref=SnapshotRef("memory", str(version.number)),
+                ref=SnapshotRef("memory", f"mem-{version.number}"),
                 root_path=self.root,
                 tag=tag,
                 parent_id=parent,
@@ -377,7 +385,7 @@ class InMemoryFilesystem(TreeFilesystem):
         """Make the live tree equal to ``snapshot`` in O(1) (``if_unchanged_since``: only
         if nothing changed since that snapshot, checked under the same lock hold)."""
         if self.read_only:
-            raise ReadOnlyError("read-only filesystem", "/")
+            raise ReadOnlyRestoreError("read-only filesystem", "/")
         version = self.version(snapshot)
         with self._live.lock:  # publishes what the restore changed
             if if_unchanged_since is not None:
@@ -509,7 +517,7 @@ class InMemoryFilesystem(TreeFilesystem):
         while workspace is not None:
             for record in workspace._store.list():
                 try:
-                    _, version = workspace._store.load(record.snapshot_id)
+                    version = workspace._store.payload(record.snapshot_id)
                 except SnapshotNotFoundError:  # deleted meanwhile
                     continue
                 anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
@@ -588,8 +596,7 @@ class InMemoryFilesystem(TreeFilesystem):
             raise SnapshotIncompatibleError(
                 f"snapshot {snapshot.snapshot_id} belongs to another workspace", None
             )
-        _, version = self._store.load(snapshot.snapshot_id)
-        return version
+        return self._store.payload(snapshot.snapshot_id)
 
     # -- hydration -------------------------------------------------------------
 

@@ -52,7 +52,15 @@ class Filesystem(Protocol):
     def read_bytes(
         self, path: str, *, offset: int = 0, limit: int | None = None
     ) -> ReadBytesResult:
-        """Read a byte range of a file (``limit`` None: up to the read limit)."""
+        """Read a byte range of a file.
+
+        Args:
+            path: File to read.
+            offset: First byte to return (0-based).
+            limit: Most bytes to return (at most ``Limits.max_read_bytes``); None reads
+                the rest of the file, however large, if this process can hold it
+                (else ValueError: read it in pieces).
+        """
         ...
 
     def exists(self, path: str) -> bool:
@@ -106,7 +114,8 @@ class Filesystem(Protocol):
             pattern: Regular expression (RE2 syntax, linear time).
             path: File or directory to search.
             glob: Only files whose name (or relative path, if it has ``/``) matches.
-            max_matches: Stop after this many matches (default and cap: 1,000).
+            max_matches: Stop after this many matches (default 1,000, and more is
+                capped to that: ``Limits.max_grep_matches``).
         """
         ...
 

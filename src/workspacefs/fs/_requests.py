@@ -6,7 +6,8 @@ ask for, and how text is decoded and paged, is decided once, here.
 
 from __future__ import annotations
 
-from .._errors import InvalidArgumentError, InvalidContentError
+from .._errors import InvalidArgumentError, InvalidContentError, LimitExceededError
+from ._budget import available_memory
 from ._limits import Limits
 from ._paths import display, strip_mount_point
 from ._results import ReadResult, WriteMode
@@ -47,13 +48,33 @@ def line_window(offset: int, limit: int | None, norm: str, limits: Limits) -> in
     return limit
 
 
-def byte_window(offset: int, limit: int | None, norm: str, limits: Limits) -> int:
-    """The effective byte limit of a ``read_bytes``."""
-    limit = limits.max_read_bytes if limit is None else limit
-    if offset < 0 or limit < 0:
+def byte_window(offset: int, limit: int | None, norm: str, limits: Limits) -> int | None:
+    """The byte limit a ``read_bytes`` asked for, checked (None: the rest of the file,
+    see ``whole_rest``)."""
+    if offset < 0 or (limit is not None and limit < 0):
         raise InvalidArgumentError("offset and limit must be >= 0", display(norm))
-    limits.check("read_bytes limit", limit, limits.max_read_bytes)
+    if limit is not None:
+        limits.check("read_bytes limit", limit, limits.max_read_bytes)
     return limit
+
+
+def whole_rest(size: int, offset: int, norm: str, limits: Limits) -> int:
+    """The byte limit of a ``read_bytes`` with ``limit=None``: the rest of the file.
+
+    Up to ``max_read_bytes`` it is simply read; past it, only if this process can
+    allocate the copy (``available_memory``), so a read never costs the process its
+    life. A file larger than that is read in pieces, with ``offset`` and ``limit``.
+    """
+    rest = max(size - offset, 0)
+    if rest > limits.max_read_bytes:
+        free = available_memory()
+        if rest > free:
+            raise LimitExceededError(
+                f"the rest of the file is {rest:,} bytes, more than this process can "
+                f"allocate ({free:,} bytes): read it in pieces with offset and limit",
+                display(norm),
+            )
+    return rest
 
 
 def read_page(
@@ -94,9 +115,9 @@ def grep_cap(pattern: str, max_matches: int | None, limits: Limits) -> int:
     limits.check("grep pattern length", len(pattern), limits.max_pattern_length)
     if max_matches is not None and max_matches < 1:
         raise InvalidArgumentError("max_matches must be >= 1", None)
-    wanted = limits.max_grep_matches if max_matches is None else max_matches
-    limits.check("max_matches", wanted, limits.max_grep_matches)
-    return wanted
+    # The limit is a cap, as for ``read``'s lines: asking for more returns at most it.
+    cap = limits.max_grep_matches
+    return cap if max_matches is None else min(max_matches, cap)
 
 
 def glob_pattern(pattern: str, mount_point: str | None, limits: Limits) -> str:

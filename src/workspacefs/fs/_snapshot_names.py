@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from .._errors import SnapshotNotFoundError
+from .._errors import InvalidArgumentError, SnapshotNotFoundError
 from ._snapshots import FilesystemSnapshot
 
 MIN_ID_PREFIX = 4
@@ -38,11 +38,21 @@ def find_snapshot(
 
     Raises:
         SnapshotNotFoundError: Nothing, or more than one snapshot, matches.
+        InvalidArgumentError: ``selector`` is none of these (a path, say).
     """
     if isinstance(selector, FilesystemSnapshot):
         return selector
     if isinstance(selector, uuid.UUID):
         found = [r for r in records if r.snapshot_id == selector]
+    elif not isinstance(selector, str):
+        # A path (seed 003's ``restore(archive_path)``) or any other value: said so,
+        # rather than failing inside the lookup.
+        raise InvalidArgumentError(
+            f"a snapshot is named by its record, id, id prefix or tag, not by "
+            f"{type(selector).__name__} {str(selector)[:200]!r}; an archive is restored "
+            "with import_archive",
+            None,
+        )
     else:
         found = [r for r in records if r.tag == selector][-1:]
         key = selector.strip().lower()

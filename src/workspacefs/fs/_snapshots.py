@@ -30,7 +30,7 @@ class SnapshotRef:
     ``kind`` says how to read ``location``:
 
     * ``memory``: a version of an in-memory tree, held by its snapshot store;
-      ``location`` is the version number (for people: nothing reads it back);
+      ``location`` is ``mem-<version number>`` (for people: nothing reads it back);
     * ``git``: a commit; ``location`` is its id and ``repository`` the git
       directory holding it (a host directory's git snapshots, or a persisted
       workspace snapshot loaded from git);
@@ -50,7 +50,8 @@ class SnapshotRef:
 class FilesystemSnapshot:
     """An immutable record of a snapshot, storable in session state.
 
-    ``ref`` says where and how the backend keeps the captured state.
+    ``ref`` says where and how the backend keeps the captured state
+    (``commit_ref`` and ``git_dir`` read it under the seeds' names).
     ``to_dict``/``from_dict`` give a JSON-ready form.
     """
 
@@ -63,6 +64,18 @@ class FilesystemSnapshot:
     file_count: int = 0
     total_bytes: int = 0
     workspace_id: str | None = None
+
+    @property
+    def commit_ref(self) -> str:
+        """The seeds' name for ``ref.location``: a git commit id for git snapshots,
+        ``mem-<n>`` for an in-memory version, a directory or archive path otherwise."""
+        return self.ref.location
+
+    @property
+    def git_dir(self) -> str | None:
+        """The seeds' name for ``ref.repository``: the git directory holding a git
+        snapshot's commit (None for other kinds)."""
+        return self.ref.repository
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict (``ref`` as a nested dict; see ``fs.to_json``)."""
@@ -115,7 +128,8 @@ class SnapshotBytes(Protocol):
 class SnapshotRetentionPolicy:
     """Which snapshots to keep.
 
-    ``max_count`` keeps the newest N, ``max_age_hours`` drops older ones, and
+    ``max_count`` keeps the newest N (10 unless given, as seed 001 has it; None
+    keeps any number), ``max_age_hours`` drops older ones, and
     ``max_snapshot_bytes`` drops the oldest until the memory that only the
     kept snapshots hold (``SpaceUsage``: what deleting all of them would free)
     is at most that many bytes; with ``keep_tagged`` a tagged snapshot is never
@@ -124,7 +138,7 @@ class SnapshotRetentionPolicy:
     (``InMemoryFilesystem.prune``), which can count what snapshots hold.
     """
 
-    max_count: int | None = None
+    max_count: int | None = 10
     max_age_hours: float | None = None
     keep_tagged: bool = True
     max_snapshot_bytes: int | None = None
@@ -220,14 +234,20 @@ class SnapshotObserver(Protocol):
 
 
 class SnapshotStore(Protocol[PayloadT]):
-    """Where a backend keeps its snapshots: records plus a backend payload."""
+    """Where a backend keeps its snapshots: records (seed 001's store), each with the
+    payload the backend needs to restore it (an in-memory tree's frozen version)."""
 
-    def save(self, snapshot: FilesystemSnapshot, payload: PayloadT) -> None:
-        """Store a snapshot and what the backend needs to restore it."""
+    def save(self, snapshot: FilesystemSnapshot, payload: PayloadT | None = None) -> None:
+        """Store a snapshot's record, and what the backend needs to restore it."""
         ...
 
-    def load(self, snapshot_id: uuid.UUID) -> tuple[FilesystemSnapshot, PayloadT]:
-        """The record and payload; raises SnapshotNotFoundError."""
+    def load(self, snapshot_id: uuid.UUID) -> FilesystemSnapshot:
+        """The record; raises SnapshotNotFoundError."""
+        ...
+
+    def payload(self, snapshot_id: uuid.UUID) -> PayloadT:
+        """What was saved with the record; raises SnapshotNotFoundError (also for a
+        record saved without one)."""
         ...
 
     def list(self) -> Sequence[FilesystemSnapshot]:
@@ -238,10 +258,8 @@ class SnapshotStore(Protocol[PayloadT]):
         """Forget a snapshot; raises SnapshotNotFoundError."""
         ...
 
-    def prune(
-        self, policy: SnapshotRetentionPolicy, *, now: datetime | None = None
-    ) -> Sequence[FilesystemSnapshot]:
-        """Delete what ``policy`` expires; return what was deleted."""
+    def prune(self, policy: SnapshotRetentionPolicy, *, now: datetime | None = None) -> int:
+        """Delete what ``policy`` expires; return how many were deleted."""
         ...
 
 
@@ -249,16 +267,27 @@ class SnapshotStore(Protocol[PayloadT]):
 class InMemorySnapshotStore(Generic[PayloadT]):
     """A ``SnapshotStore`` in a dict; deleting drops the payload for the GC."""
 
-    _entries: dict[uuid.UUID, tuple[FilesystemSnapshot, PayloadT]] = field(default_factory=dict)
+    _entries: dict[uuid.UUID, tuple[FilesystemSnapshot, PayloadT | None]] = field(
+        default_factory=dict
+    )
 
-    def save(self, snapshot: FilesystemSnapshot, payload: PayloadT) -> None:
+    def save(self, snapshot: FilesystemSnapshot, payload: PayloadT | None = None) -> None:
         self._entries[snapshot.snapshot_id] = (snapshot, payload)
 
-    def load(self, snapshot_id: uuid.UUID) -> tuple[FilesystemSnapshot, PayloadT]:
+    def _entry(self, snapshot_id: uuid.UUID) -> tuple[FilesystemSnapshot, PayloadT | None]:
         try:
             return self._entries[snapshot_id]
         except KeyError:
             raise SnapshotNotFoundError(f"no snapshot {snapshot_id}", None) from None
+
+    def load(self, snapshot_id: uuid.UUID) -> FilesystemSnapshot:
+        return self._entry(snapshot_id)[0]
+
+    def payload(self, snapshot_id: uuid.UUID) -> PayloadT:
+        found = self._entry(snapshot_id)[1]
+        if found is None:
+            raise SnapshotNotFoundError(f"snapshot {snapshot_id} was saved without a payload", None)
+        return found
 
     def list(self) -> Sequence[FilesystemSnapshot]:
         return [snapshot for snapshot, _ in self._entries.values()]
@@ -267,10 +296,8 @@ class InMemorySnapshotStore(Generic[PayloadT]):
         if self._entries.pop(snapshot_id, None) is None:
             raise SnapshotNotFoundError(f"no snapshot {snapshot_id}", None)
 
-    def prune(
-        self, policy: SnapshotRetentionPolicy, *, now: datetime | None = None
-    ) -> Sequence[FilesystemSnapshot]:
+    def prune(self, policy: SnapshotRetentionPolicy, *, now: datetime | None = None) -> int:
         doomed = policy.expired(self.list(), now)
         for snapshot in doomed:
             del self._entries[snapshot.snapshot_id]
-        return doomed
+        return len(doomed)

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 
 from .._errors import InvalidArgumentError
 from ..tree import ROOT_INO, Directory, File, Node, Subscriber, Symlink, Tree, TreeView
+from ._archiving import archive_verbs
 from ._backend import Entry, Handle, Kind
 from ._entries import MAX_ENTRIES, TreeEntry, tree_entries
 from ._frontend import BackendFilesystem
@@ -174,6 +175,22 @@ class TreeFilesystem(BackendFilesystem):
     def view(self) -> TreeView:
         """The tree this filesystem shows: the live ``Tree`` or a frozen ``Version``."""
         return self._view
+
+    def export_archive(self, path: str | os.PathLike[str]) -> int:
+        """Write this filesystem as a workspace archive at ``path`` (parents made);
+        the file count. See ``workspacefs.archive.export_archive``."""
+        return archive_verbs().export_archive(self, path)
+
+    def import_archive(self, path: str | os.PathLike[str], *, limits: object = None) -> int:
+        """Replace this filesystem's content with the archive at ``path``; the file count.
+
+        ``limits`` is an ``archive.ArchiveLimits`` (None: the defaults). See
+        ``workspacefs.archive.import_archive``.
+
+        Raises:
+            ReadOnlyError: The filesystem is read-only, or a snapshot view.
+        """
+        return archive_verbs().import_archive(self, path, limits=limits)
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """Tell ``subscriber`` what every change to the live tree touched; returns the

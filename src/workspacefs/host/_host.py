@@ -17,7 +17,10 @@ import uuid
 from .._errors import (
     InvalidArgumentError,
     NotADirectoryFsError,
+    ReadOnlyRestoreError,
+    SnapshotCreationError,
     SnapshotIncompatibleError,
+    SnapshotNotFoundError,
 )
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
@@ -28,8 +31,10 @@ from ..fs import (
     FilesystemSnapshot,
     Limits,
     changed_since,
+    either,
 )
 from ._archive import check_special_modes, export_directory, import_directory
+from ._config import HostFilesystemConfig
 from ._snapshots import GitSnapshots
 from ._strategies import ArchiveStrategy, CopySnapshots, Strategy, StrategyName, supports_reflink
 
@@ -51,11 +56,16 @@ class HostFilesystem(BackendFilesystem):
             its strategy.
         snapshot_dir: Where ``copy`` and ``archive`` keep snapshots
             (default: a new temporary directory).
+        config: Seed 001's ``HostFilesystemConfig``: its strategy and directory
+            replace the two arguments above, and its ``max_snapshots`` deletes the
+            oldest snapshot this object took once there are more.
+        _root, _read_only, _mount_point, _git_dir: The seeds' spellings of the
+            arguments above (their dataclass fields), accepted as well.
     """
 
     def __init__(
         self,
-        root: str | os.PathLike[str],
+        root: str | os.PathLike[str] | None = None,
         *,
         read_only: bool = False,
         mount_point: str | None = None,
@@ -63,7 +73,18 @@ class HostFilesystem(BackendFilesystem):
         git_dir: str | os.PathLike[str] | None = None,
         snapshot_strategy: StrategyName = "auto",
         snapshot_dir: str | os.PathLike[str] | None = None,
+        config: HostFilesystemConfig | None = None,
+        _root: str | os.PathLike[str] | None = None,
+        _read_only: bool | None = None,
+        _mount_point: str | None = None,
+        _git_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        root = either("root", root, None, _root)
+        if root is None:
+            raise InvalidArgumentError("HostFilesystem needs a root directory", None)
+        read_only = either("read_only", read_only, False, _read_only)
+        mount_point = either("mount_point", mount_point, None, _mount_point)
+        git_dir = either("git_dir", git_dir, None, _git_dir)
         self._root = os.path.realpath(root)
         if not os.path.isdir(self._root):
             raise NotADirectoryFsError("workspace root is not a directory", self._root)
@@ -74,9 +95,18 @@ class HostFilesystem(BackendFilesystem):
         descriptor = self._directory.descriptor
         self._git = GitSnapshots(self._root, descriptor, os.fspath(git_dir) if git_dir else None)
         self._strategy_name: str = snapshot_strategy
+        self._max_snapshots: int | None = None
+        if config is not None:
+            chosen = config.snapshot_strategy
+            self._strategy_name = "auto" if chosen is None else chosen.value
+            snapshot_dir = config.snapshot_dir or snapshot_dir
+            if config.max_snapshots < 1:
+                raise InvalidArgumentError("max_snapshots must be at least 1", None)
+            self._max_snapshots = config.max_snapshots
         self._snapshot_dir = os.fspath(snapshot_dir) if snapshot_dir else None
         self._strategies: dict[str, Strategy] = {"git": self._git}
         self._current: uuid.UUID | None = None
+        self._taken: list[FilesystemSnapshot] = []
 
     @property
     def root(self) -> str:
@@ -105,9 +135,19 @@ class HostFilesystem(BackendFilesystem):
 
     def _strategy(self, name: str | None) -> Strategy:
         name = name or "git"
-        if name == "auto":
+        if name in ("auto", "reflink"):
             directory = self._snapshot_dir or tempfile.gettempdir()
-            name = "copy" if supports_reflink(self._directory.descriptor, directory) else "git"
+            shares = supports_reflink(self._directory.descriptor, directory)
+            if name == "reflink" and not shares:
+                raise SnapshotCreationError(
+                    "reflink snapshots need a filesystem that shares blocks (btrfs, XFS)",
+                    directory,
+                )
+            name = "copy" if shares else "git"
+        if name == "overlay":
+            raise SnapshotCreationError(
+                "overlay snapshots are not offered: use reflink, git, archive or copy", None
+            )
         if name not in self._strategies:
             kinds: dict[str, type[CopySnapshots | ArchiveStrategy]] = {
                 "copy": CopySnapshots,
@@ -126,7 +166,27 @@ class HostFilesystem(BackendFilesystem):
         self._strategy_name = strategy.name  # "auto" decides once
         record = strategy.snapshot(tag, self._current)
         self._current = record.snapshot_id
+        self._taken.append(record)
+        if self._max_snapshots is not None:
+            while len(self._taken) > self._max_snapshots:
+                self.delete_snapshot(self._taken[0])
         return record
+
+    def snapshots(self) -> list[FilesystemSnapshot]:
+        """The snapshots this object took and still keeps, oldest first (a snapshot
+        store outlives the object; its records are the caller's to keep)."""
+        return list(self._taken)
+
+    def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
+        """Delete a snapshot from its store (``max_snapshots`` does this to the oldest).
+
+        Raises:
+            SnapshotNotFoundError: Not a snapshot of this directory's stores.
+        """
+        if snapshot.root_path != self._root:
+            raise SnapshotNotFoundError("snapshot of another directory", snapshot.root_path)
+        self._strategy(snapshot.ref.kind).delete(snapshot)
+        self._taken = [s for s in self._taken if s.snapshot_id != snapshot.snapshot_id]
 
     def restore(
         self, snapshot: FilesystemSnapshot, *, if_unchanged_since: FilesystemSnapshot | None = None
@@ -138,7 +198,8 @@ class HostFilesystem(BackendFilesystem):
         this filesystem's writes take; writers outside this process are not
         held off (a host directory has no compare-and-swap).
         """
-        self._writable(self._root)
+        if self._read_only:
+            raise ReadOnlyRestoreError("read-only filesystem", self._root)
         if snapshot.root_path != self._root:
             raise SnapshotIncompatibleError("snapshot of another directory", snapshot.root_path)
         with self._directory.mutating():

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat as _stat
+import tempfile
 import uuid
 import weakref
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pygit2
-from pygit2.enums import FilterMode, ObjectType
+from pygit2.enums import FilterMode, ObjectType, RepositoryInitMode
 
 from .._errors import (
     BusyError,
@@ -65,6 +67,17 @@ from ..posix import (
 from ._index import IndexEntry, read_index
 from ._snapshots import tree_files
 from ._worktrees import GITLINK, add_worktree, remove_worktrees, write_file
+
+_SHADOW_SETTINGS = {
+    "gc.auto": "0",  # objects the user's repository holds are never repacked from here
+    "receive.denyCurrentBranch": "ignore",
+    "core.logAllRefUpdates": "true",
+}
+"""A separate shadow store's settings (seed 004); the user's own ``.git`` gets none."""
+
+WORKTREES_DIR = "worktrees-workspacefs"
+"""The default home of branch and seek worktrees, in the user's ``.git``: git never
+looks inside it for the working copy's files."""
 
 _IN_PROGRESS = {
     "rebase-merge": "a rebase",
@@ -127,15 +140,19 @@ class GitShadowProvider:
         )
 
     def _open_shadow(self, path: str) -> pygit2.Repository:
+        """The separate shadow store, made if missing (``git init --bare --shared=group``)
+        and set up every time (idempotent): alternates to the user's objects, and the
+        seed's settings."""
         if not os.path.exists(os.path.join(path, "HEAD")):
-            pygit2.init_repository(path, bare=True)
+            pygit2.init_repository(path, bare=True, mode=RepositoryInitMode.SHARED_GROUP)
         alternates = os.path.join(path, "objects", "info", "alternates")
         os.makedirs(os.path.dirname(alternates), exist_ok=True)
         user_objects = os.path.join(os.path.realpath(self._user.path), "objects")
         with open(alternates, "w", encoding="utf-8") as handle:
             handle.write(user_objects + "\n")
         shadow = pygit2.Repository(path)
-        shadow.config["gc.auto"] = "0"
+        for key, value in _SHADOW_SETTINGS.items():
+            shadow.config[key] = value
         return shadow
 
     # -- information -----------------------------------------------------------
@@ -146,13 +163,19 @@ class GitShadowProvider:
         return self._refs.base
 
     def capabilities(self) -> dict[str, Any]:
-        """What works here: for ``doctor``."""
+        """What works here (seed 004's ``detect_capabilities``, ``workspacefs doctor``):
+        the ``git`` binary (its path, None if missing), worktrees, whether the store is
+        writable; never path-preserving (a worktree is another directory)."""
         git_dir = self._store.path
         return {
+            "kind": "git",
+            "git": shutil.which("git"),
             "libgit2": pygit2.LIBGIT2_VERSION,
             "worktrees": hasattr(self._store, "add_worktree"),
             "writable": os.access(git_dir, os.W_OK),
+            "path_preserving": False,
             "shadow": "separate" if self._store is not self._user else "main",
+            "store": git_dir,
         }
 
     def info(self) -> dict[str, Any]:
@@ -172,8 +195,7 @@ class GitShadowProvider:
             ref = self._refs.snapshot(number)
             commit = self._store.references[ref].peel(pygit2.Commit)
             moment = datetime.fromtimestamp(commit.commit_time, UTC)
-            tag = commit.message.split("\n", 1)[0].partition(": ")[2] or None
-            found.append(ShadowSnapshot(number, str(commit.id), ref, moment, tag))
+            found.append(ShadowSnapshot(number, str(commit.id), ref, moment, _tag_of(commit)))
         return found
 
     # -- snapshots -------------------------------------------------------------
@@ -245,19 +267,34 @@ class GitShadowProvider:
         entries, fresh = self._working_state()
         try:
             tree = self._write_tree(entries)
-            head = [] if self._user.head_is_unborn else [self._user.head.target]
             now = datetime.now(UTC)
             signature = Identity().signature(now)
             number = self._refs.next_number(self._store)
-            title = f"workspacefs session {self.session_id} snapshot {number}"
-            message = title + (f": {tag}" if tag else "") + "\n"
-            commit = self._store.create_commit(None, signature, signature, message, tree, head)
+            # The session's snapshots form a chain: the first is parented to HEAD, each
+            # later one to the session's previous snapshot.
+            if number > 1:
+                parents = [self._store.references[self._refs.snapshot(number - 1)].target]
+            else:
+                parents = [] if self._user.head_is_unborn else [self._user.head.target]
+            title = f"workspacefs: snapshot {self.session_id}/{number}"
+            title += (f" {tag}" if tag else "") + f" {now.isoformat(timespec='seconds')}"
+            message = title + (f"\n\n{_TAG_TRAILER}{tag}\n" if tag else "\n")
+            commit = self._store.create_commit(None, signature, signature, message, tree, parents)
             ref = self._refs.snapshot(number)
-            self._store.references.create(ref, commit)
+            self._create_logged(ref, commit, title)
         except (pygit2.GitError, OSError) as exc:
             raise SnapshotCreationError(f"shadow snapshot failed: {exc}", self._workdir) from exc
         self._save_cache(fresh)
         return ShadowSnapshot(number, str(commit), ref, now, tag)
+
+    def _create_logged(self, ref: str, target: pygit2.Oid, message: str) -> None:
+        """Create ``ref`` with a reflog (``update-ref --create-reflog``): libgit2 logs a
+        ref outside ``refs/heads`` only if its log exists, so the log is made first."""
+        log = os.path.join(self._store.path, "logs", *ref.split("/"))
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "ab"):
+            pass
+        self._store.create_reference_direct(ref, target, False, message=message)
 
     def _capture(
         self,
@@ -392,24 +429,41 @@ class GitShadowProvider:
             raise SnapshotNotFoundError("not a snapshot commit", snapshot.commit)
         return commit
 
-    def branch(self, snapshot: ShadowSnapshot, name: str, path: str | os.PathLike[str]) -> str:
-        """A writable worktree of ``snapshot`` on ``refs/workspacefs/branches/<sid>/<name>``."""
+    def worktrees_dir(self) -> str:
+        """Where ``branch`` and ``seek`` put worktrees by default: ``WORKTREES_DIR`` in the
+        user's ``.git``, or a directory in the system's temp dir if that is not writable."""
+        git_dir = os.path.realpath(self._user.path)
+        if os.access(git_dir, os.W_OK | os.X_OK):
+            return os.path.join(git_dir, WORKTREES_DIR)
+        return os.path.join(tempfile.gettempdir(), f"workspacefs-worktrees-{os.getuid()}")
+
+    def _default_path(self, path: str | os.PathLike[str] | None, name: str) -> str:
+        if path is not None:
+            return os.fspath(path)
+        return os.path.join(self.worktrees_dir(), self.session_id, name)
+
+    def branch(
+        self, snapshot: ShadowSnapshot, name: str, path: str | os.PathLike[str] | None = None
+    ) -> str:
+        """A writable worktree of ``snapshot`` on ``refs/workspacefs/branches/<sid>/<name>``,
+        at ``path`` (default ``<worktrees_dir>/<sid>/<name>``)."""
         if not name.replace("-", "").isalnum():
             raise InvalidArgumentError("branch name must be letters, digits and '-'", name)
         commit = self._commit(snapshot)
         ref = branch_ref(self.session_id, name)
         self._store.references.create(ref, commit.id, force=True)
+        target = self._default_path(path, name)
         return add_worktree(
-            self._store, f"wsfs-{self.session_id}-{name}", os.fspath(path), f"ref: {ref}", commit
+            self._store, f"wsfs-{self.session_id}-{name}", target, f"ref: {ref}", commit
         )
 
-    def seek(self, snapshot: ShadowSnapshot, path: str | os.PathLike[str]) -> str:
-        """A locked, detached, read-only worktree of ``snapshot``."""
+    def seek(self, snapshot: ShadowSnapshot, path: str | os.PathLike[str] | None = None) -> str:
+        """A locked, detached, read-only worktree of ``snapshot`` at ``path`` (default
+        ``<worktrees_dir>/<sid>/seek-<n>``)."""
         commit = self._commit(snapshot)
         name = f"wsfs-{self.session_id}-seek-{snapshot.number}"
-        return add_worktree(
-            self._store, name, os.fspath(path), str(commit.id), commit, read_only=True
-        )
+        target = self._default_path(path, f"seek-{snapshot.number}")
+        return add_worktree(self._store, name, target, str(commit.id), commit, read_only=True)
 
     def cleanup(self) -> None:
         """Remove this session's worktrees, refs and cache.
@@ -431,6 +485,21 @@ class GitShadowProvider:
             remove_entry(fd, self.session_id)
         finally:
             os.close(fd)
+
+
+_TAG_TRAILER = "Workspacefs-Tag: "
+
+
+def _tag_of(commit: pygit2.Commit) -> str | None:
+    """A snapshot commit's tag: its trailer, or (snapshots of earlier releases) the
+    subject's part after ": "."""
+    for line in commit.message.splitlines()[1:]:
+        if line.startswith(_TAG_TRAILER):
+            return line[len(_TAG_TRAILER) :] or None
+    subject = commit.message.split("\n", 1)[0]
+    if subject.startswith("workspacefs session "):
+        return subject.partition(": ")[2] or None
+    return None
 
 
 def _mode_of(info: os.stat_result) -> int | None:

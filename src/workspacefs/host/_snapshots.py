@@ -477,6 +477,18 @@ class GitSnapshots:
             tuple(added), tuple(modified), tuple(deleted), len(after) - len(added) - len(modified)
         )
 
+    def delete(self, snapshot: FilesystemSnapshot) -> None:
+        """Drop a snapshot's refs (its commit stays until git collects it); the newest
+        snapshot, which the next one is parented to, is kept."""
+        commit = self._commit(snapshot)
+        repo = self._repository()
+        numbers = _REFS.numbers(repo)
+        for number in numbers[:-1]:
+            if repo.references[_REFS.snapshot(number)].target == commit.id:
+                for ref in (_REFS.snapshot(number), _REFS.meta(number)):
+                    if ref in repo.references:
+                        repo.references.delete(ref)
+
     def cleanup(self) -> None:
         if self._git_dir is not None and os.path.isdir(self._git_dir):
             shutil.rmtree(self._git_dir)

@@ -63,6 +63,8 @@ class Strategy(Protocol):
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None
     ) -> FilesystemDiff: ...
 
+    def delete(self, snapshot: FilesystemSnapshot) -> None: ...
+
     def cleanup(self) -> None: ...
 
 
@@ -302,6 +304,14 @@ class _Kept:
         if not os.path.lexists(location):
             raise SnapshotNotFoundError("the snapshot's copy is gone", location)
         return location
+
+    def delete(self, snapshot: FilesystemSnapshot) -> None:
+        """Remove the item of a snapshot of this store (SnapshotNotFoundError if none)."""
+        item = self._item(snapshot)
+        if os.path.isdir(item) and not os.path.islink(item):
+            shutil.rmtree(item)
+        else:
+            os.unlink(item)
 
     def cleanup(self) -> None:
         if self._made is not None:

@@ -100,6 +100,28 @@ class SandboxConfig:
     output_limit: int
     timeout: float
 
+    def options(self) -> SandboxOptions:
+        """The keyword options that ``build`` makes this config from again."""
+        rootfs = self.rootfs
+        if rootfs is not None and self.podman_overlay and os.geteuid() == 0:
+            rootfs += ":O"  # asked for: root's default is no overlay
+        return SandboxOptions(
+            image=self.image,
+            rootfs=rootfs,
+            workdir=self.workdir,
+            network=self.network,
+            memory=self.memory,
+            cpus=self.cpus,
+            pids_limit=self.pids_limit,
+            user=self.user,
+            env=dict(self.env),
+            read_only=self.read_only,
+            disk=self.disk,
+            workspace_size=self.workspace_size,
+            output_limit=self.output_limit,
+            timeout=self.timeout,
+        )
+
     @classmethod
     def build(
         cls,

@@ -11,9 +11,9 @@ import os
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from ..fs import DEFAULT_LIMITS, HostMount, InMemoryFilesystem, Limits
+from ..fs import DEFAULT_LIMITS, FilesystemSnapshot, HostMount, InMemoryFilesystem, Limits
 from ..tools import ToolContext, ToolRegistry, WorkspaceSnapshots, filesystem_tools
-from ._config import SandboxOptions
+from ._config import SandboxConfig, SandboxOptions
 from ._sandbox import PodmanSandbox
 from ._shell import shell_tool
 from ._try_tools import try_tools
@@ -33,6 +33,10 @@ class PodmanWorkspace:
         limits: Per-call limits of the protocol, for a new workspace.
         dry_run: Offer dry runs: ``shell`` takes ``dry_run``, with the
             ``accept_try`` and ``reject_try`` tools (see ``try_tools``).
+        session: The agent session the section belongs to (the seeds pass it;
+            kept as ``session``).
+        config: The sandbox's options as a ``SandboxConfig`` (seed 000's
+            ``PodmanSandboxConfig``); ``options`` given too override it.
         **options: ``PodmanSandbox``'s options (image, network, memory, ...).
     """
 
@@ -44,8 +48,13 @@ class PodmanWorkspace:
         filesystem: InMemoryFilesystem | None = None,
         limits: Limits = DEFAULT_LIMITS,
         dry_run: bool = False,
+        session: Any = None,
+        config: SandboxConfig | None = None,
         **options: Unpack[SandboxOptions],
     ) -> None:
+        if config is not None:
+            options = {**config.options(), **options}
+        self.session = session
         if filesystem is None:
             filesystem = InMemoryFilesystem(
                 mount_point=options.get("workdir", "/workspace"),
@@ -80,6 +89,14 @@ class PodmanWorkspace:
     def tools(self) -> ToolRegistry:
         """This section's tools: the file and snapshot tools, and ``shell``."""
         return self._tools
+
+    def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
+        """Snapshot the workspace the container sees (O(1)); see ``snapshots``."""
+        return self.snapshots.snapshot(tag)
+
+    def restore(self, snapshot: FilesystemSnapshot) -> None:
+        """Return the workspace, and so the container's ``/workspace``, to ``snapshot``."""
+        self.snapshots.restore(snapshot)
 
     def context(self, **fields: Any) -> ToolContext:
         """A ``ToolContext`` on this workspace; ``fields`` fill the framework's slots."""

@@ -150,7 +150,7 @@ def shell_tool(
     """
 
     def shell(params: ShellParams, *, context: ToolContext) -> ToolResult[ExecResult]:
-        if context.filesystem is not sandbox.filesystem:
+        if context.workspace() is not sandbox.filesystem:
             return ToolResult.fail(
                 "shell runs in the sandbox's workspace, not the one this call was given."
             )

@@ -31,7 +31,7 @@ class TryParams(ToolParams):
 
 def _find(sandbox: PodmanSandbox, context: ToolContext, try_id: str) -> TryRun | str:
     """The pending try ``try_id``, or why there is none."""
-    if context.filesystem is not sandbox.filesystem:
+    if context.workspace() is not sandbox.filesystem:
         return "tries belong to the sandbox's workspace, not the one this call was given."
     pending = sandbox.tries()
     run = pending.get(try_id.strip())

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from ._blame import BLAME as BLAME
 from ._blame import BlameParams as BlameParams
+from ._context import NO_FILESYSTEM as NO_FILESYSTEM
+from ._context import NoFilesystemError as NoFilesystemError
 from ._context import ToolContext as ToolContext
 from ._coordinated import CoordinatedSnapshot as CoordinatedSnapshot
 from ._coordinated import coordinated_rollback as coordinated_rollback

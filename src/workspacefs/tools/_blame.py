@@ -43,7 +43,7 @@ def entry_line(entry: BlameEntry) -> str:
 
 def blame(params: BlameParams, *, context: ToolContext) -> ToolResult[list[BlameEntry]]:
     """Who changed a file: each change, newest first, with its tool call or command."""
-    fs = context.filesystem
+    fs = context.workspace()
     if not isinstance(fs, AttributedFilesystem):
         return ToolResult.fail("This workspace does not record who changed its files.")
     try:

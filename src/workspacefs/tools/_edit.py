@@ -23,7 +23,7 @@ from pydantic import Field
 
 from .._errors import ContentChangedError
 from ..fs import Filesystem, ReadBytesResult, content_digest
-from ._context import ToolContext
+from ._context import ToolContext, read_cap
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, numbered, quote, text_lines
 from ._result import ToolResult
@@ -148,7 +148,7 @@ def _not_found(path: str, text: str, old: str) -> str:
 
 def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edit]:
     """Replace ``old_string`` with ``new_string`` in a text file."""
-    fs, path = context.filesystem, params.path
+    fs, path = context.workspace(), params.path
     old, new = params.old_string, params.new_string
     if old == new:
         return ToolResult.fail(
@@ -156,7 +156,7 @@ def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edi
             "so the edit would change nothing."
         )
     try:
-        data = fs.read_bytes(path)
+        data = fs.read_bytes(path, limit=read_cap(fs))
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("edit", path, exc))
     refusal = _not_editable(path, data)

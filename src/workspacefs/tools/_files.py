@@ -26,7 +26,7 @@ class ReadFileParams(ToolParams):
 
 
 def _binary(context: ToolContext, path: str) -> ToolResult[ReadResult]:
-    size = context.filesystem.stat(path).size_bytes
+    size = context.workspace().stat(path).size_bytes
     return ToolResult.fail(
         f"Cannot read {quote(path)} as text: it is a binary file ({count(size, 'byte')}). "
         "read_file shows text only; use the filesystem's read_bytes for raw bytes."
@@ -37,7 +37,7 @@ def read_file(params: ReadFileParams, *, context: ToolContext) -> ToolResult[Rea
     """Show a page of a text file with ``cat -n`` line numbers."""
     path = params.path
     try:
-        page = context.filesystem.read(path, offset=params.offset - 1, limit=params.limit)
+        page = context.workspace().read(path, offset=params.offset - 1, limit=params.limit)
     except ValueError as exc:
         if isinstance(exc, OSError) and exc.errno == errno.EILSEQ:
             return _binary(context, path)
@@ -90,7 +90,7 @@ def _lines(text: str) -> int:
 
 def write_file(params: WriteFileParams, *, context: ToolContext) -> ToolResult[WriteResult]:
     """Create, overwrite or append to a text file."""
-    fs, path, mode = context.filesystem, params.path, params.mode
+    fs, path, mode = context.workspace(), params.path, params.mode
     try:
         result = fs.write(path, params.content, mode=mode)
     except FileExistsError:

@@ -84,7 +84,7 @@ def _with_context(fs: Filesystem, matches: list[GrepMatch], around: int) -> list
 
 def grep(params: GrepParams, *, context: ToolContext) -> ToolResult[tuple[GrepMatch, ...]]:
     """Search file contents for a regular expression."""
-    fs, path = context.filesystem, params.path
+    fs, path = context.workspace(), params.path
     pattern = f"(?i){params.pattern}" if params.case_insensitive else params.pattern
     try:
         matches = tuple(fs.grep(pattern, path=path, glob=params.glob))

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from .._errors import ContentChangedError
 from ..fs import FileEntry, Filesystem, GlobMatch, content_digest
-from ._context import ToolContext
+from ._context import ToolContext, read_cap
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, join_limited, parts, quote
 from ._result import ToolResult
@@ -67,7 +67,7 @@ def _line(entry: ListedEntry) -> str:
 
 def ls(params: LsParams, *, context: ToolContext) -> ToolResult[tuple[ListedEntry, ...]]:
     """List a directory: kind, size in bytes, name; directories end with ``/``."""
-    fs, path = context.filesystem, params.path
+    fs, path = context.workspace(), params.path
     try:
         entries = tuple(_entry(fs, item) for item in fs.list(path))
     except (OSError, ValueError) as exc:
@@ -105,7 +105,7 @@ class GlobParams(ToolParams):
 
 def glob(params: GlobParams, *, context: ToolContext) -> ToolResult[tuple[GlobMatch, ...]]:
     """Paths matching a glob pattern, sorted; directories end with ``/``."""
-    fs, path = context.filesystem, params.path
+    fs, path = context.workspace(), params.path
     try:
         matches = tuple(fs.glob(params.pattern, path=path))
         if not matches and not fs.stat(path).is_directory:
@@ -169,7 +169,7 @@ def _inside(fs: Filesystem, path: str) -> tuple[int, int, int]:
 
 def rm(params: RmParams, *, context: ToolContext) -> ToolResult[Removal]:
     """Remove a file or symlink, or a directory tree with ``recursive``."""
-    fs, path = context.filesystem, params.path
+    fs, path = context.workspace(), params.path
     try:
         stat = fs.stat(path)
         is_dir = stat.is_directory and not stat.is_symlink
@@ -182,7 +182,7 @@ def rm(params: RmParams, *, context: ToolContext) -> ToolResult[Removal]:
             )
         size, if_match = stat.size_bytes, None
         if stat.is_file and not stat.is_symlink:
-            data = fs.read_bytes(path)
+            data = fs.read_bytes(path, limit=read_cap(fs))
             if not data.truncated:  # over the read limit: no digest to hold it to
                 size, if_match = data.size_bytes, content_digest(data.content)
         fs.delete(path, recursive=params.recursive, if_match=if_match)

@@ -29,7 +29,7 @@ MAX_LISTED = 200
 
 
 def _snapshots(context: ToolContext) -> WorkspaceSnapshots | str:
-    fs = context.filesystem
+    fs = context.workspace()
     if not isinstance(fs, SnapshotableFilesystem):
         return "This workspace does not support snapshots."
     return WorkspaceSnapshots.of(fs)
@@ -152,7 +152,7 @@ def diff(params: DiffParams, *, context: ToolContext) -> ToolResult[FilesystemDi
     snaps = _snapshots(context)
     if isinstance(snaps, str):
         return ToolResult.fail(snaps)
-    fs = context.filesystem
+    fs = context.workspace()
     try:
         prefix = normalize_path(params.path, fs.mount_point, getattr(fs, "limits", DEFAULT_LIMITS))
     except (OSError, ValueError) as exc:

@@ -109,6 +109,7 @@ class WorkspaceSnapshots:
         """
         if isinstance(ref, FilesystemSnapshot):
             return ref  # without listing what the backend keeps
+
         with self._lock:
             known = self._known()
         return find_snapshot(known, ref)

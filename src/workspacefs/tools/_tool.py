@@ -16,7 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..fs import Cause, attributed, current_cause
-from ._context import ToolContext
+from ._context import NO_FILESYSTEM, NoFilesystemError, ToolContext
 from ._messages import describe_error
 from ._result import ToolResult
 
@@ -105,8 +105,9 @@ class Tool(Generic[P, T]):
         any), in this thread or task only.
 
         A filesystem error (``OSError``) or bad value (``ValueError``) that the
-        handler did not word itself becomes a failed result; anything else is
-        a bug and propagates.
+        handler did not word itself becomes a failed result, and so does a
+        context without the filesystem the handler needs (``NO_FILESYSTEM``);
+        anything else is a bug and propagates.
         """
         params = self.validate(arguments)
         if isinstance(params, str):
@@ -119,6 +120,8 @@ class Tool(Generic[P, T]):
         try:
             with attributed(call):
                 return self.handler(params, context=context)
+        except NoFilesystemError:
+            return ToolResult.fail(NO_FILESYSTEM)
         except (OSError, ValueError) as exc:
             return ToolResult.fail(f"{self.name} failed: {describe_error(exc)}.")
 

@@ -146,7 +146,9 @@ class UndoableToolset:
         """
         if context is None:
             context = ToolContext(filesystem=self._fs)
-        elif context.filesystem is not self._fs:
+        elif context.filesystem is None:  # the toolset's own workspace, then
+            context = dataclasses.replace(context, filesystem=self._fs)
+        elif context.workspace() is not self._fs:
             raise InvalidArgumentError("the context's filesystem is not this toolset's", None)
         with self._lock:
             call_id = call_id or context.call_id or f"call-{next(self._ids)}"

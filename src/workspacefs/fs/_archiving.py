@@ -1,0 +1,40 @@
+"""Where the in-memory backends' ``export_archive``/``import_archive`` methods go.
+
+The archive format lives in the ``archive`` package, a layer above this one,
+so these methods cannot import it. The archive package registers its verbs
+here when it is imported (and ``import workspacefs`` imports it): one
+implementation, reached from the methods every backend has.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from .._errors import NotSupportedError
+
+
+class ArchiveVerbs(Protocol):
+    """The archive package's two verbs (``workspacefs.archive``)."""
+
+    def export_archive(self, filesystem: object, path: str | os.PathLike[str]) -> int: ...
+
+    def import_archive(
+        self, filesystem: object, path: str | os.PathLike[str], *, limits: object
+    ) -> int: ...
+
+
+_registered: list[ArchiveVerbs] = []
+
+
+def register_archive_verbs(verbs: ArchiveVerbs) -> None:
+    """Make ``verbs`` what the in-memory backends' archive methods call."""
+    _registered[:] = [verbs]
+
+
+def archive_verbs() -> ArchiveVerbs:
+    """The registered verbs; NotSupportedError before the archive package is imported
+    (which ``import workspacefs`` does)."""
+    if not _registered:
+        raise NotSupportedError("workspacefs.archive is not loaded", None)
+    return _registered[0]
