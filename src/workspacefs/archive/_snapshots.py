@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
+from ..posix import check_own_directory, make_private_directory
 from ._backends import ArchiveBackend, export_archive, import_archive
 from ._types import MANIFEST
 
@@ -63,17 +64,24 @@ class ArchiveSnapshots:
 
     Args:
         filesystem: The backend to snapshot and roll back.
-        snapshot_dir: Where archives go (default: a ``workspacefs-snapshots``
-            directory under the system temp dir).
+        snapshot_dir: Where archives go (0600 each; made 0700 if missing).
+            Default: ``workspacefs-snapshots-<uid>`` under the system temp dir,
+            refused (``NotPermittedError``) if another user owns it or may write in it.
     """
 
     def __init__(
         self, filesystem: ArchiveBackend, snapshot_dir: str | os.PathLike[str] | None = None
     ) -> None:
         self._fs = filesystem
-        default = Path(tempfile.gettempdir()) / "workspacefs-snapshots"
-        self._dir = Path(snapshot_dir) if snapshot_dir is not None else default
-        self._dir.mkdir(parents=True, exist_ok=True)
+        if snapshot_dir is None:
+            # The temp dir is everyone's: a directory of this user's own, refused if
+            # someone else made it first (to read or swap the archives).
+            self._dir = Path(tempfile.gettempdir()) / f"workspacefs-snapshots-{os.geteuid()}"
+            make_private_directory(self._dir)
+            check_own_directory(self._dir)
+        else:
+            self._dir = Path(snapshot_dir)
+            make_private_directory(self._dir)
 
     @property
     def snapshot_dir(self) -> Path:

@@ -50,6 +50,7 @@ from ..git import (
     RefNamespace,
     branch_prefix,
     branch_ref,
+    create_repository,
     encode_name,
     encode_tree,
 )
@@ -128,7 +129,7 @@ class GitShadowProvider:
 
     def _open_shadow(self, path: str) -> pygit2.Repository:
         if not os.path.exists(os.path.join(path, "HEAD")):
-            pygit2.init_repository(path, bare=True)
+            create_repository(path)  # the working copy's untracked files too: its owner's only
         alternates = os.path.join(path, "objects", "info", "alternates")
         os.makedirs(os.path.dirname(alternates), exist_ok=True)
         user_objects = os.path.join(os.path.realpath(self._user.path), "objects")
