@@ -62,13 +62,15 @@ def build(files: int) -> tuple[InMemoryFilesystem, FilesystemSnapshot, Filesyste
     return fs, before, after
 
 
-def first_byte_ms(url: str) -> tuple[float, float]:
-    """(ms to the first body byte, ms to the last) of one GET over a new connection."""
+def first_byte_ms(url: str, token: str) -> tuple[float, float]:
+    """(ms to the first body byte, ms to the last) of one GET over a new connection,
+    with the server's secret as a bearer token."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
     try:
         started = time.perf_counter()
-        connection.request("GET", f"{parts.path}?{parts.query}")
+        headers = {"Authorization": f"Bearer {token}"}
+        connection.request("GET", f"{parts.path}?{parts.query}", headers=headers)
         response = connection.getresponse()
         response.read(1)
         first = time.perf_counter()
@@ -81,10 +83,10 @@ def first_byte_ms(url: str) -> tuple[float, float]:
     return (first - started) * 1000, (done - started) * 1000
 
 
-def measure(url: str) -> tuple[float, float, float]:
+def measure(url: str, token: str) -> tuple[float, float, float]:
     """(first request's TTFB, median warm TTFB, median warm total), in ms."""
-    cold, _ = first_byte_ms(url)
-    warm = [first_byte_ms(url) for _ in range(ROUNDS)]
+    cold, _ = first_byte_ms(url, token)
+    warm = [first_byte_ms(url, token) for _ in range(ROUNDS)]
     return (
         cold,
         statistics.median(ttfb for ttfb, _ in warm),
@@ -119,10 +121,10 @@ def bench_target(
     before, after = ids
     results = []
     with start(target) as server:
-        base = server.url
-        top = measure(f"{base}api/snapshots/{after}/tree?path=")
-        whole = measure(f"{base}api/filesystem/tree?snapshot={after}")
-        diff = measure(f"{base}api/diff?from={before}&to={after}")
+        base, token = server.base_url, server.token
+        top = measure(f"{base}api/snapshots/{after}/tree?path=", token)
+        whole = measure(f"{base}api/filesystem/tree?snapshot={after}", token)
+        diff = measure(f"{base}api/diff?from={before}&to={after}", token)
     target.close()
     for label, (cold, warm, total), baseline in (
         ("top directory", top, baseline_tree),

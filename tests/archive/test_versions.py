@@ -177,7 +177,7 @@ def test_special_modes_are_sanitised_on_import_to_a_host_directory(tmp_path: Pat
     import_archive(HostFilesystem(root), archive)
     assert stat.S_IMODE(os.lstat(root / "suid").st_mode) == 0o755
     assert stat.S_IMODE(os.lstat(root / "shared").st_mode) == 0o777
-    assert stat.S_IMODE(os.lstat(root / "sticky").st_mode) == 0o777
+    assert stat.S_IMODE(os.lstat(root / "sticky").st_mode) == 0o1777  # it only restricts
 
 
 def test_special_modes_are_kept_only_on_request_and_never_for_root(tmp_path: Path) -> None:

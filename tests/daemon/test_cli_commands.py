@@ -430,23 +430,22 @@ def test_run_leaves_the_callers_directory_alone(workspace: Path, tmp_path: Path)
 
 
 def test_debug_serves_a_running_workspace_and_an_archive(workspace: Path, tmp_path: Path) -> None:
-    import httpx
 
     assert cli("snapshot", str(workspace), "--tag", "first").returncode == 0
-    server, url = serve_debug(str(workspace))
+    server = serve_debug(str(workspace))
     try:
-        snapshots = httpx.get(f"{url}/api/snapshots", timeout=30).json()
-        tree = httpx.get(f"{url}/api/filesystem/tree", timeout=30)
+        snapshots = server.get("/api/snapshots", timeout=30).json()
+        tree = server.get("/api/filesystem/tree", timeout=30)
     finally:
         stop_debug(server)
     assert "first" in json.dumps(snapshots)
     assert "src/app.py" in tree.text
     archive = tmp_path / "ws.fs.zip"
     assert cli("export", str(workspace), str(archive)).returncode == 0
-    server, url = serve_debug(str(archive))
+    server = serve_debug(str(archive))
     try:
-        file = httpx.get(f"{url}/api/filesystem/file", params={"path": "README.md"}, timeout=30)
-        escape = httpx.get(f"{url}/api/filesystem/file", params={"path": "../x"}, timeout=30)
+        file = server.get("/api/filesystem/file", params={"path": "README.md"}, timeout=30)
+        escape = server.get("/api/filesystem/file", params={"path": "../x"}, timeout=30)
     finally:
         stop_debug(server)
     assert "# demo" in file.text

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.daemon import cli_json, cli_mounted, serve_debug, stop_debug
+from support.daemon import DebugProcess, cli_json, cli_mounted, serve_debug, stop_debug
 from workspacefs import connect
 
 FILES = 5_000
@@ -25,7 +25,7 @@ HUGE = 64 << 30
 @dataclass
 class Served:
     mountpoint: Path
-    url: str
+    server: DebugProcess
     start: str  # the snapshot taken before every file changed
 
 
@@ -58,30 +58,30 @@ def start_id(mountpoint: Path) -> str:
 
 @pytest.fixture
 def served(changed: Path) -> Iterator[Served]:
-    server, url = serve_debug(changed)
+    server = serve_debug(changed)
     try:
-        yield Served(changed, url, start_id(changed))
+        yield Served(changed, server, start_id(changed))
     finally:
         stop_debug(server)
 
 
 def test_patch_of_thousands_of_files_stops_at_max_lines(served: Served) -> None:
     params = {"from": served.start, "to": "live", "patch": "1", "max_lines": "1"}
-    body = httpx.get(served.url + "/api/diff", params=params, timeout=120).json()
+    body = served.server.get("/api/diff", params=params, timeout=120).json()
     assert len(body["modified"]) == FILES
     assert body["patch"] == f"diff --git a/{path_of(0)} b/{path_of(0)}"
     assert (body["patch_truncated"], body["patch_stopped"]) == (True, "max_lines")
 
 
 def test_tree_of_a_daemon_is_read_in_bulk(served: Served) -> None:
-    whole = httpx.get(served.url + "/api/filesystem/tree", timeout=120).json()
+    whole = served.server.get("/api/filesystem/tree", timeout=120).json()
     assert [entry["path"] for entry in whole] == [path_of(n) for n in range(FILES)]
-    page = httpx.get(
-        served.url + "/api/filesystem/tree", params={"limit": "10", "after": path_of(99)}
+    page = served.server.get(
+        "/api/filesystem/tree", params={"limit": "10", "after": path_of(99)}
     ).json()
     assert [entry["path"] for entry in page[:-1]] == [path_of(n) for n in range(100, 110)]
     assert page[-1] == {"truncated": True, "reason": "limit", "after": path_of(109)}
-    listing = httpx.get(served.url + "/api/snapshots/live/tree", params={"path": "d001"}).json()
+    listing = served.server.get("/api/snapshots/live/tree", params={"path": "d001"}).json()
     assert [entry["name"] for entry in listing["entries"]][:2] == ["f00100.txt", "f00101.txt"]
     assert len(listing["entries"]) == 100
 
@@ -92,27 +92,27 @@ def test_a_huge_sparse_file_is_shown_by_its_size(served: Served) -> None:
     try:
         os.truncate(huge, HUGE)
         params: dict[str, Any] = {"from": served.start, "to": "live", "path": "disk.img"}
-        one = httpx.get(served.url + "/api/diff/file", params=params, timeout=60).json()
+        one = served.server.get("/api/diff/file", params=params, timeout=60).json()
         assert (one["status"], one["too_large"], one["new"]["size"]) == ("added", True, HUGE)
         assert one["unified"].splitlines()[-1] == (
             "Binary files /dev/null and b/disk.img differ (0 -> 68,719,476,736 bytes, "
             "over the 1,048,576-byte limit)"
         )
-        shown = httpx.get(served.url + "/api/snapshots/live/file", params={"path": "disk.img"})
+        shown = served.server.get("/api/snapshots/live/file", params={"path": "disk.img"})
         assert (shown.status_code, shown.json()["error"]) == (413, "too_large")
     finally:
         huge.unlink()
 
 
 def test_sigterm_stops_the_server_in_the_middle_of_a_request(changed: Path) -> None:
-    server, url = serve_debug(changed)
+    server = serve_debug(changed)
     try:
         params = {"from": start_id(changed), "to": "live", "patch": "1", "max_lines": "50000"}
         answered: list[object] = []
 
         def ask() -> None:
             try:
-                answered.append(httpx.get(url + "/api/diff", params=params, timeout=120))
+                answered.append(server.get("/api/diff", params=params, timeout=120))
             except httpx.HTTPError as exc:
                 answered.append(exc)
 
@@ -121,8 +121,8 @@ def test_sigterm_stops_the_server_in_the_middle_of_a_request(changed: Path) -> N
         # The request is under way once the server reads the workspace for it.
         threading.Event().wait(1.0)
         assert not answered, "the patch of every file came back too soon to interrupt"
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(15) == 0  # a liveness bound, not a timing
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(15) == 0  # a liveness bound, not a timing
         asking.join(30)
     finally:
         stop_debug(server)

@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from support.daemon import cli, serve_debug, stop, stop_debug
@@ -174,12 +173,12 @@ def _diff_patch_of_a_sparse_file(h: Hostile) -> None:
 
 
 def _debug_ui_patch_of_a_sparse_file(h: Hostile) -> None:
-    server, url = serve_debug(h.mountpoint)
+    server = serve_debug(h.mountpoint)
     try:
         with connect(h.mountpoint, timeout=30) as fs:
             start = next(s for s in fs.snapshots() if s.tag == "start")
         params = {"from": str(start.snapshot_id), "to": "live", "patch": "1", "max_lines": "3"}
-        answer = httpx.get(url + "/api/diff", params=params, timeout=60).json()
+        answer = server.get("/api/diff", params=params, timeout=60).json()
         assert answer["added"] == ["sparse.img"]
         assert answer["patch"].splitlines() == [
             "diff --git a/sparse.img b/sparse.img",

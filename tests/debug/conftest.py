@@ -117,9 +117,19 @@ class Case:
         return f"/api/snapshots/{self.ids[step]}/{route}"
 
 
-def client_for(target: DebugTarget) -> TestClient:
-    """A client of the app; 127.0.0.1 is a Host the app accepts by default."""
-    return TestClient(create_app(target), base_url="http://127.0.0.1")
+TOKEN = "a-token-for-the-tests-only"
+"""The secret of the apps the tests make (a server makes its own)."""
+
+
+def bearer(token: str) -> dict[str, str]:
+    """The header that carries ``token``."""
+    return {"authorization": f"Bearer {token}"}
+
+
+def client_for(target: DebugTarget, **options: Any) -> TestClient:
+    """A client of the app that sends its token; 127.0.0.1 is a Host the app accepts."""
+    app = create_app(target, token=TOKEN, **options)
+    return TestClient(app, base_url="http://127.0.0.1", headers=bearer(TOKEN))
 
 
 KINDS = ("live", "protocol", "git", "archives", "dumps", "checkpoints")

@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from workspacefs import FilesystemSnapshot, InMemoryFilesystem, git
-from workspacefs.debug import DebugTarget, LiveTarget, create_app, open_target, start
+from workspacefs.debug import DebugTarget, LiveTarget, open_target, start
 from workspacefs.tree import Tree
 
-from .conftest import ProtocolOnly, client_for, json_of
+from .conftest import ProtocolOnly, bearer, client_for, json_of
 
 HUGE = 64 << 30
 
@@ -152,7 +152,7 @@ def test_patch_stops_at_max_lines(kind: str) -> None:
 
 def test_a_deadline_cuts_the_heavy_routes_short() -> None:
     fs, before = many_changes(3_000)
-    client = client_for_app(LiveTarget(fs), request_seconds=0)
+    client = client_for(LiveTarget(fs), request_seconds=0)
     params = {"from": before, "to": "live", "patch": "1", "max_lines": "50000"}
     body = json_of(client.get("/api/diff", params=params))
     assert (body["patch_truncated"], body["patch_stopped"]) == (True, "deadline")
@@ -161,12 +161,6 @@ def test_a_deadline_cuts_the_heavy_routes_short() -> None:
     assert listed[-1]["truncated"] is True
     assert listed[-1]["reason"] == "deadline"
     assert 0 < len(listed) - 1 < 3_000
-
-
-def client_for_app(target: DebugTarget, **options: Any) -> Any:
-    from starlette.testclient import TestClient
-
-    return TestClient(create_app(target, **options), base_url="http://127.0.0.1")
 
 
 @pytest.mark.parametrize("kind", ["live", "protocol", "git"])
@@ -220,11 +214,16 @@ def test_a_huge_sparse_file_is_never_read_whole() -> None:
         assert ino is not None
         tree.write(ino, HUGE - 1, b"b")  # same size, the last byte differs
     with start(LiveTarget(fs)) as server:
+        auth = bearer(server.token)
         params = {"from": before, "to": "live", "path": "disk.img"}
-        one = httpx.get(server.url + "api/diff/file", params=params, timeout=30).json()
+        one = httpx.get(
+            server.base_url + "api/diff/file", params=params, headers=auth, timeout=30
+        ).json()
         assert (one["status"], one["too_large"], one["hunks"]) == ("modified", True, [])
         params = {"from": before, "to": "live", "patch": "1"}
-        body = httpx.get(server.url + "api/diff", params=params, timeout=30).json()
+        body = httpx.get(
+            server.base_url + "api/diff", params=params, headers=auth, timeout=30
+        ).json()
     assert body["patch"].splitlines() == [
         "diff --git a/disk.img b/disk.img",
         "Binary files a/disk.img and b/disk.img differ (68,719,476,736 -> 68,719,476,736 "

@@ -162,7 +162,7 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
         page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
         page.on(
             "request",
-            lambda r: None if r.url.startswith(server.url) else problems.append(r.url),
+            lambda r: None if r.url.startswith(server.base_url) else problems.append(r.url),
         )
         page.goto(server.url)
         page.wait_for_selector("body[data-ready='1']")
@@ -252,10 +252,35 @@ def test_errors_reach_the_page(browser: Any) -> None:
         error = page.locator("#file-view .error")
         assert error.get_attribute("data-error") == "binary"
         link = page.locator("#file-view a[download]")
-        assert link.get_attribute("href") == (
-            f"/api/snapshots/{snapshot.snapshot_id}/raw?path=blob.bin"
-        )
+        href = link.get_attribute("href")
+        assert href == f"/api/snapshots/{snapshot.snapshot_id}/raw?path=blob.bin"
+        # The download needs no token in its URL: the page's cookie carries it.
+        assert page.evaluate("(href) => fetch(href).then((r) => r.status)", href) == 200
         page.close()
+
+
+def test_the_printed_url_lets_the_browser_in_and_nothing_else_does(browser: Any) -> None:
+    fs = InMemoryFilesystem()
+    fs.write("a.txt", "a\n")
+    fs.snapshot()
+    with start(LiveTarget(fs)) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        assert page.goto(server.base_url).status == 401  # no token, no page
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready='1']")
+        assert page.url == f"{server.base_url}#snapshot=live"  # the token has left it
+        (cookie,) = context.cookies()
+        assert (cookie["value"], cookie["httpOnly"], cookie["sameSite"]) == (
+            server.token,
+            True,
+            "Strict",
+        )
+        assert page.evaluate("document.cookie") == ""  # no script reads it
+        page.reload()  # the cookie alone lets the page in again
+        page.wait_for_selector("body[data-ready='1']")
+        assert page.locator("#timeline li").count() == 2
+        context.close()
 
 
 def test_the_timeline_and_the_diff_say_who_changed_what(browser: Any) -> None:

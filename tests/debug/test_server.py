@@ -16,14 +16,18 @@ from workspacefs.cli import EXIT_FAILED
 from workspacefs.debug import LiveTarget, start
 from workspacefs.debug._server import allowed_hosts_for
 
+from .conftest import bearer
+
 
 def test_background_server_serves_over_tcp_then_stops() -> None:
     fs = InMemoryFilesystem()
     fs.write("a.txt", "a\n")
     snapshot = fs.snapshot(tag="one")
     with start(LiveTarget(fs)) as server:
-        assert server.url.startswith("http://127.0.0.1:")
-        response = httpx.get(server.url + f"api/snapshots/{snapshot.snapshot_id}/file?path=a.txt")
+        assert server.url == f"{server.base_url}?token={server.token}"
+        assert server.base_url.startswith("http://127.0.0.1:")
+        route = f"api/snapshots/{snapshot.snapshot_id}/file?path=a.txt"
+        response = httpx.get(server.base_url + route, headers=bearer(server.token))
         assert response.json()["content"] == "a\n"
         page = httpx.get(server.url)
         assert "workspacefs debug" in page.text
@@ -32,24 +36,24 @@ def test_background_server_serves_over_tcp_then_stops() -> None:
 
 
 def test_allowed_hosts() -> None:
-    assert allowed_hosts_for("127.0.0.1") == ["127.0.0.1", "localhost", "::1", "[::1]"]
-    assert allowed_hosts_for("10.1.2.3")[0] == "10.1.2.3"
-    assert allowed_hosts_for("0.0.0.0") == ["*"]
+    assert allowed_hosts_for("127.0.0.1") == ["127.0.0.1"]
+    assert allowed_hosts_for("10.1.2.3") == ["10.1.2.3"]
+    assert socket.gethostname() in allowed_hosts_for("0.0.0.0")  # never "*"
 
 
 def test_command_serves_an_archive_until_interrupted(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
     fs.write("notes.md", "# notes\n")
     export_archive(fs, tmp_path / "run.fs.zip")
-    process, url = serve_debug(tmp_path / "run.fs.zip")
+    server = serve_debug(tmp_path / "run.fs.zip")
     try:
-        meta = httpx.get(url + "/api/filesystem/meta").json()
+        meta = server.get("/api/filesystem/meta").json()
         assert meta["manifest"]["file_count"] == 1
-        file = httpx.get(url + "/api/filesystem/file?path=notes.md").json()
+        file = server.get("/api/filesystem/file?path=notes.md").json()
         assert file["content"] == "# notes\n"
     finally:
-        stop_debug(process)
-    assert process.returncode == 0  # Ctrl-C is how it is meant to stop
+        stop_debug(server)
+    assert server.process.returncode == 0  # Ctrl-C is how it is meant to stop
 
 
 def test_command_refuses_what_it_cannot_show(tmp_path: Path) -> None:

@@ -156,3 +156,34 @@ def test_hydrate_copies_a_file_exactly_its_size(tmp_path: Path) -> None:
     assert fs.hydrate_from_host(HostMount(str(root), mount_path="p"), allowed_roots=[root]) == 3
     for name in ("empty.txt", "one-block.bin", "odd.txt"):
         assert fs.read_bytes(f"p/{name}").content == (root / name).read_bytes()
+
+
+def test_an_empty_workspace_is_private() -> None:
+    assert InMemoryFilesystem().stat("").mode & 0o7777 == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o700, 0o750, 0o1777])
+@pytest.mark.parametrize("mount_path", [".", "copy"])
+def test_the_copied_directory_keeps_its_own_mode(
+    tmp_path: Path, mode: int, mount_path: str
+) -> None:
+    source = tmp_path / "source"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "file.txt").write_text("x\n")
+    source.chmod(mode)
+    fs = InMemoryFilesystem()
+    fs.hydrate_from_host(HostMount("source", mount_path=mount_path), allowed_roots=[tmp_path])
+    assert fs.stat("" if mount_path == "." else mount_path).mode & 0o7777 == mode
+    assert fs.read(f"{mount_path}/sub/file.txt").content == "x\n"
+
+
+def test_hydrate_keeps_the_sticky_bit_of_directories_only(tmp_path: Path) -> None:
+    # /dev/shm is 1777: without its sticky bit, anyone could remove anyone's files.
+    (tmp_path / "dev" / "shm").mkdir(parents=True)
+    (tmp_path / "dev" / "shm" / "sticky.txt").write_text("x\n")
+    (tmp_path / "dev" / "shm").chmod(0o1777)
+    (tmp_path / "dev" / "shm" / "sticky.txt").chmod(0o1644)
+    fs = InMemoryFilesystem()
+    fs.hydrate_from_host(HostMount("dev"), allowed_roots=[tmp_path])
+    assert fs.stat("dev/shm").mode & 0o7777 == 0o1777
+    assert fs.stat("dev/shm/sticky.txt").mode & 0o7777 == 0o644

@@ -80,6 +80,16 @@ def test_bad_mountpoints(tmp_path: Path) -> None:
         pass
 
 
+def test_no_mount_lets_others_past_every_check(tmp_path: Path) -> None:
+    # Without default_permissions the kernel checks no mode: others must stay out.
+    with (
+        pytest.raises(ValueError, match="every local user"),
+        mount(InMemoryFilesystem(), tmp_path, default_permissions=False),
+    ):
+        pass
+    assert not os.path.ismount(tmp_path)
+
+
 def test_sigterm_unmounts(tmp_path: Path) -> None:
     with server(tmp_path) as process:
         process.send_signal(signal.SIGTERM)

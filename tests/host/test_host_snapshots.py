@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.other_user import umask
 from workspacefs import (
     ArchiveSnapshots,
     HostFilesystem,
@@ -197,3 +199,16 @@ def test_auto_strategy_is_recorded(project: Path, tmp_path: Path) -> None:
 def test_unknown_strategy(project: Path) -> None:
     with pytest.raises(ValueError, match="strategy"):
         HostFilesystem(project, snapshot_strategy="tape").snapshot()  # type: ignore[arg-type]
+
+
+def test_a_new_git_dir_is_private_whatever_the_umask(project: Path, tmp_path: Path) -> None:
+    # It holds every file of the root, 0600 ones included.
+    (project / "key").write_text("secret\n")
+    (project / "key").chmod(0o600)
+    with umask(0o000):
+        HostFilesystem(project, git_dir=tmp_path / "deep" / "snapshots.git").snapshot()
+        default = HostFilesystem(project)
+        default.snapshot()
+    assert stat.S_IMODE((tmp_path / "deep" / "snapshots.git").stat().st_mode) == 0o700
+    assert default.git_dir is not None
+    assert stat.S_IMODE(os.stat(default.git_dir).st_mode) == 0o700

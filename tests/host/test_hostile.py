@@ -298,7 +298,7 @@ def test_hydrate_sanitises_special_modes(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
     fs.hydrate_from_host(HostMount("p"), allowed_roots=[allowed])
     assert fs.stat("p/tool").mode & 0o7777 == 0o755
-    assert fs.stat("p/shared").mode & 0o7777 == 0o777
+    assert fs.stat("p/shared").mode & 0o7777 == 0o1777  # setgid gone, the sticky bit kept
 
 
 # -- the shadow provider ------------------------------------------------------------

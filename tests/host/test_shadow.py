@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from support.other_user import umask
 from workspacefs.host import GitShadowProvider
 
 from .hostile import GIT_ENV
@@ -207,3 +209,9 @@ def test_bad_names_refused(repo: Path, tmp_path: Path) -> None:
         provider.branch(snapshot, "../../heads/main", tmp_path / "w")
     assert not (tmp_path / "w").exists()
     assert "refs/heads/main" in git(repo, "for-each-ref", "--format=%(refname)")
+
+
+def test_a_new_separate_shadow_is_private_whatever_the_umask(repo: Path, tmp_path: Path) -> None:
+    with umask(0o000):
+        GitShadowProvider(repo, session_id="s9", shadow=tmp_path / "shadow.git").snapshot()
+    assert stat.S_IMODE((tmp_path / "shadow.git").stat().st_mode) == 0o700

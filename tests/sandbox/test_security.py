@@ -10,6 +10,7 @@
 | the host's own state hidden | home, project and service directories empty; ``/etc/shadow`` gone |
 | no host control surface | the host's live podman and docker sockets unseen; no socket at all |
 | read-only option | writes to the workspace fail with EROFS |
+| a private workspace | a command run as another user is kept out of a 0700 root until opened |
 """
 
 from __future__ import annotations
@@ -186,3 +187,18 @@ def test_read_only_workspace() -> None:
         fs.write("/workspace/from-api.txt", "the harness may write\n")
         assert box.exec("cat from-api.txt").stdout == "the harness may write\n"
         assert box.exec("echo no > from-api.txt").exit_code != 0
+
+
+def test_a_private_workspace_keeps_other_container_users_out_until_opened() -> None:
+    # A new workspace is 0700 (docs/security.md): root in the container (the default) is
+    # its owner or root on the host and gets in; any other user is "other".
+    fs = InMemoryFilesystem(mount_point="/workspace")
+    fs.write("/workspace/a.txt", "a\n")
+    with PodmanSandbox(fs, user="65534") as box:
+        refused = box.exec("cat a.txt; echo x > b.txt")
+        assert refused.exit_code != 0
+        assert refused.stderr.count("Permission denied") == 2
+        os.chmod(box.mountpoint, 0o777)  # its owner opens it
+        allowed = box.exec("cat a.txt && echo x > b.txt")
+        assert (allowed.exit_code, allowed.stdout) == (0, "a\n")
+        assert fs.read("/workspace/b.txt").content == "x\n"

@@ -567,8 +567,17 @@ def test_snapshots_restore_accepts_paths(tmp_path: Path) -> None:
 # -- Integration with wink debug -------------------------------------------------------------
 
 
+_TOKEN = "the-debug-ui-token-of-these-tests"
+
+
 def _debug(path: Path) -> TestClient:
-    return TestClient(create_app(open_target(path)), base_url="http://127.0.0.1")
+    """The debug app over ``path``, with its per-run token sent (the seed's routes
+    predate it; they are the same behind it)."""
+    return TestClient(
+        create_app(open_target(path), token=_TOKEN),
+        base_url="http://127.0.0.1",
+        headers={"authorization": f"Bearer {_TOKEN}"},
+    )
 
 
 def test_debug_routes(tmp_path: Path) -> None:

@@ -11,7 +11,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from support import logs
 from support.interpreter import SOURCE_ROOT as SOURCE_ROOT
@@ -158,9 +162,25 @@ def cli_mounted(mountpoint: Path, source: Path, *options: str) -> Iterator[Path]
             stop(MountRecord.from_dict(record))
 
 
-def serve_debug(*args: str | os.PathLike[str]) -> tuple[subprocess.Popen[str], str]:
-    """Start ``workspacefs debug ARGS --port 0``; the process and the URL it serves (no
-    trailing slash). Stop it with ``stop_debug``."""
+@dataclass
+class DebugProcess:
+    """A ``workspacefs debug`` process and what it printed: the page's ``url`` (with
+    the run's secret), where it answers (``base``, no trailing slash) and ``token``."""
+
+    process: subprocess.Popen[str]
+    url: str
+    base: str
+    token: str
+
+    def get(self, route: str, **options: Any) -> httpx.Response:
+        """GET ``route`` (``/api/...``) with the secret as a bearer token."""
+        headers = {"authorization": f"Bearer {self.token}"}
+        return httpx.get(self.base + route, headers=headers, **options)
+
+
+def serve_debug(*args: str | os.PathLike[str]) -> DebugProcess:
+    """Start ``workspacefs debug ARGS --port 0``; the process and the URL it printed.
+    Stop it with ``stop_debug``."""
     env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
     server = subprocess.Popen(
         [sys.executable, "-m", "workspacefs.cli", "debug", *map(str, args), "--port", "0"],
@@ -172,12 +192,16 @@ def serve_debug(*args: str | os.PathLike[str]) -> tuple[subprocess.Popen[str], s
     assert server.stdout is not None
     line = server.stdout.readline()
     assert " at http://127.0.0.1:" in line, line
-    return server, line.split(" at ", 1)[1].split()[0].rstrip("/")
+    url = line.split(" at ", 1)[1].split()[0]
+    base, _, token = url.partition("/?token=")
+    assert token, line
+    return DebugProcess(server, url, base, token)
 
 
-def stop_debug(server: subprocess.Popen[str]) -> None:
+def stop_debug(debug: DebugProcess) -> None:
     """Stop a server ``serve_debug`` started (SIGINT, then SIGKILL after 30 s) and close
     its pipes."""
+    server = debug.process
     if server.poll() is None:
         server.send_signal(signal.SIGINT)
         try:

@@ -16,7 +16,6 @@ from ._session import Session as Session
 from ._session import SessionCheckpoints as SessionCheckpoints
 from ._session import dump_session as dump_session
 from ._session import load_session as load_session
-from ._snapshots import DEFAULT_SNAPSHOT_DIR as DEFAULT_SNAPSHOT_DIR
 from ._snapshots import ArchiveSnapshots as ArchiveSnapshots
 from ._snapshots import SnapshotInfo as SnapshotInfo
 from ._types import DEFAULT_ARCHIVE_LIMITS as DEFAULT_ARCHIVE_LIMITS

@@ -50,6 +50,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from .._errors import FsError, LimitExceededError, NoSpaceError
+from ..posix import open_private_file
 from ..tree import PATH_MAX
 from ._names import needs_escaping
 from ._plan import check_path, check_tree, member_key, plan
@@ -141,7 +142,11 @@ def write_archive(
     files = total = 0
     temp = f"{os.fspath(path)}.partial"
     try:
-        with zipfile.ZipFile(temp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        # 0600 whatever the umask: it holds every file of the workspace, whatever its mode.
+        with (
+            os.fdopen(open_private_file(temp), "w+b") as out_file,
+            zipfile.ZipFile(out_file, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive,
+        ):
             for entry in entries:
                 key = member_key(entry.path, version)
                 mtimes[key] = entry.mtime_ns

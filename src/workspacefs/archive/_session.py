@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._errors import InvalidArgumentError, InvalidContentError, SnapshotNotFoundError
+from ..posix import make_private_directory, write_private_file
 from ._backends import ArchiveBackend, export_archive, import_archive
 from ._snapshots import ArchiveSnapshots, checked_id
 
@@ -65,7 +66,8 @@ class SessionCheckpoints:
     """Checkpoint and roll back a session together with its filesystems.
 
     Archives go to ``<directory>/<filesystem key>/<id>.zip`` and the session
-    state to ``<directory>/<id>.session.json``.
+    state to ``<directory>/<id>.session.json``: 0600 files, in directories
+    made 0700 (they hold every file and the whole state).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class SessionCheckpoints:
     ) -> None:
         self._session = session
         self._dir = Path(directory)
+        make_private_directory(self._dir)
         self._managers = {
             checked_id(key, "filesystem key"): ArchiveSnapshots(fs, self._dir / key)
             for key, fs in filesystems.items()
@@ -94,7 +97,7 @@ class SessionCheckpoints:
                 FilesystemSnapshotRef(key, checkpoint_id, type(self._filesystems[key]).__name__)
             )
         record = {"state": state, "filesystems": [asdict(ref) for ref in refs]}
-        (self._dir / f"{checkpoint_id}.session.json").write_text(json.dumps(record))
+        write_private_file(self._dir / f"{checkpoint_id}.session.json", json.dumps(record).encode())
         return refs
 
     def rollback(self, checkpoint_id: str) -> None:
@@ -116,13 +119,14 @@ def dump_session(
     *,
     filesystem_key: str = "workspace",
 ) -> FilesystemSnapshotRef:
-    """Write ``<id>.jsonl`` (a header line, then one line per state key) and ``<id>.fs.zip``."""
+    """Write ``<id>.jsonl`` (a header line, then one line per state key) and ``<id>.fs.zip``,
+    both 0600, in ``directory`` (made 0700 if it is missing)."""
     checked_id(session_id, "session id")
     checked_id(filesystem_key, "filesystem key")
     state = session.snapshot_state()
     _check_json(state)
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private_directory(folder)
     ref = FilesystemSnapshotRef(filesystem_key, session_id, type(filesystem).__name__)
     export_archive(filesystem, folder / f"{session_id}.fs.zip")
     lines = [
@@ -134,7 +138,8 @@ def dump_session(
         }
     ]
     lines += [{"kind": "state", "key": key, "value": value} for key, value in state.items()]
-    (folder / f"{session_id}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    write_private_file(folder / f"{session_id}.jsonl", text.encode())
     return ref
 
 

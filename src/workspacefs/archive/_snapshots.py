@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
+from ..posix import check_own_directory, make_private_directory
 from ._backends import ArchiveBackend, export_archive, import_archive
 from ._types import MANIFEST
 
@@ -55,10 +56,6 @@ def read_info(snapshot_id: str, archive_path: Path) -> SnapshotInfo:
     )
 
 
-DEFAULT_SNAPSHOT_DIR = Path(tempfile.gettempdir()) / "workspacefs-snapshots"
-"""Where ``ArchiveSnapshots`` keeps archives when given no directory."""
-
-
 class ArchiveSnapshots:
     """Snapshots of one filesystem as ``<snapshot_dir>/<id><suffix>`` archives.
 
@@ -67,8 +64,9 @@ class ArchiveSnapshots:
 
     Args:
         filesystem: The backend to snapshot and roll back.
-        snapshot_dir: Where archives go (default: ``DEFAULT_SNAPSHOT_DIR``, a
-            ``workspacefs-snapshots`` directory under the system temp dir).
+        snapshot_dir: Where archives go (0600 each; made 0700 if missing).
+            Default: ``workspacefs-snapshots-<uid>`` under the system temp dir,
+            refused (``NotPermittedError``) if another user owns it or may write in it.
         suffix: The archives' file name ending (seed 003 names them ``.fs.zip``).
     """
 
@@ -80,8 +78,15 @@ class ArchiveSnapshots:
         suffix: str = ".zip",
     ) -> None:
         self._fs = filesystem
-        self._dir = Path(snapshot_dir) if snapshot_dir is not None else DEFAULT_SNAPSHOT_DIR
-        self._dir.mkdir(parents=True, exist_ok=True)
+        if snapshot_dir is None:
+            # The temp dir is everyone's: a directory of this user's own, refused if
+            # someone else made it first (to read or swap the archives).
+            self._dir = Path(tempfile.gettempdir()) / f"workspacefs-snapshots-{os.geteuid()}"
+            make_private_directory(self._dir)
+            check_own_directory(self._dir)
+        else:
+            self._dir = Path(snapshot_dir)
+            make_private_directory(self._dir)
         if not suffix.endswith(".zip") or "/" in suffix:
             raise InvalidArgumentError("an archive suffix ends in .zip", suffix)
         self._suffix = suffix

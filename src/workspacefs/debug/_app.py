@@ -1,6 +1,7 @@
 """``create_app``: the debug UI's ASGI app (Starlette) over one ``DebugTarget``.
 
-Routes (all GET; errors as in ``_http``):
+Routes (all GET; errors as in ``_http``); every one, and any unknown path,
+needs the run's secret and a Host header naming this server first (``_auth``):
 
 * ``/`` the page, ``/app.js`` and ``/app.css`` its script and style;
 * ``/api/target``, ``/api/snapshots``, ``/api/snapshots/{id}`` (details);
@@ -38,7 +39,6 @@ from urllib.parse import quote
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -46,6 +46,7 @@ from starlette.routing import Route
 from .._errors import NotFoundError
 from ..fs import PATCH_LINE_LIMIT, PatchSource, build_patch, file_patch
 from ..tree import PATH_MAX
+from ._auth import HostRequired, TokenRequired, check_token
 from ._http import (
     ApiError,
     JsonResponse,
@@ -74,10 +75,6 @@ TREE_LIMIT = 1_000_000
 """Most files one ``/api/filesystem/tree`` answer lists (and the most ``limit`` may ask for)."""
 REQUEST_SECONDS = 10.0
 """How long a heavy request works before it answers with what it has, marked so."""
-
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-"""Host headers accepted by default: a page on another site that resolves its own
-name to 127.0.0.1 (DNS rebinding) gets a 400, not the workspace."""
 
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -488,7 +485,8 @@ _EXPECTED = (ApiError, HTTPException, OSError, ValueError, LookupError)
 def create_app(
     target: DebugTarget,
     *,
-    allowed_hosts: Sequence[str] | None = None,
+    token: str,
+    allowed_hosts: Sequence[str] = (),
     request_seconds: float = REQUEST_SECONDS,
     stopping: threading.Event | None = None,
 ) -> Starlette:
@@ -496,8 +494,11 @@ def create_app(
 
     Args:
         target: What to show.
-        allowed_hosts: Host header values served (default: 127.0.0.1,
-            localhost and ::1); ``["*"]`` serves any.
+        token: The secret every request must carry (``new_token()``; at least
+            16 characters): ``?token=`` (which also sets a cookie),
+            ``Authorization: Bearer``, or the cookie; anything else is a 401.
+        allowed_hosts: Host names served besides 127.0.0.1, localhost, ::1 and
+            the address a request arrives at; any other Host is a 400.
         request_seconds: How long a heavy request (a patch, the whole tree) works
             before it answers with what it has, marked as cut short.
         stopping: Set when the server stops: requests under way then answer at
@@ -526,12 +527,14 @@ def create_app(
         Route("/api/filesystem/tree", api.filesystem_tree),
         Route("/api/filesystem/file", api.filesystem_file),
     ]
-    hosts = list(allowed_hosts) if allowed_hosts is not None else list(LOCAL_HOSTS)
     return Starlette(
         routes=routes,
+        # Outermost first: every answer gets the headers; a wrong Host or a missing
+        # token is answered before routing, so no route can be reached without both.
         middleware=[
             Middleware(SecurityHeaders),
-            Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+            Middleware(HostRequired, names=allowed_hosts),
+            Middleware(TokenRequired, token=check_token(token)),
         ],
         exception_handlers={
             **dict.fromkeys(_EXPECTED, exception_response),

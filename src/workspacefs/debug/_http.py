@@ -9,12 +9,13 @@ what                                      status  code
 NUL byte, over-long path, bad parameter   400     bad_request
 a directory where a file is needed        400     is_directory
 a file where a directory is needed        400     not_directory
+Host header not this server (``_auth``)   400     bad_host
+no token, or a wrong one (``_auth``)      401     unauthorized
 unknown snapshot id                       404     unknown_snapshot
 missing file or directory, unknown route  404     not_found
 wrong method                              405     method_not_allowed
 file over the text limit                  413     too_large
 binary file                               415     binary
-Host header not this server               400     (Starlette's)
 malformed archive or session record       500     malformed_archive
 damaged git objects                       500     damaged_snapshot
 storage gone (archive deleted, daemon)    503     unavailable

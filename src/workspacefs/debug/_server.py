@@ -1,8 +1,9 @@
 """Serving the app: ``serve`` until Ctrl-C, or ``start`` in a background thread.
 
 Hypercorn on trio, the loop the rest of the project uses (the FUSE layer,
-the daemon). Bound to 127.0.0.1 unless told otherwise, and then the Host
-header check admits that host too.
+the daemon). Bound to 127.0.0.1 unless told otherwise; an address other
+machines reach only with ``expose=True`` (``--expose``). Each run makes its
+own secret, and the URL it reports carries it (``_auth``).
 """
 
 from __future__ import annotations
@@ -15,26 +16,58 @@ import threading
 import webbrowser
 from collections.abc import Callable, Sequence
 from functools import partial
+from urllib.parse import urlsplit
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
-from .._errors import BackendUnavailableError
-from ._app import LOCAL_HOSTS, create_app
+from .._errors import BackendUnavailableError, NotPermittedError
+from ._app import create_app
+from ._auth import ANY_ADDRESS, is_loopback, new_token
 from ._target import DebugTarget
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
-_ANY = ("0.0.0.0", "::", "")
 
 
 def allowed_hosts_for(host: str) -> list[str]:
-    """The Host header values a server bound to ``host`` answers."""
-    if host in _ANY:
-        return ["*"]  # listening everywhere was asked for; any name may reach it
-    return list(dict.fromkeys([host, *LOCAL_HOSTS]))
+    """The Host names a server bound to ``host`` answers, besides the localhost names
+    and the address a request arrives at: ``host`` itself, or for a wildcard bind
+    (0.0.0.0, ::) this machine's names."""
+    if host in ANY_ADDRESS:
+        return list(dict.fromkeys([socket.gethostname(), socket.getfqdn()]))
+    return [host]
+
+
+def check_exposure(host: str, expose: bool) -> None:
+    """Refuse to bind an address other machines may reach unless ``expose`` says so.
+
+    Raises:
+        NotPermittedError: ``host`` is not a loopback address and ``expose`` is false.
+    """
+    if not expose and not is_loopback(host):
+        raise NotPermittedError(
+            f"refusing to serve the debug UI on {host or 'every address'!r}, which other "
+            "machines can reach: anyone there who learns the URL reads every file of the "
+            "workspace. Pass --expose (expose=True) to do it anyway, or bind 127.0.0.1"
+        )
+
+
+def base_url(bound: str) -> str:
+    """Where a server that reports ``bound`` (hypercorn's ``http://host:port``) is
+    reached from this machine: a wildcard bind through the loopback address."""
+    parts = urlsplit(bound)
+    if parts.hostname in ANY_ADDRESS:
+        loopback = "[::1]" if parts.hostname == "::" else "127.0.0.1"
+        return f"{parts.scheme}://{loopback}:{parts.port}/"
+    return f"{bound}/"
+
+
+def page_url(base: str, token: str) -> str:
+    """The URL to open: the page at ``base``, with the secret."""
+    return f"{base}?token={token}"
 
 
 def check_port(host: str, port: int) -> None:
@@ -64,6 +97,8 @@ def serve(
     port: int = DEFAULT_PORT,
     open_browser: bool = False,
     ready: Callable[[str], None] | None = None,
+    expose: bool = False,
+    token: str | None = None,
 ) -> None:
     """Serve the debug UI for ``target`` until SIGINT (Ctrl-C) or SIGTERM, then return.
 
@@ -75,12 +110,20 @@ def serve(
         host: The interface to bind; 127.0.0.1 keeps it on this machine.
         port: The TCP port (0: any free one).
         open_browser: Open the page in the default browser once it serves.
-        ready: Called with the page's URL once the server listens.
+        ready: Called with the page's URL, which carries the secret, once the
+            server listens.
+        expose: Allow ``host`` to be an address other machines reach.
+        token: The secret (default: a new one, ``new_token()``).
+
+    Raises:
+        NotPermittedError: ``host`` is not a loopback address and ``expose`` is false.
     """
+    check_exposure(host, expose)
     check_port(host, port)
     target.warm()
     stopping = threading.Event()
-    app = create_app(target, allowed_hosts=allowed_hosts_for(host), stopping=stopping)
+    token = new_token() if token is None else token
+    app = create_app(target, token=token, allowed_hosts=allowed_hosts_for(host), stopping=stopping)
     config = _config(host, port, quiet=ready is not None)
 
     async def main() -> None:
@@ -90,7 +133,7 @@ def serve(
                 # hypercorn types ASGI messages as TypedDicts, Starlette as plain dicts.
                 serving = partial(hypercorn_serve, app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
                 binds: list[str] = await nursery.start(serving)
-                url = binds[0] + "/"
+                url = page_url(base_url(binds[0]), token)
                 if ready is not None:
                     ready(url)
                 if open_browser:
@@ -111,6 +154,12 @@ def serve(
 class DebugServer:
     """The debug UI served from a background thread (for tests, notebooks, or an
     agent process showing its own workspace); ``start()`` makes one and starts it.
+
+    ``url`` is the page to open (it carries the secret, ``token``); programs
+    call ``base_url`` with ``Authorization: Bearer <token>``.
+
+    Raises:
+        NotPermittedError: ``host`` is not a loopback address and ``expose`` is false.
     """
 
     def __init__(
@@ -119,12 +168,17 @@ class DebugServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        allowed_hosts: Sequence[str] | None = None,
+        allowed_hosts: Sequence[str] = (),
+        expose: bool = False,
+        token: str | None = None,
     ) -> None:
+        check_exposure(host, expose)
         self._stopping = threading.Event()
+        self.token = new_token() if token is None else token
         self._app = create_app(
             target,
-            allowed_hosts=allowed_hosts or allowed_hosts_for(host),
+            token=self.token,
+            allowed_hosts=[*allowed_hosts_for(host), *allowed_hosts],
             stopping=self._stopping,
         )
         self._config = _config(host, port, quiet=True)
@@ -132,15 +186,20 @@ class DebugServer:
         self._started = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
-        self._url: str | None = None
+        self._bound: str | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="workspacefs-debug", daemon=True)
 
     @property
     def url(self) -> str:
-        """The page's URL, e.g. ``http://127.0.0.1:41234/``."""
-        assert self._url is not None, "start() returns a started server"
-        return self._url
+        """The page's URL with the secret, e.g. ``http://127.0.0.1:41234/?token=...``."""
+        return page_url(self.base_url, self.token)
+
+    @property
+    def base_url(self) -> str:
+        """Where the server answers, without the secret: ``http://127.0.0.1:41234/``."""
+        assert self._bound is not None, "start() returns a started server"
+        return base_url(self._bound)
 
     def _run(self) -> None:
         try:
@@ -161,7 +220,7 @@ class DebugServer:
                 shutdown_trigger=stop.wait,
             )
             binds: list[str] = await nursery.start(serving)
-            self._url = binds[0] + "/"
+            self._bound = binds[0]
             self._started.set()
 
     def start(self, timeout: float = 10.0) -> None:
@@ -173,7 +232,7 @@ class DebugServer:
         """
         check_port(*self._address)
         self._thread.start()
-        if not self._started.wait(timeout) or self._url is None:
+        if not self._started.wait(timeout) or self._bound is None:
             self.close()
             raise BackendUnavailableError(f"the debug server did not start: {self._error!r}", None)
 
@@ -194,12 +253,21 @@ class DebugServer:
 
 
 def start(
-    target: DebugTarget, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0
+    target: DebugTarget,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timeout: float = 10.0,
+    expose: bool = False,
 ) -> DebugServer:
     """Serve ``target`` from a background thread; returns once it listens.
 
-    Close the returned server (or use it as a context manager) to stop it.
+    Close the returned server (or use it as a context manager) to stop it;
+    open its ``url`` (which carries the run's secret).
+
+    Raises:
+        NotPermittedError: ``host`` is not a loopback address and ``expose`` is false.
     """
-    server = DebugServer(target, host=host, port=port)
+    server = DebugServer(target, host=host, port=port, expose=expose)
     server.start(timeout)
     return server

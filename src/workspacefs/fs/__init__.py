@@ -35,6 +35,7 @@ from ._history import SnapshotChanges as SnapshotChanges
 from ._history import change_kind as change_kind
 from ._hydrate import SPECIAL_BITS as SPECIAL_BITS
 from ._hydrate import HostMount as HostMount
+from ._hydrate import sanitised_mode as sanitised_mode
 from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
 from ._limits import Limits as Limits
 from ._links import LinkReach as LinkReach
@@ -189,6 +190,7 @@ __all__ = [
     "recorded_int",
     "recorded_time",
     "register_archive_verbs",
+    "sanitised_mode",
     "short_id",
     "snapshot_label",
     "to_json",

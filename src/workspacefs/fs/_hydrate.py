@@ -9,8 +9,9 @@ symlink is not entered) and each file is opened beneath the source with
 ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`` or its component walk.
 Symlinks are copied when their target stays inside ``host_path`` as written,
 and refused (the whole hydration, nothing changed) when their chain of links
-would lead out anyway (``link_reach``). Setuid, setgid and sticky bits are
-dropped unless ``HostMount.special_modes`` asks for them.
+would lead out anyway (``link_reach``). Setuid and setgid bits are dropped
+unless ``HostMount.special_modes`` asks for them (``sanitised_mode``); a
+directory keeps its sticky bit, and the copied directory its own mode.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ._patterns import path_matcher
 from ._resolve import locate
 
 SPECIAL_BITS = _stat.S_ISUID | _stat.S_ISGID | _stat.S_ISVTX
+"""Setuid, setgid and sticky: the bits copies from elsewhere lose unless asked."""
 # Host paths follow POSIX limits, not the per-call protocol limits.
 _HOST_LIMITS = Limits(max_path_depth=4096, max_segment_length=NAME_MAX)
 
@@ -221,15 +223,24 @@ def hydrate(
             copied = _copy_file(tree, parent, name, source, item, single, mount, owner, budget)
             if budget is not None:
                 budget -= copied
-        for item in directories:  # last: adding entries touched their times
-            ino = tree.resolve_path(f"{destination}/{item.path}".strip("/"))
-            if ino is not None:
-                mode = _mode(item.info.st_mode, mount)
-                tree.setattr(ino, mode=_stat.S_IMODE(mode), mtime_ns=item.info.st_mtime_ns)
+        if not single:  # last: adding entries touched their times
+            top = _Item("", os.fstat(source))  # the directory itself: --from DIR's root
+            _copy_directory_attributes(tree, destination, [*directories, top], mount)
     finally:
         os.close(handle)
         backend.close()
     return len(chosen)
+
+
+def _copy_directory_attributes(
+    tree: Tree, destination: str, directories: list[_Item], mount: HostMount
+) -> None:
+    """Give the directories copied to ``destination`` their host modes and mtimes."""
+    for item in directories:
+        ino = tree.resolve_path(f"{destination}/{item.path}".strip("/"))
+        if ino is not None:
+            mode = sanitised_mode(item.info.st_mode, mount.special_modes)
+            tree.setattr(ino, mode=_stat.S_IMODE(mode), mtime_ns=item.info.st_mtime_ns)
 
 
 def _reserve(tree: Tree, chosen: list[_Item], shown: str) -> None:
@@ -253,8 +264,20 @@ def _reserve(tree: Tree, chosen: list[_Item], shown: str) -> None:
         )
 
 
-def _mode(mode: int, mount: HostMount) -> int:
-    return mode if mount.special_modes else mode & ~SPECIAL_BITS
+def sanitised_mode(mode: int, keep_special: bool) -> int:
+    """``mode`` as a copy from elsewhere (a host directory, an archive, a repository)
+    takes it: without setuid and setgid, and without a file's sticky bit, unless
+    ``keep_special``.
+
+    A directory's sticky bit stays: it only takes rights away (only an entry's
+    owner may remove or rename it), and without it a world-writable directory
+    such as ``/dev/shm`` (1777) would let anyone delete anyone's files.
+    """
+    if keep_special:
+        return mode
+    if _stat.S_ISDIR(mode):
+        return mode & ~(_stat.S_ISUID | _stat.S_ISGID)
+    return mode & ~SPECIAL_BITS
 
 
 def _copy_file(
@@ -298,7 +321,8 @@ def _copy_file(
         tree.truncate(ino, max(info.st_size, tree.node(ino).size))  # a trailing hole
     finally:
         os.close(fd)
-    tree.setattr(ino, mode=_stat.S_IMODE(_mode(info.st_mode, mount)), mtime_ns=info.st_mtime_ns)
+    mode = sanitised_mode(info.st_mode, mount.special_modes)
+    tree.setattr(ino, mode=_stat.S_IMODE(mode), mtime_ns=info.st_mtime_ns)
     return copied
 
 

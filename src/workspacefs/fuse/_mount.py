@@ -47,6 +47,7 @@ import trio
 from .._errors import (
     BackendUnavailableError,
     BusyError,
+    InvalidArgumentError,
     MountedInsideError,
     MountLostError,
     NotADirectoryFsError,
@@ -539,10 +540,12 @@ def mount(
             a snapshot view from ``fs.at(snapshot)`` (always read-only).
         mountpoint: An existing empty directory.
         allow_other: Let other users and containers in (the kernel still checks
-            modes with ``default_permissions``); root, or ``user_allow_other``
-            in /etc/fuse.conf (scripts/setup.sh adds it), is needed for it.
+            modes with ``default_permissions``, so the root's mode decides:
+            0700 keeps them out); root, or ``user_allow_other`` in
+            /etc/fuse.conf (scripts/setup.sh adds it), is needed for it.
         read_only: Refuse every write with EROFS.
-        default_permissions: Let the kernel check modes and owners.
+        default_permissions: Let the kernel check modes and owners. Without
+            it nothing is checked, so it is refused with ``allow_other``.
         fsname: Shown as the source in ``mount`` and ``df``.
         cache: Kernel cache timeouts; API changes are invalidated explicitly.
         show_snapshots: Serve ``/.snapshots/<tag or id>/``, read-only views of
@@ -572,10 +575,17 @@ def mount(
     of it as free (see ``InMemoryFilesystem``).
 
     Raises:
+        InvalidArgumentError: ``allow_other`` without ``default_permissions``.
         BusyError: Another mount is active in this process, or the path is mounted.
         BackendUnavailableError: The kernel refused the mount, or it did not answer.
         MountLostError: On leaving the block, if the loop died meanwhile.
     """
+    if allow_other and not default_permissions:
+        raise InvalidArgumentError(
+            "allow_other without default_permissions would let every local user read and "
+            "write every file, whatever its mode",
+            os.fspath(mountpoint),
+        )
     path = _usable_mountpoint(mountpoint)
     read_only = read_only or filesystem.read_only or not isinstance(filesystem.view, Tree)
     operations = WorkspaceOperations(

@@ -51,6 +51,7 @@ from ._remote import list_snapshots as list_snapshots
 from ._remote import prune as prune
 from ._remote import push as push
 from ._repo import Identity as Identity
+from ._repo import create_repository as create_repository
 from ._repo import data_directory as data_directory
 from ._repo import default_repository as default_repository
 from ._repo import open_repository as open_repository

@@ -31,11 +31,11 @@ from pygit2.enums import ObjectType
 from .._errors import FsError, LimitExceededError, NoSpaceError
 from ..fs import (
     MAX_FILE_SIZE,
-    SPECIAL_BITS,
     available_memory,
     recorded_id,
     recorded_int,
     recorded_time,
+    sanitised_mode,
 )
 from ..tree import NAME_MAX, validate_name
 from ._objects import TreeEntry, decode_name, read_blob, read_tree
@@ -124,8 +124,7 @@ class Entry:
                 )
             if kind not in _KINDS and kind not in _DEVICES:
                 raise ValueError(f"mode {mode:#o} is no file type")
-            if not special_modes:
-                mode &= ~SPECIAL_BITS
+            mode = sanitised_mode(mode, special_modes)
             link = raw.get("link")
             if link is not None and (type(link) is not int or kind == _stat.S_IFDIR):
                 raise ValueError(f"link {link!r} is not a hard link group of a file")

@@ -9,6 +9,7 @@ from datetime import datetime
 import pygit2
 
 from .._errors import InvalidArgumentError, NotFoundError, SnapshotError
+from ..posix import make_private_directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +50,16 @@ def sync_writes() -> None:
     pygit2.settings.enable_fsync_gitdir(True)
 
 
+def create_repository(path: str | os.PathLike[str]) -> pygit2.Repository:
+    """A new bare repository at ``path``: a directory made for it is its owner's alone
+    (0700, whatever the umask), so the objects below it, every file of a workspace
+    whatever its mode, are too; an empty directory already there keeps its mode."""
+    make_private_directory(path)
+    return pygit2.init_repository(os.fspath(path), bare=True)
+
+
 def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> pygit2.Repository:
-    """Open the bare repository at ``path`` (creating it if asked).
+    """Open the bare repository at ``path`` (creating it if asked, ``create_repository``).
 
     Raises:
         NotFoundError: Missing and not ``create``.
@@ -61,7 +70,7 @@ def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> py
     if not os.path.exists(location):
         if not create:
             raise NotFoundError("no repository here", location)
-        repository = pygit2.init_repository(location, bare=True)
+        repository = create_repository(location)
         repository.config["gc.auto"] = "0"  # snapshot refs come and go; pruning is explicit
         return repository
     try:

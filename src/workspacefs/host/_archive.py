@@ -10,9 +10,11 @@ ones move in, the old ones are deleted. Every step is relative to a
 descriptor this import opened itself: the staging directory and each
 directory made in it stay the ones it made, whatever another process renames
 or swaps meanwhile, so nothing is ever written outside the root. Modes are
-sanitised: setuid, setgid and sticky bits are dropped unless the caller asks
-for them, and never honoured for an archive from elsewhere when the importer
-is root (a root-owned setuid file would be a gift to whoever wrote the archive).
+sanitised (``fs.sanitised_mode``): setuid, setgid and a file's sticky bit are
+dropped unless the caller asks for them (a directory keeps its sticky bit,
+which only takes rights away), and never honoured for an archive from
+elsewhere when the importer is root (a root-owned setuid file would be a gift
+to whoever wrote the archive).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..archive import (
     symlink_target,
     write_archive,
 )
+from ..fs import sanitised_mode
 from ..posix import (
     DIRECTORY_FLAGS,
     Walked,
@@ -49,12 +52,6 @@ from ..posix import (
 )
 
 STAGING_PREFIX = ".workspacefs-import-"
-SPECIAL_BITS = _stat.S_ISUID | _stat.S_ISGID | _stat.S_ISVTX
-
-
-def sanitised(mode: int, keep_special: bool) -> int:
-    """``mode`` without setuid, setgid and sticky bits unless ``keep_special``."""
-    return mode if keep_special else mode & ~SPECIAL_BITS
 
 
 def check_special_modes(special_modes: bool, *, trusted: bool) -> None:
@@ -153,7 +150,7 @@ class HostArchiveTarget:
         _, fd, entry = self._open.pop()
         try:  # modes last: a read-only directory is filled first
             if entry is not None:
-                mode = sanitised(entry.mode, self._special)
+                mode = sanitised_mode(entry.mode, self._special)
                 set_attributes(fd, mode=mode, mtime_ns=entry.mtime_ns)
             else:
                 set_attributes(fd, mode=0o755)
@@ -185,7 +182,7 @@ class HostArchiveTarget:
                     view = memoryview(block)
                     while view:
                         view = view[os.write(fd, view) :]
-                mode = sanitised(entry.mode, self._special)
+                mode = sanitised_mode(entry.mode, self._special)
                 set_attributes(fd, mode=mode, mtime_ns=entry.mtime_ns)
             finally:
                 os.close(fd)

@@ -144,7 +144,10 @@ class GitShadowProvider:
         and set up every time (idempotent): alternates to the user's objects, and the
         seed's settings."""
         if not os.path.exists(os.path.join(path, "HEAD")):
+            # The seed's ``--shared=group``, in a directory that stays its owner's: the
+            # working copy's untracked files are in there too (docs/security.md).
             pygit2.init_repository(path, bare=True, mode=RepositoryInitMode.SHARED_GROUP)
+            os.chmod(path, 0o2700)
         alternates = os.path.join(path, "objects", "info", "alternates")
         os.makedirs(os.path.dirname(alternates), exist_ok=True)
         user_objects = os.path.join(os.path.realpath(self._user.path), "objects")

@@ -52,6 +52,7 @@ from ..git import (
     MODE_TREE,
     Identity,
     RefNamespace,
+    create_repository,
     decode_name,
     encode_name,
     read_blob,
@@ -337,7 +338,7 @@ class GitSnapshots:
         if git_dir == self._root or git_dir.startswith(self._root + os.sep):
             raise InvalidArgumentError("the git dir must be outside the workspace root", git_dir)
         if not os.path.exists(os.path.join(git_dir, "HEAD")):
-            pygit2.init_repository(git_dir, bare=True)
+            create_repository(git_dir)  # it holds every file of the root: its owner's only
         repo = pygit2.Repository(git_dir)
         owner = _config(repo, _OWNER_KEY)
         if owner is not None and owner != self._root:

@@ -5,8 +5,10 @@ backend, its snapshots, archives and worktrees, the shadow provider,
 hydration): paths resolved beneath an open directory with ``openat2``
 (``RESOLVE_BENEATH``) or ``*at`` calls with ``O_NOFOLLOW``, files checked
 before a byte moves, directories walked through their parents' descriptors,
-and files, links and directories replaced atomically; and the kernel's mount
-table, parsed once (``mount_table``). Standard library only.
+and files, links and directories replaced atomically; files and directories
+made for their owner alone (``make_private_directory``, ``open_private_file``);
+and the kernel's mount table, parsed once (``mount_table``). Standard library
+only.
 """
 
 from ._descriptors import BLOCK as BLOCK
@@ -26,6 +28,10 @@ from ._mounts import MountEntry as MountEntry
 from ._mounts import canonical_mountpoint as canonical_mountpoint
 from ._mounts import mount_table as mount_table
 from ._mounts import mounts_under as mounts_under
+from ._private import check_own_directory as check_own_directory
+from ._private import make_private_directory as make_private_directory
+from ._private import open_private_file as open_private_file
+from ._private import write_private_file as write_private_file
 from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
 from ._replace import clear_directory as clear_directory
 from ._replace import copy_content as copy_content
@@ -44,13 +50,16 @@ __all__ = [
     "OpenDirectories",
     "Walked",
     "canonical_mountpoint",
+    "check_own_directory",
     "clear_directory",
     "copy_content",
     "make_directories",
+    "make_private_directory",
     "mount_table",
     "mounts_under",
     "open_beneath",
     "open_directory",
+    "open_private_file",
     "open_regular",
     "openat2_available",
     "read_blocks",
@@ -63,4 +72,5 @@ __all__ = [
     "scan_directory",
     "set_attributes",
     "walk_directory",
+    "write_private_file",
 ]

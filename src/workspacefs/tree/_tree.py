@@ -77,7 +77,8 @@ class Tree(TreeView):
     Args:
         uid: Owner of the root directory.
         gid: Group of the root directory.
-        mode: Permission bits of the root directory.
+        mode: Permission bits of the root directory (0700: a workspace starts as
+            private as ``mkdtemp`` makes a directory; a hydrated one takes its source's).
         budget: Counts the memory the tree's file data holds (its versions'
             too) and refuses writes past its limit with ENOSPC; default: a
             budget without a limit, which only counts.
@@ -108,7 +109,7 @@ class Tree(TreeView):
         *,
         uid: int = 0,
         gid: int = 0,
-        mode: int = 0o755,
+        mode: int = 0o700,
         budget: MemoryBudget | None = None,
     ) -> None:
         # Epoch numbers come from one counter per family of forks (see ``fork``).

@@ -766,6 +766,11 @@ async function refresh() {
 }
 
 async function start() {
+  // The URL's token has become a cookie the page cannot read: keep it out of the
+  // address bar, the history and anything copied from there.
+  if (new URLSearchParams(location.search).has("token")) {
+    history.replaceState(null, "", location.pathname + location.hash);
+  }
   $("#timeline").addEventListener("keydown", onTimelineKey);
   $("#tree").addEventListener("keydown", onTreeKey);
   document.addEventListener("keydown", onGlobalKey);
