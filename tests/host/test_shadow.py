@@ -214,4 +214,5 @@ def test_bad_names_refused(repo: Path, tmp_path: Path) -> None:
 def test_a_new_separate_shadow_is_private_whatever_the_umask(repo: Path, tmp_path: Path) -> None:
     with umask(0o000):
         GitShadowProvider(repo, session_id="s9", shadow=tmp_path / "shadow.git").snapshot()
-    assert stat.S_IMODE((tmp_path / "shadow.git").stat().st_mode) == 0o700
+    # The owner's alone; the setgid bit is the seed's --shared=group.
+    assert stat.S_IMODE((tmp_path / "shadow.git").stat().st_mode) == 0o2700
