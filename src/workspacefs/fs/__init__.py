@@ -46,6 +46,9 @@ from ._outcomes import MergeResult as MergeResult
 from ._outcomes import MergeSide as MergeSide
 from ._outcomes import PersistedSnapshot as PersistedSnapshot
 from ._outcomes import PersistResult as PersistResult
+from ._outcomes import RefRefused as RefRefused
+from ._outcomes import RefWritten as RefWritten
+from ._outcomes import TransferResult as TransferResult
 from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
 from ._patch import FilesystemSource as FilesystemSource
 from ._patch import Patch as Patch
@@ -142,6 +145,8 @@ __all__ = [
     "PruneResult",
     "ReadBytesResult",
     "ReadResult",
+    "RefRefused",
+    "RefWritten",
     "SnapshotBytes",
     "SnapshotChanges",
     "SnapshotKind",
@@ -154,6 +159,7 @@ __all__ = [
     "SnapshotableFilesystem",
     "SpaceShare",
     "SpaceUsage",
+    "TransferResult",
     "TreeEntry",
     "TreeFilesystem",
     "WorkspaceSpace",
