@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-latency-hint", dest="latency_hint", action="store_false")
     parser.add_argument("--load-limit", dest="load_limits", action="append", default=[])
     parser.add_argument("--special-modes", action="store_true")
+    parser.add_argument("--blame-full-commands", action="store_true")
     parser.add_argument("--name")
     parser.add_argument("--store")
     parser.add_argument("--durability", default="interval")
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         latency_hint=args.latency_hint,
         load_limits=tuple(args.load_limits),
         special_modes=args.special_modes,
+        blame_full_commands=args.blame_full_commands,
         name=args.name,
         store=args.store,
         durability=args.durability,

@@ -47,16 +47,16 @@ def daemon_command(options: DaemonOptions, *, ready_fd: int | None, detach: bool
         command += ["--from", options.source]
     if options.repository is not None:
         command += ["--persist", options.repository]
-    if options.read_only:
-        command.append("--read-only")
-    if not options.allow_other:
-        command.append("--no-allow-other")
-    if not options.latency_hint:
-        command.append("--no-latency-hint")
+    switches = {
+        "--read-only": options.read_only,
+        "--no-allow-other": not options.allow_other,
+        "--no-latency-hint": not options.latency_hint,
+        "--special-modes": options.special_modes,
+        "--blame-full-commands": options.blame_full_commands,
+    }
+    command += [switch for switch, on in switches.items() if on]
     for setting in options.load_limits:
         command += ["--load-limit", setting]
-    if options.special_modes:
-        command.append("--special-modes")
     if options.name is not None:
         command += ["--name", options.name]
     if options.store is not None:
@@ -161,6 +161,7 @@ def start(
     latency_hint: bool = True,
     load_limits: Sequence[str] = (),
     special_modes: bool = False,
+    blame_full_commands: bool = False,
     name: str | None = None,
     store: str | None = None,
     durability: str = "interval",
@@ -180,6 +181,8 @@ def start(
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the devices a
             git source records.
+        blame_full_commands: Blame keeps writers' full command lines, secrets
+            included (default: masked, see ``Cause.redacted``).
         name: The workspace's name; a stopped workspace of that name is resumed
             (None: a new name is made, unless ``store`` is given).
         store: Keep the workspace in this store directory instead.
@@ -209,6 +212,7 @@ def start(
         latency_hint=latency_hint,
         load_limits=tuple(load_limits),
         special_modes=special_modes,
+        blame_full_commands=blame_full_commands,
         name=name,
         store=None if store is None else os.path.abspath(store),
         durability=durability,

@@ -6,6 +6,8 @@ from ..tree import ChangeKind as ChangeKind
 from ..tree import PathChange as PathChange
 from ..tree import attributed as attributed
 from ..tree import current_cause as current_cause
+from ..tree import redact_command as redact_command
+from ..tree import redact_text as redact_text
 from ._backend import Kind as Kind
 from ._budget import MemoryUsage as MemoryUsage
 from ._budget import available_memory as available_memory
@@ -189,6 +191,8 @@ __all__ = [
     "recorded_id",
     "recorded_int",
     "recorded_time",
+    "redact_command",
+    "redact_text",
     "short_id",
     "snapshot_label",
     "to_json",

@@ -76,6 +76,11 @@ class InMemoryFilesystem(TreeFilesystem):
             and changes nothing. Default: half of the memory this process can
             still allocate (``default_memory_budget``). A mount's statfs shows it
             as the size.
+        blame_full_commands: Record the command lines and labels of causes as they
+            are. By default blame keeps them with their secrets masked
+            (``Cause.redacted``: passwords, tokens, keys in flags, headers,
+            ``KEY=value`` pairs and URLs), so history, and the git objects
+            ``persist`` writes from it, never hold them; settable.
     """
 
     def __init__(
@@ -88,6 +93,7 @@ class InMemoryFilesystem(TreeFilesystem):
         retention: SnapshotRetentionPolicy | None = None,
         workspace_id: str | None = None,
         memory_budget: int | None = None,
+        blame_full_commands: bool = False,
     ) -> None:
         limit = default_memory_budget() if memory_budget is None else memory_budget
         self._init(
@@ -102,6 +108,7 @@ class InMemoryFilesystem(TreeFilesystem):
             origin=None,
             family=WeakRegistry(),
         )
+        self.blame_full_commands = blame_full_commands
 
     def _init(
         self,
@@ -433,6 +440,17 @@ class InMemoryFilesystem(TreeFilesystem):
     @attribution.setter
     def attribution(self, on: bool) -> None:
         self._live.attributing = bool(on)
+
+    @property
+    def blame_full_commands(self) -> bool:
+        """Whether causes are recorded with their full command lines and labels
+        (default False: with their secrets masked, see ``Cause.redacted``); settable,
+        for the changes made from then on. Forks take it with the rest."""
+        return self._live.blame_full_commands
+
+    @blame_full_commands.setter
+    def blame_full_commands(self, on: bool) -> None:
+        self._live.blame_full_commands = bool(on)
 
     def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
         """What ``snapshot`` changed since the snapshot before it (None: what the live
