@@ -77,9 +77,12 @@ from ._results import ReadBytesResult as ReadBytesResult
 from ._results import ReadResult as ReadResult
 from ._results import WriteMode as WriteMode
 from ._results import WriteResult as WriteResult
+from ._snapshot_names import MAX_NAME as MAX_NAME
 from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
 from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
 from ._snapshot_names import SnapshotSelector as SnapshotSelector
+from ._snapshot_names import check_name as check_name
+from ._snapshot_names import check_tag as check_tag
 from ._snapshot_names import find_snapshot as find_snapshot
 from ._snapshot_names import short_id as short_id
 from ._snapshot_names import snapshot_label as snapshot_label
@@ -106,6 +109,7 @@ __all__ = [
     "LAST_TIME_NS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
+    "MAX_NAME",
     "MIN_ID_PREFIX",
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
@@ -174,6 +178,8 @@ __all__ = [
     "change_kind",
     "changed_paths",
     "changed_since",
+    "check_name",
+    "check_tag",
     "content_digest",
     "current_cause",
     "default_memory_budget",

@@ -44,6 +44,7 @@ from ._history import (
 )
 from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
+from ._snapshot_names import check_tag
 from ._snapshots import (
     FilesystemDiff,
     FilesystemSnapshot,
@@ -311,7 +312,14 @@ class InMemoryFilesystem(TreeFilesystem):
     # -- snapshots -------------------------------------------------------------
 
     def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
-        """Freeze the live tree in O(1) and record it."""
+        """Freeze the live tree in O(1) and record it.
+
+        Raises:
+            InvalidArgumentError: ``tag`` breaks the rule of tags (``check_tag``):
+                refused here, not when the snapshot is persisted.
+        """
+        if tag is not None:
+            check_tag(tag)
         with self._live.lock:
             version = self._live.snapshot()
             parent = self._current
