@@ -136,3 +136,46 @@ def test_a_merge_of_a_fork_is_blamed_on_its_caller(daemons: Daemons) -> None:
             assert fs.merge_fork("f").applied
         (entry,) = fs.blame("from-fork.txt")
     assert (entry.snapshot, entry.kind, entry.causes) == (None, "added", (TOOL,))
+
+
+AGENT = (
+    "import sys, workspacefs\n"
+    "with workspacefs.connect(sys.argv[-1]) as fs:\n"
+    "    fs.write('agent.txt', 'x')\n"
+)
+API_KEY = "sk-ant-api03-abcdefghijklmnopqrstuvwx"
+
+
+def test_a_clients_secrets_stay_out_of_blame_and_log(daemons: Daemons, tmp_path: Path) -> None:
+    """An agent started with ``--api-key=...``: its calls carry its command line, and
+    the daemon records it masked; ``blame`` and ``log --files`` show no key."""
+    record = daemons.start()
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    argv = [sys.executable, "agent.py", f"--api-key={API_KEY}", record.socket]
+    assert subprocess.run(argv, env=env, cwd=tmp_path, check=False).returncode == 0
+    mountpoint = str(record.mountpoint)
+    blamed = cli("blame", "agent.txt", "--json", cwd=mountpoint)
+    logged = cli("log", "--files", cwd=mountpoint)
+    assert (blamed.returncode, logged.returncode) == (0, 0)
+    ((cause,),) = [entry["causes"] for entry in json.loads(blamed.stdout)]
+    assert cause["command"][-2] == "--api-key=***"
+    assert "--api-key=***" in logged.stdout
+    assert API_KEY not in blamed.stdout + logged.stdout
+
+
+def test_mount_blame_full_commands_keeps_the_line(tmp_path: Path) -> None:
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    started = cli("mount", str(mountpoint), "--blame-full-commands")
+    assert started.returncode == 0, started.stderr
+    try:
+        env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+        argv = [sys.executable, "-c", AGENT, f"--api-key={API_KEY}", str(mountpoint)]
+        assert subprocess.run(argv, env=env, check=False).returncode == 0
+        with connect(str(mountpoint)) as fs:
+            ((cause,),) = [entry.causes for entry in fs.blame("agent.txt")]
+        assert cause.command[-2] == f"--api-key={API_KEY}"
+    finally:
+        assert cli("unmount", str(mountpoint)).returncode == 0

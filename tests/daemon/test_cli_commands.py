@@ -210,12 +210,19 @@ def test_persist_then_load_back_and_move(workspace: Path, tmp_path: Path) -> Non
     assert human.startswith(f"Persisted {persisted['snapshot']['snapshot_id'][:8]} (saved) as ")
     backup = tmp_path / "backup.git"
     subprocess.run(["git", "init", "-q", "--bare", str(backup)], check=True)
-    assert cli_json("push", str(workspace), str(backup)) == {
-        "repository": repository,
-        "url": str(backup),
-        "push": True,
-    }
-    assert "Fetched" in cli_ok("fetch", str(workspace), str(backup))
+    pushed = cli_json("push", str(workspace), str(backup))
+    assert isinstance(pushed, dict)
+    assert (pushed["repository"], pushed["url"], pushed["refused"]) == (repository, str(backup), [])
+    assert sorted(w["name"].split("/", 3)[3] for w in pushed["written"]) == [
+        "meta/1",
+        "meta/2",
+        "snapshots/1",
+        "snapshots/2",
+        "tags/saved",
+    ]
+    fetched = cli_ok("fetch", str(workspace), str(backup))
+    assert fetched.startswith(f"Fetched {repository} from {backup}\n")
+    assert "0 refs written, 5 already there, 0 refused" in fetched
     again = tmp_path / "again"
     again.mkdir()
     cli_ok("mount", str(again), "--from", f"{backup}#saved")

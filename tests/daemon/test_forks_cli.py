@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.daemon import SOURCE_ROOT, Daemons, cli, cli_json, cli_mounted, cli_ok, demo_source
-from workspacefs import AlreadyExistsError, NotFoundError
+from workspacefs import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from workspacefs.daemon import connect
 
 NOBODY = 65534
@@ -73,6 +74,36 @@ def test_forks_through_the_client(daemons: Daemons) -> None:
         with pytest.raises(NotFoundError):
             fs.drop_fork("old")
         assert fs.status()["forks"] == 1
+
+
+BAD_FORK_NAMES = {
+    "two\nlines": "'\\n'",
+    "tab\there": "'\\t'",
+    "-rf": "start with a letter or digit",
+    ".snapshots": "start with a letter or digit",
+    ".forks": "start with a letter or digit",
+    "a:b": "':'",
+    "héllo": "'é'",
+}
+
+
+def test_a_fork_name_a_table_cannot_show_is_refused(ws: Path) -> None:
+    """Names with a newline, a tab, a leading '-' or '.', ... are refused where they are
+    given, with the reason; no fork is made, and the ``forks`` table stays one line a
+    fork."""
+    with connect(str(ws)) as fs:
+        for name, reason in BAD_FORK_NAMES.items():
+            with pytest.raises(InvalidArgumentError, match=re.escape(reason)):
+                fs.fork(name)
+        assert fs.forks() == []
+    refused = cli("fork", "--name", "two\nlines", cwd=ws)
+    assert refused.returncode == 1
+    assert "fork name 'two\\nlines' holds '\\n'" in refused.stderr
+    assert sorted(os.listdir(ws / ".forks")) == []
+    cli_ok("fork", "--name", "good-1", cwd=ws)
+    table = cli_ok("forks", cwd=ws).splitlines()
+    assert len(table) == 2  # the header and good-1
+    assert table[1].split()[0] == "good-1"
 
 
 def test_fork_merge_and_drop_from_the_command_line(ws: Path) -> None:

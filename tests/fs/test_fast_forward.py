@@ -79,7 +79,7 @@ def test_snapshots_and_a_restore_of_the_origin_do_not_count_as_changes() -> None
     early = origin.snapshot()
     origin.write("a", "2")
     fork = origin.fork()
-    origin.snapshot(tag="nothing changed")
+    origin.snapshot(tag="nothing-changed")
     fork.write("b", "fork")
     assert origin.fast_forward(fork)
     assert files(origin) == {"a": b"2", "b": b"fork"}

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from support.command_lines import SECRETS
 from workspacefs import Cause, attributed
+from workspacefs import git as wgit
 from workspacefs.fs import CAUSE_VARIABLE
 from workspacefs.fuse import RequestCauses
 from workspacefs.tree import Tree
@@ -97,6 +100,45 @@ def test_attribution_off_blames_nobody(mounted: Mounted) -> None:
     run("sh", "-c", f"echo on > {mounted.path('on.txt')}")
     assert [e.causes for e in mounted.fs.blame("off.txt")] == [()]
     assert [len(e.causes) for e in mounted.fs.blame("on.txt")] == [1]
+
+
+def test_persisted_history_holds_none_of_the_writers_secrets(
+    mounted: Mounted, tmp_path: Path
+) -> None:
+    """Processes whose command lines (and sandbox calls' labels) carry secrets write
+    through the mount; blame shows them masked, and not one secret reaches a git
+    object ``persist`` writes (``push`` would send them all)."""
+    for index, (argv, _) in enumerate(SECRETS):
+        out = mounted.path(f"out-{index}.txt")
+        call = Cause.call("shell", f"toolu_{index}", shlex.join(argv)).environment()
+        # ``sh -c SCRIPT ARGV...``: the process's command line holds the whole of argv.
+        run("sh", "-c", 'printf %s "$0" > "$OUT"', *argv, env={"OUT": out, CAUSE_VARIABLE: call})
+    (first,) = mounted.fs.blame("out-0.txt")
+    (cause,) = first.causes
+    assert cause.command[:4] == ("sh", "-c", 'printf %s "$0" > "$OUT"', "curl")
+    assert "Authorization: ***" in cause.command
+    assert cause.label is not None
+    assert "'Authorization: ***'" in cause.label
+    mounted.fs.snapshot(tag="written")
+    repo = tmp_path / "history.git"
+    wgit.persist(mounted.fs, mounted.fs.snapshots()[-1], repo)
+    objects = subprocess.run(
+        ["git", f"--git-dir={repo}", "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert b"Authorization: ***" in objects  # the history is there, masked
+    leaked = [s for _, secrets in SECRETS for s in secrets if s.encode() in objects]
+    assert leaked == []
+
+
+def test_full_command_lines_through_the_mount_when_the_workspace_asks(mounted: Mounted) -> None:
+    mounted.fs.blame_full_commands = True
+    argv, secrets = SECRETS[0]
+    run("sh", "-c", 'printf x > "$OUT"', *argv, env={"OUT": mounted.path("full.txt")})
+    (entry,) = mounted.fs.blame("full.txt")
+    assert entry.causes[0].command[3:] == argv
+    assert secrets[0] in " ".join(entry.causes[0].command)
 
 
 # -- RequestCauses on a /proc of files ---------------------------------------------------

@@ -87,11 +87,11 @@ def test_tags_with_and_without_colons_keep_apart(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("tag", ["a b", "two\nlines", ":leading", "a:%3A", "a" + ":" * 127])
-def test_other_tags_git_cannot_hold_are_still_refused(tmp_path: Path, tag: str) -> None:
+def test_other_tags_git_cannot_hold_are_refused_when_taken(tag: str) -> None:
     fs = InMemoryFilesystem()
-    with pytest.raises(InvalidArgumentError, match="ref name"):
-        wgit.persist(fs, fs.snapshot(tag=tag), tmp_path / "repo.git")
-    assert not (tmp_path / "repo.git").exists()
+    with pytest.raises(InvalidArgumentError, match="tag"):
+        fs.snapshot(tag=tag)
+    assert fs.snapshots() == []
 
 
 @pytest.mark.parametrize("call_id", ["x.lock.", "x.lock...", "y.lock" + "." * 130])
@@ -108,3 +108,16 @@ def test_a_call_id_that_ends_as_a_lock_file_once_its_dots_go_still_persists(
         wgit.persist(fs, record, tmp_path / "repo.git")
         loaded = wgit.load(tmp_path / "repo.git", record.tag, workspace=fs.workspace_id)
         assert [snapshot.tag for snapshot in loaded.snapshots()] == [record.tag]
+
+
+def test_a_tag_that_reads_as_a_commit_id_names_the_tagged_snapshot(tmp_path: Path) -> None:
+    """The workspace's tags come before git's own reading of a name (an id prefix)."""
+    repo = tmp_path / "repo.git"
+    fs = InMemoryFilesystem()
+    fs.write("f", "first")
+    first = wgit.persist(fs, fs.snapshot(), repo)
+    prefix = first.commit[:8] if not first.commit[:8].isdigit() else first.commit[:8] + "x"
+    fs.write("f", "tagged")
+    wgit.persist(fs, fs.snapshot(tag=prefix), repo)
+    assert wgit.load(repo, prefix, workspace=fs.workspace_id).read("f").content == "tagged"
+    assert wgit.load(repo, first.commit, workspace=fs.workspace_id).read("f").content == "first"

@@ -62,12 +62,18 @@ def test_mounts_under_a_path_reached_through_a_link(tmp_path: Path) -> None:
             assert mounts_under(tmp_path / "link" / "outer" / "inner") == [str(inner)]
 
 
-def test_canonical_mountpoint_leaves_the_last_component(tmp_path: Path) -> None:
+def test_canonical_mountpoint_resolves_a_last_component_only_if_it_is_a_link(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to("real")
-    (tmp_path / "real" / "last").symlink_to(tmp_path)
-    # The last component may be a stale mount, which cannot be looked into.
-    assert canonical_mountpoint(tmp_path / "link" / "last") == str(tmp_path / "real" / "last")
+    (tmp_path / "real" / "last").symlink_to(tmp_path / "real" / "target")
+    (tmp_path / "real" / "target").mkdir()
+    # A link is the directory it names, as mount(2) takes it.
+    assert canonical_mountpoint(tmp_path / "link" / "last") == str(tmp_path / "real" / "target")
+    # Anything else is left as it is: it may be a stale mount, which cannot be looked into.
+    assert canonical_mountpoint(tmp_path / "link" / "target") == str(tmp_path / "real" / "target")
+    assert canonical_mountpoint(tmp_path / "link" / "missing") == str(tmp_path / "real" / "missing")
     assert canonical_mountpoint("/") == "/"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -12,24 +11,22 @@ from datetime import datetime
 from pathlib import Path
 
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
+from ..fs import check_name
 from ..posix import check_own_directory, make_private_directory
 from ._backends import ArchiveBackend, export_archive, import_archive
 from ._types import MANIFEST
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
 
 def checked_id(value: str, what: str = "snapshot id") -> str:
-    """``value`` if it is a plain name (letters, digits, ``._-``, no path); else ValueError.
+    """``value`` if it is a plain name (``fs.check_name``: letters, digits, ``._-``, no
+    path); else InvalidArgumentError (a ValueError) saying why.
 
     Ids name files in a directory: one from outside (a session record, a
     caller's argument) must never be a path.
     """
-    if not isinstance(value, str) or not _ID.match(value):
-        raise InvalidArgumentError(
-            f"invalid {what} {value!r}: letters, digits, '.', '_', '-'", repr(value)
-        )
-    return value
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{what} must be a string, not {type(value).__name__}", None)
+    return check_name(value, what)
 
 
 @dataclass(frozen=True, slots=True)

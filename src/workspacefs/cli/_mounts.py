@@ -93,6 +93,14 @@ def mount(
             help="Keep the setuid/setgid/sticky bits and device nodes REPO.git records.",
         ),
     ] = False,
+    blame_full_commands: Annotated[
+        bool,
+        typer.Option(
+            "--blame-full-commands",
+            help="Blame keeps writers' full command lines, secrets included (default: "
+            "passwords, tokens and keys masked).",
+        ),
+    ] = False,
     timeout: Annotated[
         float,
         typer.Option(
@@ -131,6 +139,7 @@ def mount(
             latency_hint=not no_latency_hint,
             load_limits=tuple(load_limits or ()),
             special_modes=special_modes,
+            blame_full_commands=blame_full_commands,
             name=name,
             store=store and os.path.abspath(store),
             durability=durability,
@@ -148,6 +157,7 @@ def mount(
             timeout=timeout,
             load_limits=load_limits or (),
             special_modes=special_modes,
+            blame_full_commands=blame_full_commands,
             name=name,
             store=store,
             durability=durability,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..fs import find_snapshot, snapshot_label, to_json
+from ..fs import TransferResult, find_snapshot, snapshot_label, to_json
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._output import emit_json, stdout, working
 from ._snapshots import size_option
@@ -52,23 +52,42 @@ def persist(
         f"Receipt: {result.snapshot.file_count:,} files, {result.snapshot.total_bytes:,} bytes, "
         f"tree {result.tree}"
     )
-    if result.pushed_to:
-        stdout.print(f"Pushed to {result.pushed_to}")
+    if result.pushed:
+        stdout.print(f"Pushed to {result.pushed.url}")
+        _report(result.pushed, "the remote")
 
 
 def _remote(verb: str, args: list[str], as_json: bool) -> None:
     point, rest = split_mountpoint(args, 1, 1)
     with workspace(point) as fs:
         with working(f"{verb} {rest[0]}", quiet=as_json):
-            (fs.push if verb == "push" else fs.fetch)(rest[0])
+            result = (fs.push if verb == "push" else fs.fetch)(rest[0])
         repository = fs.info()["repository"]
     if as_json:
-        emit_json({"repository": repository, "url": rest[0], verb: True})
-    else:
-        stdout.print(
-            f"{'Pushed' if verb == 'push' else 'Fetched'} {repository} "
-            f"{'to' if verb == 'push' else 'from'} {rest[0]}"
-        )
+        emit_json({"repository": repository, **to_json(result)})
+        return
+    where = f"to {rest[0]} from {repository}" if verb == "push" else f"{repository} from {rest[0]}"
+    stdout.print(f"{'Pushed' if verb == 'push' else 'Fetched'} {where}")
+    _report(result, "the remote" if verb == "push" else "the repository")
+
+
+def _report(result: TransferResult, receiving: str) -> None:
+    """What moved, what took a new number, and what was refused (each with why)."""
+    stdout.print(
+        f"{len(result.written):,} refs written, {result.unchanged:,} already there, "
+        f"{len(result.refused):,} refused (nothing {receiving} kept was replaced)"
+    )
+    for write in result.written:
+        if write.name != write.source:
+            stdout.print(f"  {_short(write.source)} -> {_short(write.name)} (the number was taken)")
+    for refusal in result.refused:
+        stdout.print(f"  {_short(refusal.name)} refused: {refusal.reason}")
+
+
+def _short(ref: str) -> str:
+    """``snapshots/3`` for ``refs/workspacefs/<workspace>/snapshots/3``."""
+    parts = ref.split("/")
+    return "/".join(parts[3:]) if ref.startswith("refs/workspacefs/") and len(parts) > 4 else ref
 
 
 @app.command(epilog="Example: workspacefs push ./ws ssh://host/backup.git")

@@ -15,6 +15,7 @@ from ..fs import ConflictReport as ConflictReport
 from ..fs import MergeReport as MergeReport
 from ..fs import PersistResult as PersistResult
 from ..fs import PruneResult as PruneResult
+from ..fs import TransferResult as TransferResult
 from ..posix import canonical_mountpoint as canonical_mountpoint
 from ._client import RemoteFilesystem as RemoteFilesystem
 from ._client import RemoteSnapshotView as RemoteSnapshotView

@@ -52,7 +52,7 @@ class Forks:
         Raises:
             ReadOnlyError: The daemon serves the workspace read-only.
             AlreadyExistsError: A fork of that name exists.
-            InvalidPathError: ``name`` is no valid file name.
+            InvalidArgumentError: ``name`` breaks the rule of names (``fs.check_name``).
         """
         if self._read_only:
             raise ReadOnlyError("a read-only workspace makes no forks", name)

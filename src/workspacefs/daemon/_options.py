@@ -23,6 +23,8 @@ class DaemonOptions:
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the device
             nodes a git source records (``git.load(special_modes=True)``).
+        blame_full_commands: Blame keeps writers' full command lines, secrets
+            included (``InMemoryFilesystem(blame_full_commands=True)``).
         name: The workspace's name: its store is ``store.store_of(name)``, resumed
             if it holds a workspace (None: a new name, unless ``store`` is given).
         store: The store directory, if not the named one.
@@ -39,6 +41,7 @@ class DaemonOptions:
     latency_hint: bool = True
     load_limits: tuple[str, ...] = ()
     special_modes: bool = False
+    blame_full_commands: bool = False
     name: str | None = None
     store: str | None = None
     durability: str = "interval"

@@ -19,12 +19,15 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import git
 from .._errors import BackendUnavailableError, NotFoundError, NotPermittedError
 from ..fs import from_json, to_json
+from ..posix import canonical_mountpoint
 
 
 class NoWorkspaceError(NotFoundError):
@@ -68,32 +71,110 @@ class MountRecord:
         return from_json(cls, data)
 
 
+RUNTIME_RECORD = "runtime-directory"
+"""The file in the data directory (``git.data_directory``) naming the runtime
+directory made when ``<tmp>/workspacefs-<uid>`` was someone else's."""
+
+
 def runtime_dir() -> Path:
     """This user's runtime directory for workspacefs, created mode 0700 if missing.
 
     ``$XDG_RUNTIME_DIR/workspacefs`` (the XDG base-directory rule), else
-    ``/run/user/<uid>/workspacefs`` if systemd made that directory, else
-    ``/tmp/workspacefs-<uid>``. A directory owned by someone else, or open to
-    others, is refused: its sockets could be someone else's.
+    ``/run/user/<uid>/workspacefs`` if systemd made that directory, else one in
+    the temporary directory (``/tmp``, or ``$TMPDIR``): ``workspacefs-<uid>``.
+    A directory owned by someone else, or open to others, is never used: its
+    sockets could be someone else's. Anyone can make ``/tmp/workspacefs-<uid>``
+    before this user does, so then a directory of a name no one can foresee
+    (``workspacefs-<uid>-XXXXXXXX``) is made instead and its path recorded in
+    ``<data directory>/runtime-directory``, where every later command finds it.
 
     Raises:
-        NotPermittedError: The directory is not this user's alone.
+        NotPermittedError: The directory is not this user's alone, and (in the
+            temporary directory) no other could be made and recorded; the
+            message says what to do.
     """
     uid = os.getuid()
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
-        path = Path(xdg, "workspacefs")
-    elif os.path.isdir(f"/run/user/{uid}"):
-        path = Path(f"/run/user/{uid}/workspacefs")
-    else:
-        path = Path(f"/tmp/workspacefs-{uid}")
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(path)
+        return _own(Path(xdg, "workspacefs"), uid)
+    if os.path.isdir(f"/run/user/{uid}"):
+        return _own(Path(f"/run/user/{uid}/workspacefs"), uid)
+    return _temporary(uid)
+
+
+def _refusal(path: Path, uid: int) -> str | None:
+    """Why ``path`` is not a runtime directory of ``uid``'s alone (None: it is)."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"runtime directory cannot be read: {exc.strerror}"
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
-        raise NotPermittedError("runtime directory is not owned by this user", str(path))
+        return "runtime directory is not owned by this user"
     if stat.S_IMODE(info.st_mode) & 0o077:
-        raise NotPermittedError("runtime directory is open to other users", str(path))
+        return "runtime directory is open to other users"
+    return None
+
+
+def _own(path: Path, uid: int) -> Path:
+    """``path``, made if missing; refused unless it is ``uid``'s alone."""
+    with contextlib.suppress(FileExistsError):  # what is there is checked below
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    why = _refusal(path, uid)
+    if why is not None:
+        raise NotPermittedError(why, str(path))
     return path
+
+
+def _temporary(uid: int) -> Path:
+    """The runtime directory in the temporary directory (see ``runtime_dir``)."""
+    record = Path(git.data_directory(), RUNTIME_RECORD)
+    with contextlib.suppress(OSError, ValueError):
+        recorded = Path(record.read_text().strip())
+        if recorded.is_absolute() and _refusal(recorded, uid) is None:
+            return recorded
+    plain = Path(tempfile.gettempdir(), f"workspacefs-{uid}")
+    try:
+        return _own(plain, uid)
+    except NotPermittedError as exc:
+        taken = exc.strerror
+    try:
+        return _record(record, Path(tempfile.mkdtemp(prefix=plain.name + "-")), uid)
+    except OSError as exc:
+        raise NotPermittedError(
+            f"{taken}, and no other could be recorded in {record} ({exc.strerror or exc}): "
+            f"set XDG_RUNTIME_DIR to a directory only you can write, or have {plain} removed",
+            str(plain),
+        ) from exc
+
+
+def _record(record: Path, made: Path, uid: int) -> Path:
+    """Record ``made`` (a new runtime directory) as the one to use; the one to use.
+
+    Two commands may make one each at once: the first recorded wins, the other's
+    directory goes.
+    """
+    record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=record.parent, prefix=f".{RUNTIME_RECORD}-")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(f"{made}\n")
+        try:
+            os.link(staged, record)
+        except FileExistsError:
+            with contextlib.suppress(OSError, ValueError):
+                other = Path(record.read_text().strip())
+                if other.is_absolute() and _refusal(other, uid) is None:
+                    os.rmdir(made)
+                    return other
+            os.replace(staged, record)  # a stale record: the directory is gone or taken
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rmdir(made)
+        raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+    return made
 
 
 def mount_key(mountpoint: str) -> str:
@@ -222,7 +303,7 @@ def find_mount(path: str | os.PathLike[str]) -> MountRecord:
             workspace that did has a dead daemon (killed), the message names its
             pid and says how to clean up after it.
     """
-    start = os.path.abspath(os.fspath(path))
+    start = canonical_mountpoint(path)  # as records hold mount points: links resolved
     known = {found.record.mountpoint: found for found in known_mounts()}  # one file each
     candidate = start
     while True:

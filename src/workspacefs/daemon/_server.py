@@ -103,6 +103,7 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     if kept.durable is not None:
         stack.callback(kept.durable.close)  # after the unmount: the last changes go too
     fs = kept.fs
+    fs.blame_full_commands = options.blame_full_commands  # before anything is attributed
     repository = _repository(options, source.repository, kept)
     info = WorkspaceInfo(
         mountpoint=mountpoint,

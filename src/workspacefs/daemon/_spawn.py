@@ -146,6 +146,7 @@ def start(
     latency_hint: bool = True,
     load_limits: Sequence[str] = (),
     special_modes: bool = False,
+    blame_full_commands: bool = False,
     name: str | None = None,
     store: str | None = None,
     durability: str = "interval",
@@ -165,6 +166,8 @@ def start(
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the devices a
             git source records.
+        blame_full_commands: Blame keeps writers' full command lines, secrets
+            included (default: masked, see ``Cause.redacted``).
         name: The workspace's name; a stopped workspace of that name is resumed
             (None: a new name is made, unless ``store`` is given).
         store: Keep the workspace in this store directory instead.
@@ -194,6 +197,7 @@ def start(
         latency_hint=latency_hint,
         load_limits=tuple(load_limits),
         special_modes=special_modes,
+        blame_full_commands=blame_full_commands,
         name=name,
         store=None if store is None else os.path.abspath(store),
         durability=durability,

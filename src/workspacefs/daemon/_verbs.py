@@ -47,6 +47,7 @@ from ..fs import (
     MergeReport,
     PersistResult,
     SnapshotableFilesystem,
+    TransferResult,
     TreeFilesystem,
     from_json,
     to_json,
@@ -105,12 +106,16 @@ class Daemon(Protocol):
         """
         ...
 
-    def push(self, url: str) -> None:
-        """Push the workspace's persisted snapshots to a git remote."""
+    def push(self, url: str) -> TransferResult:
+        """Push the workspace's persisted snapshots to a git remote, replacing none of
+        the remote's refs: a snapshot number the remote uses is taken anew there, a
+        tag it holds stays (see ``git.push``); the result says what went where."""
         ...
 
-    def fetch(self, url: str) -> None:
-        """Fetch the workspace's persisted snapshots from a git remote."""
+    def fetch(self, url: str) -> TransferResult:
+        """Fetch the workspace's persisted snapshots from a git remote, replacing none
+        of the repository's refs: a snapshot number it uses is taken anew, a tag it
+        holds stays, what is not whole is refused (see ``git.fetch``)."""
         ...
 
     def fork(

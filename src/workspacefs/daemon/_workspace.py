@@ -37,6 +37,7 @@ from ..fs import (
     PersistResult,
     PruneResult,
     SnapshotRetentionPolicy,
+    TransferResult,
     TreeFilesystem,
     from_json,
 )
@@ -233,17 +234,18 @@ class Workspace(Daemon):
             git.check_persistable(self.fs, None, repository, max_file_bytes=max_file_bytes)
             snapshot = self.fs.snapshot(tag=tag)
         persisted = git.persist(self.fs, snapshot, repository, max_file_bytes=max_file_bytes)
-        if remote:
-            git.push(repository, remote, workspace=self.fs.workspace_id)
-        return PersistResult.of(persisted, repository, remote)
+        pushed = self.push(remote) if remote else None
+        return PersistResult.of(persisted, repository, pushed)
 
-    def push(self, url: str) -> None:
-        """Push this workspace's persisted snapshots to a git remote."""
-        git.push(self.facts.repository, url, workspace=self.fs.workspace_id)
+    def push(self, url: str) -> TransferResult:
+        """Push this workspace's persisted snapshots to a git remote (``git.push``:
+        none of the remote's refs is replaced)."""
+        return git.push(self.facts.repository, url, workspace=self.fs.workspace_id)
 
-    def fetch(self, url: str) -> None:
-        """Fetch this workspace's persisted snapshots from a git remote."""
-        git.fetch(self.facts.repository, url, workspace=self.fs.workspace_id)
+    def fetch(self, url: str) -> TransferResult:
+        """Fetch this workspace's persisted snapshots from a git remote (``git.fetch``:
+        none of the repository's refs is replaced)."""
+        return git.fetch(self.facts.repository, url, workspace=self.fs.workspace_id)
 
     # -- forks -------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ from ..tree import ChangeKind as ChangeKind
 from ..tree import PathChange as PathChange
 from ..tree import attributed as attributed
 from ..tree import current_cause as current_cause
+from ..tree import redact_command as redact_command
+from ..tree import redact_text as redact_text
 from ._archiving import ArchiveVerbs as ArchiveVerbs
 from ._archiving import register_archive_verbs as register_archive_verbs
 from ._backend import Kind as Kind
@@ -49,6 +51,9 @@ from ._outcomes import MergeResult as MergeResult
 from ._outcomes import MergeSide as MergeSide
 from ._outcomes import PersistedSnapshot as PersistedSnapshot
 from ._outcomes import PersistResult as PersistResult
+from ._outcomes import RefRefused as RefRefused
+from ._outcomes import RefWritten as RefWritten
+from ._outcomes import TransferResult as TransferResult
 from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
 from ._patch import FilesystemSource as FilesystemSource
 from ._patch import Patch as Patch
@@ -75,9 +80,12 @@ from ._results import ReadBytesResult as ReadBytesResult
 from ._results import ReadResult as ReadResult
 from ._results import WriteMode as WriteMode
 from ._results import WriteResult as WriteResult
+from ._snapshot_names import MAX_NAME as MAX_NAME
 from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
 from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
 from ._snapshot_names import SnapshotSelector as SnapshotSelector
+from ._snapshot_names import check_name as check_name
+from ._snapshot_names import check_tag as check_tag
 from ._snapshot_names import find_snapshot as find_snapshot
 from ._snapshot_names import short_id as short_id
 from ._snapshot_names import snapshot_label as snapshot_label
@@ -105,6 +113,7 @@ __all__ = [
     "LAST_TIME_NS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
+    "MAX_NAME",
     "MIN_ID_PREFIX",
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
@@ -147,6 +156,8 @@ __all__ = [
     "PruneResult",
     "ReadBytesResult",
     "ReadResult",
+    "RefRefused",
+    "RefWritten",
     "SnapshotBytes",
     "SnapshotChanges",
     "SnapshotKind",
@@ -159,6 +170,7 @@ __all__ = [
     "SnapshotableFilesystem",
     "SpaceShare",
     "SpaceUsage",
+    "TransferResult",
     "TreeEntry",
     "TreeFilesystem",
     "WorkspaceSpace",
@@ -171,6 +183,8 @@ __all__ = [
     "change_kind",
     "changed_paths",
     "changed_since",
+    "check_name",
+    "check_tag",
     "content_digest",
     "current_cause",
     "default_memory_budget",
@@ -189,6 +203,8 @@ __all__ = [
     "recorded_id",
     "recorded_int",
     "recorded_time",
+    "redact_command",
+    "redact_text",
     "register_archive_verbs",
     "sanitised_mode",
     "short_id",

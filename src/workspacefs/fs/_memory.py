@@ -45,6 +45,7 @@ from ._history import (
 )
 from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
+from ._snapshot_names import check_tag
 from ._snapshots import (
     FilesystemDiff,
     FilesystemSnapshot,
@@ -80,6 +81,11 @@ class InMemoryFilesystem(TreeFilesystem):
             as the size.
         _read_only, _mount_point: The seeds' spellings of ``read_only`` and
             ``mount_point`` (their dataclass fields), accepted as well.
+        blame_full_commands: Record the command lines and labels of causes as they
+            are. By default blame keeps them with their secrets masked
+            (``Cause.redacted``: passwords, tokens, keys in flags, headers,
+            ``KEY=value`` pairs and URLs), so history, and the git objects
+            ``persist`` writes from it, never hold them; settable.
     """
 
     def __init__(
@@ -94,6 +100,7 @@ class InMemoryFilesystem(TreeFilesystem):
         memory_budget: int | None = None,
         _read_only: bool | None = None,
         _mount_point: str | None = None,
+        blame_full_commands: bool = False,
     ) -> None:
         read_only = either("read_only", read_only, False, _read_only)
         mount_point = either("mount_point", mount_point, None, _mount_point)
@@ -110,6 +117,7 @@ class InMemoryFilesystem(TreeFilesystem):
             origin=None,
             family=WeakRegistry(),
         )
+        self.blame_full_commands = blame_full_commands
 
     def _init(
         self,
@@ -312,7 +320,14 @@ class InMemoryFilesystem(TreeFilesystem):
     # -- snapshots -------------------------------------------------------------
 
     def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
-        """Freeze the live tree in O(1) and record it."""
+        """Freeze the live tree in O(1) and record it.
+
+        Raises:
+            InvalidArgumentError: ``tag`` breaks the rule of tags (``check_tag``):
+                refused here, not when the snapshot is persisted.
+        """
+        if tag is not None:
+            check_tag(tag)
         with self._live.lock:
             version = self._live.snapshot()
             parent = self._current
@@ -441,6 +456,17 @@ class InMemoryFilesystem(TreeFilesystem):
     @attribution.setter
     def attribution(self, on: bool) -> None:
         self._live.attributing = bool(on)
+
+    @property
+    def blame_full_commands(self) -> bool:
+        """Whether causes are recorded with their full command lines and labels
+        (default False: with their secrets masked, see ``Cause.redacted``); settable,
+        for the changes made from then on. Forks take it with the rest."""
+        return self._live.blame_full_commands
+
+    @blame_full_commands.setter
+    def blame_full_commands(self, on: bool) -> None:
+        self._live.blame_full_commands = bool(on)
 
     def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
         """What ``snapshot`` changed since the snapshot before it (None: what the live

@@ -10,7 +10,8 @@ one extends it (no field is declared twice):
   marker text; ``MergeResult`` / ``MergeConflict`` add the three sides of each
   conflict (whole file contents, which stay in the process that merged);
 * ``PersistedSnapshot``: where ``git.persist`` put a snapshot;
-  ``PersistResult`` adds what the daemon did around it (its repository, a push).
+  ``PersistResult`` adds what the daemon did around it (its repository, a push);
+* ``TransferResult``: what a ``push`` or ``fetch`` wrote and what it refused.
 """
 
 from __future__ import annotations
@@ -106,17 +107,49 @@ class PersistedSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class RefWritten:
+    """A ref a push or fetch wrote: ``name`` on the receiving side, from the
+    sending side's ``source`` (another name when its snapshot number was taken)."""
+
+    name: str
+    source: str
+    commit: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefRefused:
+    """A sending side's ref that a push or fetch did not take, and why (the
+    receiving side keeps its own ref of that name, or the ref is not whole)."""
+
+    name: str
+    commit: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TransferResult:
+    """What ``push`` or ``fetch`` did: the refs ``written`` on the receiving side,
+    the sending side's refs ``refused``, and how many it held already (``unchanged``).
+    Nothing the receiving side kept was replaced."""
+
+    url: str
+    written: tuple[RefWritten, ...]
+    refused: tuple[RefRefused, ...]
+    unchanged: int
+
+
+@dataclass(frozen=True, slots=True)
 class PersistResult(PersistedSnapshot):
-    """Where a daemon persisted a snapshot: the repository, and the remote it then
-    pushed to (None: no push)."""
+    """Where a daemon persisted a snapshot: the repository, and what the push to a
+    remote then did (None: no push)."""
 
     repository: str
-    pushed_to: str | None = None
+    pushed: TransferResult | None = None
 
     @classmethod
     def of(
-        cls, persisted: PersistedSnapshot, repository: str, pushed_to: str | None = None
+        cls, persisted: PersistedSnapshot, repository: str, pushed: TransferResult | None = None
     ) -> PersistResult:
-        """``persisted``, put in ``repository`` and pushed to ``pushed_to``."""
+        """``persisted``, put in ``repository`` and pushed as ``pushed`` says."""
         done = {f.name: getattr(persisted, f.name) for f in fields(PersistedSnapshot)}
-        return cls(**done, repository=repository, pushed_to=pushed_to)
+        return cls(**done, repository=repository, pushed=pushed)

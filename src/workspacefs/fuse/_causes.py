@@ -15,6 +15,9 @@ now belongs to another process (ids are reused only after the kernel has
 gone round the whole pid space, far longer than that). The cache is bounded
 (``CAPACITY``, oldest out first).
 
+A command line is kept with its secrets masked (``Cause.redacted``) unless the
+tree keeps full command lines (``Tree.blame_full_commands``).
+
 What a process says of itself (its command line, the ``WORKSPACEFS_CAUSE``
 variable a sandbox sets for the call it runs a command for) is a hint it
 could fake; the pid, uid and container (from the kernel's cgroup path) are
@@ -184,4 +187,8 @@ class RequestCauses:
             value = environ[start : end if end >= 0 else None]
             call = Cause.from_environment(value.decode("utf-8", "replace"))
         cause = Cause(pid=process, command=command, container=container, uid=uid)
-        return cause.bounded().with_call(call)
+        cause = cause.bounded().with_call(call)
+        # Masked here already (the tree would mask it on every change): the cache
+        # then holds no secret either.
+        full = self._tree is not None and self._tree.blame_full_commands
+        return cause if full else cause.redacted()

@@ -26,7 +26,8 @@ import pyfuse3
 from pyfuse3 import FUSEError, InodeT
 
 from .._errors import AlreadyExistsError, NotFoundError
-from ..tree import ROOT_INO, Node, TreeView, validate_name
+from ..fs import check_name
+from ..tree import ROOT_INO, Node, TreeView
 from ._attributes import CachePolicy, entry_attributes
 from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
 
@@ -72,10 +73,11 @@ class ForksDir:
         """Serve ``view`` as fork ``name``, not yet visible (see ``show``).
 
         Raises:
-            InvalidPathError, NameTooLongError: ``name`` is no valid file name.
+            InvalidArgumentError: ``name`` breaks the rule of names (``check_name``:
+                one a table, a git ref and ``podman -v`` all hold).
             AlreadyExistsError: A fork of that name is served.
         """
-        validate_name(name)
+        check_name(name, "fork name")
         with self._lock:
             if any(s.name == name and not s.hidden for s in self._slots.values()):
                 raise AlreadyExistsError("a fork of this name is mounted", name)

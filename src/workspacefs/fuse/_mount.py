@@ -221,7 +221,7 @@ class Mount:
         Raises:
             AlreadyExistsError: A fork of that name is mounted, or this
                 filesystem is mounted here already.
-            InvalidPathError: ``name`` is no valid file name.
+            InvalidArgumentError: ``name`` breaks the rule of names (``fs.check_name``).
             BackendUnavailableError: The mount does not serve.
         """
         operations = self._serving()

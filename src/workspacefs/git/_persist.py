@@ -70,7 +70,7 @@ from ._objects import (
     tree_name,
 )
 from ._pack import DEFAULT_COMPRESSION, PackWriter
-from ._refs import RefNamespace, valid_ref_part
+from ._refs import RefNamespace
 from ._repo import Identity, default_repository, open_repository
 from ._state import PersistState, state_for
 
@@ -618,18 +618,22 @@ def _parents(state: PersistState, version: Version) -> tuple[list[pygit2.Oid], l
 def resolve_commit(
     repository: pygit2.Repository, workspace: str | None, name: str
 ) -> pygit2.Commit:
-    """A snapshot commit by full ref, workspace-relative ref, tag, number or id."""
-    candidates = [name]
+    """A snapshot commit by workspace-relative ref, number or tag of ``workspace``, else
+    by full ref or commit id.
+
+    The workspace's own names come first: a tag such as ``cafe`` or ``main`` names
+    the workspace's snapshot, not a commit whose id starts so or a branch.
+    """
+    candidates = []
     if workspace:
         refs = RefNamespace.for_workspace(workspace)
         candidates.append(refs.relative(name))
         if name.isdigit():
             candidates.append(refs.snapshot(int(name)))
-        elif valid_ref_part(name):
-            candidates.append(refs.tag(name))
-        elif ":" in name:  # a tag with ":" first: git reads ``a:b`` as a path in ``a``
-            with contextlib.suppress(InvalidArgumentError):
-                candidates.insert(0, refs.tag(name))
+        else:
+            with contextlib.suppress(InvalidArgumentError):  # no tag: a ref or an id
+                candidates.append(refs.tag(name))
+    candidates.append(name)
     for candidate in filter(None, candidates):
         try:
             obj = repository.revparse_single(candidate)

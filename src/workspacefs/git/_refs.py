@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pygit2
 
 from .._errors import InvalidArgumentError
-from ..tree import NAME_MAX
+from ..fs import check_tag
 
 PREFIX = "refs/workspacefs"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -34,18 +34,14 @@ def valid_ref_part(part: str) -> bool:
 def tag_ref_part(tag: str) -> str:
     """The ref component naming ``tag``: the tag, its ``:`` written ``%3A``.
 
-    A tag may hold what a ref component may (``valid_ref_part``) and ``:``,
-    the separator tags use for namespaces. No other tag holds ``%``, so no two
-    tags share a ref.
+    A tag keeps the rule ``fs.check_tag`` checks when the snapshot is taken:
+    what a ref component may hold, and ``:``, the separator tags use for
+    namespaces. No tag holds ``%``, so no two tags share a ref.
 
     Raises:
-        InvalidArgumentError: Any other tag.
+        InvalidArgumentError: Any other tag (a record from elsewhere may hold one).
     """
-    part = tag.replace(":", "%3A")
-    # A loose ref is a file: a component is a file name.
-    if not valid_ref_part(tag.replace(":", "_")) or len(part) > NAME_MAX:
-        raise InvalidArgumentError(f"tag {tag!r} cannot be used in a git ref name", tag)
-    return part
+    return check_tag(tag).replace(":", "%3A")
 
 
 def _check(part: str, what: str) -> str:

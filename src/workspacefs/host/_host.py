@@ -31,6 +31,7 @@ from ..fs import (
     FilesystemSnapshot,
     Limits,
     changed_since,
+    check_tag,
     either,
 )
 from ._archive import check_special_modes, export_directory, import_directory
@@ -161,7 +162,13 @@ class HostFilesystem(BackendFilesystem):
         return self._strategies[name]
 
     def snapshot(self, *, tag: str | None = None) -> FilesystemSnapshot:
-        """Capture the whole directory (untracked and ignored files too) with the strategy."""
+        """Capture the whole directory (untracked and ignored files too) with the strategy.
+
+        Raises:
+            InvalidArgumentError: ``tag`` breaks the rule of tags (``check_tag``).
+        """
+        if tag is not None:
+            check_tag(tag)
         strategy = self._strategy(self._strategy_name)
         self._strategy_name = strategy.name  # "auto" decides once
         record = strategy.snapshot(tag, self._current)

@@ -43,6 +43,7 @@ from .._errors import (
     SnapshotCreationError,
     SnapshotNotFoundError,
 )
+from ..fs import check_tag
 from ..git import (
     MODE_EXECUTABLE,
     MODE_FILE,
@@ -265,7 +266,14 @@ class GitShadowProvider:
         return [(entry, written) for entry in parsed]
 
     def snapshot(self, *, tag: str | None = None) -> ShadowSnapshot:
-        """Commit the working state to ``refs/workspacefs/sessions/<sid>/snapshots/<n>``."""
+        """Commit the working state to ``refs/workspacefs/sessions/<sid>/snapshots/<n>``.
+
+        Raises:
+            InvalidArgumentError: ``tag`` breaks the rule of tags (``check_tag``; a
+                newline would end the commit's title, where the tag is kept).
+        """
+        if tag is not None:
+            check_tag(tag)
         self._refuse_if_busy()
         entries, fresh = self._working_state()
         try:

@@ -89,10 +89,14 @@ def mount_table(path: str | os.PathLike[str] = MOUNTINFO) -> list[MountEntry]:
 
 
 def canonical_mountpoint(path: str | os.PathLike[str]) -> str:
-    """The absolute mount point with its parent's links resolved, as the mount table
-    shows it; the last component is not touched, since it may be a stale mount."""
+    """The absolute mount point with its links resolved, as the mount table shows it.
+
+    The last component is resolved only if it is a link: it may be a stale mount,
+    which answers nothing but ``ENOTCONN`` (``islink`` then says no).
+    """
     absolute = os.path.abspath(os.fspath(path))
-    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+    point = os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+    return os.path.realpath(point) if os.path.islink(point) else point
 
 
 def mounts_under(path: str | os.PathLike[str]) -> list[str]:

@@ -42,7 +42,8 @@ class SnapshotParams(ToolParams):
         None,
         min_length=1,
         max_length=100,
-        description="A name to restore or diff it by later (must be new).",
+        description="A name to restore or diff it by later (must be new): letters, digits, "
+        "'.', '_', '-' or ':', starting with a letter or digit.",
     )
 
 

@@ -13,13 +13,14 @@ import threading
 import weakref
 from collections.abc import Sequence
 
-from .._errors import AlreadyExistsError, InvalidArgumentError
+from .._errors import AlreadyExistsError
 from ..fs import (
     Filesystem,
     FilesystemDiff,
     FilesystemSnapshot,
     SnapshotableFilesystem,
     SnapshotSelector,
+    check_tag,
     find_snapshot,
     short_id,
 )
@@ -64,8 +65,7 @@ class WorkspaceSnapshots:
         """Capture the workspace now; a tag must not name another kept snapshot."""
         with self._lock:
             if tag is not None:
-                if not tag.strip():
-                    raise InvalidArgumentError("a snapshot tag must not be blank", tag)
+                check_tag(tag)
                 clash = self._by_tag(tag)
                 if clash is not None:
                     taken = short_id(clash.snapshot_id)

@@ -29,6 +29,10 @@ from ._nodes import File as File
 from ._nodes import Node as Node
 from ._nodes import Special as Special
 from ._nodes import Symlink as Symlink
+from ._redact import MASK as MASK
+from ._redact import redact_command as redact_command
+from ._redact import redact_text as redact_text
+from ._redact import secret_name as secret_name
 from ._registry import WeakRegistry as WeakRegistry
 from ._space import Holding as Holding
 from ._space import Shares as Shares

@@ -17,10 +17,11 @@ import json
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._errors import InvalidArgumentError
+from ._redact import redact_command, redact_text
 
 CAUSE_VARIABLE = "WORKSPACEFS_CAUSE"
 """The environment variable through which a process tells the mount which call it
@@ -66,6 +67,9 @@ class Cause:
     command: tuple[str, ...] = ()
     container: str | None = None
     uid: int | None = None
+    # ``redacted``'s answer, kept with the cause: a tree asks on every change the
+    # cause makes, and a process's cause (one object) makes many.
+    _redacted: Cause | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> CauseKind:
@@ -93,6 +97,24 @@ class Cause:
             for text in (self.tool, self.call_id, self.label, self.container)
         )
         return Cause(tool, call_id, label, self.pid, command, container, self.uid)
+
+    def redacted(self) -> Cause:
+        """This cause as history keeps it: its command line and label with their
+        secrets masked (``redact_command``, ``redact_text``); itself if they hold
+        none. What a tree records, unless its workspace keeps full command lines."""
+        done = self._redacted
+        if done is None:
+            command = redact_command(self.command)
+            label = None if self.label is None else redact_text(self.label)
+            if command == self.command and label == self.label:
+                done = self
+            else:
+                done = Cause(
+                    self.tool, self.call_id, label, self.pid, command, self.container, self.uid
+                )
+                object.__setattr__(done, "_redacted", done)
+            object.__setattr__(self, "_redacted", done)
+        return done
 
     def with_call(self, call: Cause | None) -> Cause:
         """This cause with the call fields (tool, call id, label) of ``call`` where it

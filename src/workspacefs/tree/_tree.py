@@ -97,6 +97,7 @@ class Tree(TreeView):
         "_unjournalled",
         "_versions",
         "attributing",
+        "blame_full_commands",
         "budget",
         "file_count",
         "id",
@@ -126,6 +127,7 @@ class Tree(TreeView):
             changes={ROOT_INO},
             next_ino=ROOT_INO + 1,
             attributing=True,
+            blame_full_commands=False,
             file_count=0,
             total_bytes=0,
         )
@@ -142,6 +144,7 @@ class Tree(TreeView):
         changes: set[int],
         next_ino: int,
         attributing: bool,
+        blame_full_commands: bool,
         file_count: int,
         total_bytes: int,
     ) -> None:
@@ -167,6 +170,9 @@ class Tree(TreeView):
         self.attributing = attributing
         """Record the cause in effect (``current_cause``) with every change; off,
         changes are recorded without one (and the mount resolves no processes)."""
+        self.blame_full_commands = blame_full_commands
+        """Record causes' command lines and labels as they are; off (the default),
+        as ``Cause.redacted`` masks their secrets, so history never holds them."""
         self.file_count = file_count
         self.total_bytes = total_bytes
 
@@ -289,6 +295,7 @@ class Tree(TreeView):
             changes=set(),
             next_ino=self._next_ino,
             attributing=self.attributing,
+            blame_full_commands=self.blame_full_commands,
             file_count=version.file_count,
             total_bytes=version.total_bytes,
         )
@@ -422,6 +429,8 @@ class Tree(TreeView):
         cause = CURRENT.get()
         if cause is None:
             return
+        if not self.blame_full_commands:
+            cause = cause.redacted()  # itself, unless its command line holds secrets
         known = self._causes.get(ino)
         if known is None:
             self._causes[ino] = cause
