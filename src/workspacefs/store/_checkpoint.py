@@ -194,7 +194,7 @@ def write_checkpoint(
     making = os.path.join(base, f".new-{covers}")
     shutil.rmtree(making, ignore_errors=True)
     os.mkdir(making, 0o700)
-    journal = Journal(making, 1)
+    journal = Journal(making, 1, zeros_ahead=False)
     try:
         previous: TreeView | None = None
         states = [(r, v, (counts[0], v.file_count, v.total_bytes)) for r, v in kept]

@@ -42,6 +42,8 @@ from ._records import (
 
 SEGMENT_BYTES = 64 << 20
 SUFFIX = ".wal"
+_ZEROS = bytes(1 << 20)
+"""What a segment is made and lengthened with ahead of its records (``_extend``)."""
 
 
 def segment_name(first_sequence: int) -> str:
@@ -72,6 +74,8 @@ class Reading:
     """Segments after the damaged one: never read."""
     after: int = 0
     """The records up to this sequence number were not asked for (a checkpoint has them)."""
+    tail: tuple[str, int] | None = None
+    """The last segment read, and where its intact records end (the next one goes there)."""
 
     @property
     def last_sequence(self) -> int:
@@ -109,6 +113,7 @@ def read_journal(directory: str, after: int = 0) -> Reading:
             expected += 1
         else:
             reading.damage = damage(data, offset)
+        reading.tail = (path, offset)
         if reading.damage is not None:
             reading.damaged_segment = path
             reading.dropped_segments = [later for _, later in files[position + 1 :]]
@@ -144,13 +149,21 @@ class Journal:
         directory: The journal's directory (it exists; the store owns it).
         next_sequence: The sequence number of the next record.
         segment_bytes: A segment holding this much starts a new one.
+        zeros_ahead: Write zeros ahead of the records (``_extend``), for a journal
+            that syncs often; a file written once and synced once needs none.
     """
 
     def __init__(
-        self, directory: str, next_sequence: int, *, segment_bytes: int = SEGMENT_BYTES
+        self,
+        directory: str,
+        next_sequence: int,
+        *,
+        segment_bytes: int = SEGMENT_BYTES,
+        zeros_ahead: bool = True,
     ) -> None:
         self.directory = directory
         self._segment_bytes = segment_bytes
+        self._zeros_ahead = zeros_ahead
         self._write_lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self._next = next_sequence
@@ -159,7 +172,8 @@ class Journal:
         self.synced_at: float | None = None
         """When the last sync that wrote anything returned (``time.time()``)."""
         self._fd = -1
-        self._size = 0
+        self._size = 0  # where the next record goes in the current segment
+        self._allocated = 0  # the segment's length: zeros past ``_size``
         self._unsynced_fds: list[int] = []  # segments closed by a rotation, not yet synced
         self._failed: OSError | None = None
         self._closed = False
@@ -177,9 +191,11 @@ class Journal:
         files = segments(directory)
         if files:
             _, path = files[-1]
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
             journal._fd = fd
-            journal._size = os.fstat(fd).st_size
+            journal._allocated = os.fstat(fd).st_size
+            tail = reading.tail
+            journal._size = tail[1] if tail is not None and tail[0] == path else FILE_HEADER.size
         return journal
 
     @property
@@ -229,7 +245,9 @@ class Journal:
             try:
                 if self._fd < 0 or self._size >= self._segment_bytes:
                     self._rotate(sequence)
-                _write_all(self._fd, data)
+                if self._size + len(data) > self._allocated:
+                    self._extend(self._size + len(data))
+                _write_all(self._fd, data, self._size)
             except OSError as exc:
                 self._fail(exc)
             self._size += len(data)
@@ -279,7 +297,9 @@ class Journal:
         making = path + ".new"
         fd = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            _write_all(fd, file_header())
+            _write_all(fd, file_header(), 0)
+            if self._zeros_ahead:
+                _write_all(fd, _ZEROS, FILE_HEADER.size)
             os.fdatasync(fd)
             os.rename(making, path)
             sync_directory(self.directory)
@@ -292,6 +312,21 @@ class Journal:
             self._unsynced_fds.append(self._fd)
         self._fd = fd
         self._size = FILE_HEADER.size
+        self._allocated = FILE_HEADER.size + (len(_ZEROS) if self._zeros_ahead else 0)
+
+    def _extend(self, end: int) -> None:
+        """Make the segment at least ``end`` bytes long with zeros, a megabyte at a
+        time: records then overwrite zeros already on disk, and ``fdatasync`` has no
+        file size or block map to commit, only the records (measured on ext4: 0.07
+        ms a sync instead of 0.12 appending)."""
+        if not self._zeros_ahead:
+            self._allocated = end  # the record itself lengthens the file
+            return
+        length = self._allocated
+        while length < end:
+            _write_all(self._fd, _ZEROS, length)
+            length += len(_ZEROS)
+        self._allocated = length
 
     def remove_through(self, sequence: int) -> list[str]:
         """Delete the segment files holding only records up to ``sequence`` (covered by
@@ -361,8 +396,9 @@ def _aside(path: str) -> str:
     return candidate
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = os.pwrite(fd, view, offset)
         view = view[written:]
+        offset += written

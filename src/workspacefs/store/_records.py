@@ -110,12 +110,12 @@ def read_records(data: bytes | memoryview, start: int = FILE_HEADER.size) -> Ite
 
 
 def damage(data: bytes | memoryview, offset: int) -> Damage | None:
-    """Why the bytes from ``offset`` hold no intact record (None if they are empty):
-    torn if no intact record follows anywhere after it, damaged otherwise."""
+    """Why the bytes from ``offset`` hold no intact record (None if they are empty or
+    zeros): torn if no intact record follows anywhere after it, damaged otherwise."""
     whole = bytes(data)
     view = memoryview(whole)
-    if offset >= len(view):
-        return None
+    if whole.count(0, offset) == len(whole) - offset:
+        return None  # nothing, or the zeros a segment is made ahead with: its end
     reason = _record_at(view, offset)
     assert isinstance(reason, str), "an intact record is not damage"
     marker = _HEAD.pack(MARKER, 0, 0, 0)[:4]
