@@ -305,6 +305,30 @@ def served(record: MountRecord, action: Callable[[], T]) -> tuple[T, str]:
     return value, f"journal +{journal / MIB:.1f} MB{per_fsync}; {requests_note(requests)}"
 
 
+def sync_phases(disk: Path, count: int) -> str:
+    """What a mount's fsync handler does, in this process: a 4 KiB append to a file of a
+    durable workspace, then its journal record written (``flush(sync=False)``: freeze,
+    encode, append) and synced (``sync()``: the ``fdatasync``); the p50 of each."""
+    durable, _ = open_workspace(str(disk / "phases"), durability=Durability.REQUESTED)
+    tree, block = durable.fs.tree, os.urandom(4096)
+    with tree.lock:
+        ino = tree.create(1, "fsync.bin")
+    writing, syncing = [], []
+    try:
+        for i in range(count):
+            with tree.lock:
+                tree.write(ino, i * len(block), block)
+            writing.append(timed(functools.partial(durable.flush, sync=False)))
+            syncing.append(timed(durable.sync))
+    finally:
+        durable.close()
+    written, synced = (statistics.median(samples) * 1e3 for samples in (writing, syncing))
+    return (
+        f"in process, the fsync handler's work: the record written {written:.3f} ms, "
+        f"synced {synced:.3f} ms"
+    )
+
+
 def sync_benchmarks(
     durable: MountRecord, volatile: MountRecord, disk: Path, transactions: int, fsyncs: int
 ) -> list[Result]:
@@ -326,6 +350,7 @@ def sync_benchmarks(
         )
     ]
     latencies, did = served(durable, functools.partial(fsync_latencies, places, fsyncs))
+    did += f"; {sync_phases(disk, fsyncs)}"
     for index, label in enumerate(("p50", "p99")):
         ours_ms, base_ms, none_ms = (latency[index] for latency in latencies)
         results.append(
