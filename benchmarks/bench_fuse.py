@@ -357,6 +357,20 @@ def drop_caches() -> None:
         control.write("3\n")
 
 
+def run_workload(command: str, cwd: Path, tarball: Path) -> None:
+    """Run one of ``WORKLOADS``' shell commands in ``cwd`` (``{tarball}``: the corpus)."""
+    done = subprocess.run(
+        ["bash", "-c", command.format(tarball=tarball)],
+        cwd=cwd,
+        env=GIT_ENV,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{command!r} failed in {cwd}: {done.stderr[-2000:]}")
+
+
 def workload_benchmarks(
     handle: Mount,
     mnt: Path,
@@ -366,17 +380,7 @@ def workload_benchmarks(
     cold: bool,
     kernel_us: float | None,
 ) -> list[Result]:
-    def run(command: str, cwd: Path) -> None:
-        done = subprocess.run(
-            ["bash", "-c", command.format(tarball=tarball)],
-            cwd=cwd,
-            env=GIT_ENV,
-            text=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{command!r} failed in {cwd}: {done.stderr[-2000:]}")
+    run = functools.partial(run_workload, tarball=tarball)
 
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in WORKLOADS}
     requests: dict[str, RequestStats] = {}

@@ -11,6 +11,7 @@ NAMES = sorted(path.stem[len("bench_") :] for path in Path("benchmarks").glob("b
 MARKS = {
     "blame": [pytest.mark.fuse],
     "fuse": [pytest.mark.fuse],
+    "durability": [pytest.mark.fuse],  # daemons, and a stale mount detached
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
     "forks": [pytest.mark.fuse, pytest.mark.container],
     "daemon": [pytest.mark.slow],  # covered by tests/daemon/test_daemon_bench.py
