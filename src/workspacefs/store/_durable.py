@@ -302,7 +302,10 @@ class DurableWorkspace:
     def _summarize(self, counts: Counts) -> None:
         """Say in the store how big the workspace is (``list --all`` reads it)."""
         summary = {"files": counts[1], "bytes": counts[2]}
-        self.store.set_setting(SUMMARY, json.dumps(summary))
+        try:
+            self.store.set_setting(SUMMARY, json.dumps(summary))
+        except OSError as exc:  # a full disk: only what list --all shows is missing
+            log.warning("could not write the summary of %s: %s", self.store.path, exc.strerror)
 
     def _checkpoint_in_background(self) -> None:
         """Start a checkpoint in a thread of its own, unless one runs."""
