@@ -118,6 +118,7 @@ class DurableWorkspace:
         blobs: Blobs | None = None,
         checkpoints: bool = True,
         payloads: dict[str, bytes] | None = None,
+        replayed: int = 0,
     ) -> None:
         self.fs = fs
         self.store = store
@@ -143,7 +144,9 @@ class DurableWorkspace:
         }
         self._checkpointing = threading.Lock()
         self._checkpointer: threading.Thread | None = None
-        self._since_checkpoint = 0  # journal bytes written since the last checkpoint
+        # Journal bytes since the last checkpoint, those replayed included: a long
+        # tail found at open is folded soon, and a crash after it replays little.
+        self._since_checkpoint = replayed
         self._checkpoints = checkpoints
         self._stop = threading.Event()
         self._stop_observing = fs.observe_snapshots(self)
@@ -453,6 +456,7 @@ def open_workspace(
         blobs=blobs,
         checkpoints=checkpoints,
         payloads=replay.payloads,
+        replayed=sum(len(record.payload) for record in reading.records),
     )
     return durable, recovery
 

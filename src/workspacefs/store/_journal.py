@@ -181,12 +181,14 @@ class Journal:
         """The damaged files ``resume`` kept beside the journal (``cut_after``)."""
 
     @classmethod
-    def resume(cls, directory: str, reading: Reading, **options: int) -> Journal:
+    def resume(
+        cls, directory: str, reading: Reading, *, segment_bytes: int = SEGMENT_BYTES
+    ) -> Journal:
         """The journal that continues ``reading``: what it did not read is set aside or
         cut off (``cut_after``), and the next record follows its last intact one, in the
         last segment file."""
         set_aside = cut_after(reading)
-        journal = cls(directory, reading.last_sequence + 1, **options)
+        journal = cls(directory, reading.last_sequence + 1, segment_bytes=segment_bytes)
         journal.set_aside = set_aside
         files = segments(directory)
         if files:
