@@ -119,9 +119,10 @@ def test_errors_are_the_in_process_ones(remote: RemoteFilesystem, case: str) -> 
 
 
 def test_builtin_errors_come_back_as_builtins(remote: RemoteFilesystem, tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError) as builtin:
-        remote.export_archive(tmp_path / "no" / "such" / "dir.zip")
-    assert builtin.value.errno == errno.ENOENT
+    (tmp_path / "taken.zip").mkdir()  # missing parents are made; a directory is in the way
+    with pytest.raises(IsADirectoryError) as builtin:
+        remote.export_archive(tmp_path / "taken.zip")
+    assert builtin.value.errno == errno.EISDIR
 
 
 def test_snapshots_restore_diff_and_views(remote: RemoteFilesystem) -> None:

@@ -235,6 +235,7 @@ def test_writes_and_truncates_clear_set_id_bits_like_the_kernel(
         pytest.skip(f"{_SYSTEM_PYTHON} is missing (apt-get install python3)")
     before, after = {}, {}
     for root in (plain_dir, mounted.root):
+        os.chmod(root, 0o755)  # the unprivileged writer gets in, as into a fresh directory
         names = _set_id_files(root)
         before[root] = _modes(root, names)
         _run_set_id_actions(root, names, as_user=as_user)
