@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import sys
@@ -27,6 +28,7 @@ from workspacefs.tools import (
 )
 
 from .conftest import RemoteDaemons
+from .test_reads import png
 
 SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
 
@@ -94,6 +96,7 @@ async def _scenario(project: Path) -> dict[str, Any]:
         seen["invalid"] = await call("read_file", {"limit": "x"})
         seen["unknown"] = await call("cat", {})
         seen["still_serving"] = await call("read_file", {"path": "main.py"})
+        seen["image"] = (await client.call_tool("read_bytes", {"path": "logo.png"})).content
     return seen
 
 
@@ -208,6 +211,7 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n")
+    (project / "logo.png").write_bytes(png(2, 2))
     seen = anyio.run(_scenario, project)
 
     assert seen["names"] == filesystem_tools().names
@@ -252,6 +256,11 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
     assert is_error
     assert text.startswith("There is no tool named 'cat'")
     assert seen["still_serving"] == (False, "     1\tprint('hi')")
+    text, image = seen["image"]
+    assert isinstance(text, types.TextContent)
+    assert text.text == f"`logo.png`: image/png, {len(png(2, 2))} bytes, attached as image content."
+    assert isinstance(image, types.ImageContent)
+    assert (image.mime_type, base64.b64decode(image.data)) == ("image/png", png(2, 2))
 
 
 class _BoomParams(ToolParams):

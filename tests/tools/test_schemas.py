@@ -23,6 +23,7 @@ from workspacefs.tools import (
 NAMES = [
     "ls",
     "read_file",
+    "read_bytes",
     "write_file",
     "edit_file",
     "glob",

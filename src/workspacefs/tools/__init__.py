@@ -16,6 +16,8 @@ from ._coordinated import coordinated_snapshot as coordinated_snapshot
 from ._edit import EDIT_FILE as EDIT_FILE
 from ._edit import Edit as Edit
 from ._edit import EditFileParams as EditFileParams
+from ._encoding import TextEncoding as TextEncoding
+from ._encoding import detect_encoding as detect_encoding
 from ._files import READ_FILE as READ_FILE
 from ._files import WRITE_FILE as WRITE_FILE
 from ._files import ReadFileParams as ReadFileParams
@@ -30,7 +32,13 @@ from ._listing import ListedEntry as ListedEntry
 from ._listing import LsParams as LsParams
 from ._listing import Removal as Removal
 from ._listing import RmParams as RmParams
+from ._media import READ_BYTES as READ_BYTES
+from ._media import FileBytes as FileBytes
+from ._media import ReadBytesParams as ReadBytesParams
+from ._pages import BinaryFile as BinaryFile
+from ._pages import TextPage as TextPage
 from ._registry import ToolRegistry as ToolRegistry
+from ._result import Attachment as Attachment
 from ._result import ToolResult as ToolResult
 from ._schemas import anthropic_schema as anthropic_schema
 from ._schemas import input_schema as input_schema

@@ -11,6 +11,7 @@ is this package's (``_stdio``): every line is bounded and answered.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import logging
 from functools import partial
@@ -106,9 +107,7 @@ def create_server(
             result = await anyio.to_thread.run_sync(
                 partial(run, params.name, dict(params.arguments or {}), _request_id(ctx))
             )
-        return types.CallToolResult(
-            content=[types.TextContent(text=result.message)], is_error=not result.success
-        )
+        return types.CallToolResult(content=_content(result), is_error=not result.success)
 
     return Server(
         name,
@@ -117,6 +116,18 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _content(result: ToolResult[Any]) -> list[types.ContentBlock]:
+    """The message, then each attachment as MCP image or audio content."""
+    blocks: list[types.ContentBlock] = [types.TextContent(text=result.message)]
+    for item in result.attachments:
+        data = base64.b64encode(item.data).decode("ascii")
+        if item.mime_type.startswith("audio/"):
+            blocks.append(types.AudioContent(data=data, mime_type=item.mime_type))
+        else:
+            blocks.append(types.ImageContent(data=data, mime_type=item.mime_type))
+    return blocks
 
 
 def _request_id(ctx: ServerRequestContext[Any]) -> str | None:

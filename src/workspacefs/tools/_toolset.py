@@ -10,11 +10,21 @@ from ._edit import EDIT_FILE
 from ._files import READ_FILE, WRITE_FILE
 from ._grep import GREP
 from ._listing import GLOB, LS, RM
+from ._media import READ_BYTES
 from ._registry import ToolRegistry
 from ._snapshot_tools import DIFF, RESTORE, SNAPSHOT
 from ._tool import Tool
 
-FILE_TOOLS: tuple[Tool[Any, Any], ...] = (LS, READ_FILE, WRITE_FILE, EDIT_FILE, GLOB, GREP, RM)
+FILE_TOOLS: tuple[Tool[Any, Any], ...] = (
+    LS,
+    READ_FILE,
+    READ_BYTES,
+    WRITE_FILE,
+    EDIT_FILE,
+    GLOB,
+    GREP,
+    RM,
+)
 """The tools every ``Filesystem`` supports."""
 
 SNAPSHOT_TOOLS: tuple[Tool[Any, Any], ...] = (SNAPSHOT, RESTORE, DIFF)
