@@ -123,13 +123,15 @@ def _looks_like_text(sample: bytes) -> bool:
     return controls * 200 <= len(sample)
 
 
-def _mostly_utf8(sample: bytes) -> int | None:
-    """The number of bad sequences if ``sample`` is UTF-8 with fewer of them than
-    good multi-byte characters (a file joined from two), else None."""
-    text = sample.decode("utf-8", MARKED)
-    bad = text.count(MARK)
-    good = len(text) - len(text.encode("ascii", "ignore")) - bad
-    return bad if good > bad else None
+def _mostly_utf8(sample: bytes) -> bool:
+    """True if ``sample`` is UTF-8 with fewer bad sequences than good multi-byte
+    characters (a file joined from two). Two C-speed decodes: a Python error
+    handler called per bad byte of a Latin-1 file would cost 40 times more."""
+    kept = sample.decode("utf-8", "ignore")
+    literal = kept.count(REPLACEMENT)  # the file's own U+FFFDs
+    bad = sample.decode("utf-8", "replace").count(REPLACEMENT) - literal
+    good = len(kept) - len(kept.encode("ascii", "ignore"))
+    return good > bad
 
 
 def detect_encoding(sample: bytes, *, whole: bool) -> TextEncoding | None:
@@ -147,7 +149,7 @@ def detect_encoding(sample: bytes, *, whole: bool) -> TextEncoding | None:
         return _utf16(sample)
     if _valid_utf8(sample, whole):
         return UTF8
-    if _mostly_utf8(sample) is not None:
+    if _mostly_utf8(sample):
         return UTF8  # the bad sequences are marked where they are shown
     if not _looks_like_text(sample):
         return None
