@@ -44,6 +44,18 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("edit_file", {"path": "blob.bin", "old_string": "a", "new_string": "b"}),
     ("edit_file", {"path": "latin1.txt", "old_string": "café", "new_string": "✓"}),
     ("edit_file", {"path": "joined.txt", "old_string": "caf", "new_string": "x"}),
+    ("stat", {"path": "missing"}),
+    ("read_files", {"paths": ["missing.txt", "blob.bin", "huge.png"]}),
+    ("read_files", {"paths": []}),
+    ("multi_edit", {"path": "a.txt", "edits": [{"old_string": "line", "new_string": "x"}]}),
+    ("multi_edit", {"path": "a.txt", "edits": [{"old_string": "line  one", "new_string": "x"}]}),
+    ("multi_edit", {"path": "blob.bin", "edits": [{"old_string": "a", "new_string": "b"}]}),
+    ("multi_edit", {"path": "a.txt", "edits": [{"old": "a"}]}),
+    ("mkdir", {"path": "a.txt"}),
+    ("mkdir", {"path": "../out"}),
+    ("mv", {"source": "a.txt", "destination": "src/m.py"}),
+    ("mv", {"source": "missing", "destination": "x"}),
+    ("mv", {"source": "src", "destination": "src/inner"}),
     ("glob", {"pattern": "*", "path": "a.txt"}),
     ("grep", {"pattern": "("}),
     ("grep", {"pattern": "x", "path": "missing"}),
@@ -58,6 +70,9 @@ READ_ONLY_REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("write_file", {"path": "b.txt", "content": "x"}),
     ("edit_file", {"path": "a.txt", "old_string": "one", "new_string": "1"}),
     ("rm", {"path": "a.txt"}),
+    ("mkdir", {"path": "d"}),
+    ("mv", {"source": "a.txt", "destination": "b.txt"}),
+    ("multi_edit", {"path": "a.txt", "edits": [{"old_string": "one", "new_string": "1"}]}),
 ]
 
 

@@ -26,6 +26,7 @@ from ._mounts import MountEntry as MountEntry
 from ._mounts import canonical_mountpoint as canonical_mountpoint
 from ._mounts import mount_table as mount_table
 from ._mounts import mounts_under as mounts_under
+from ._rename import rename_beneath as rename_beneath
 from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
 from ._replace import clear_directory as clear_directory
 from ._replace import copy_content as copy_content
@@ -56,6 +57,7 @@ __all__ = [
     "read_blocks",
     "regular_blocks",
     "remove_entry",
+    "rename_beneath",
     "replace_directory",
     "replace_file",
     "replace_symlink",

@@ -242,5 +242,11 @@ RM = Tool(
     ),
     params=RmParams,
     handler=rm,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True, title="Remove"),
+    annotations=ToolAnnotations(
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        title="Remove",
+        changes_directories=True,
+    ),
 )

@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Tools over one workspace filesystem. Paths are relative to the workspace root. "
-    "read_file numbers lines like `cat -n`; edit_file needs the exact text without those "
-    "numbers. snapshot/restore/diff save, return to and compare states of the whole workspace."
+    "read_file numbers lines like `cat -n` (any size, any text encoding); edit_file and "
+    "multi_edit need the exact text without those numbers. read_bytes shows images and "
+    "other binary files; stat says which read tool a file needs. snapshot/restore/diff "
+    "save, return to and compare states of the whole workspace."
 )
 
 
