@@ -342,3 +342,24 @@ def test_undo_keeps_an_empty_directory_removal_it_does_not_undo() -> None:
 @pytest.mark.parametrize("name", ["stat", "read_files", "read_bytes"])
 def test_read_tools_are_read_only(name: str) -> None:
     assert not filesystem_tools()[name].mutating
+
+
+def test_ls_from_the_tree_listing_matches_list_and_stat() -> None:
+    """ls reads sizes from the tree's own listing (one call) where it can; it shows what
+    ``list`` and a ``stat`` per entry show, in the same order (a-b before a/)."""
+    from workspacefs.tools._listing import _entry
+
+    fs = InMemoryFilesystem()
+    for path in ("a-b.txt", "a/x.txt", "a.txt", "b/c/d.txt", "Z", "é"):
+        fs.write(path, path * 3)
+    with fs.transaction() as tree:
+        tree.symlink(ROOT_INO, "to-file", "a.txt")
+        tree.symlink(ROOT_INO, "to-dir", "b")
+        tree.symlink(ROOT_INO, "dangling", "nowhere")
+    for path in (".", "a", "to-dir"):
+        result = filesystem_tools(fs).call("ls", {"path": path}, context=ToolContext(filesystem=fs))
+        assert result.success, result.message
+        assert result.value == tuple(_entry(fs, item) for item in fs.list(path))
+    listed = filesystem_tools(fs).call("ls", {}, context=ToolContext(filesystem=fs)).message
+    assert "link            15  to-file -> a file" in listed
+    assert "link             -  dangling -> nothing (dangling)" in listed
