@@ -363,3 +363,31 @@ def test_ls_from_the_tree_listing_matches_list_and_stat() -> None:
     listed = filesystem_tools(fs).call("ls", {}, context=ToolContext(filesystem=fs)).message
     assert "link            15  to-file -> a file" in listed
     assert "link             -  dangling -> nothing (dangling)" in listed
+
+
+@pytest.mark.parametrize(
+    ("edits", "lines"),
+    [
+        # each edit's changed bytes, moved along by the edits after it
+        ([("l1\n", "L1\n"), ("l10\n", "L10\n")], ((1, 1), (10, 10))),
+        ([("l2\n", "l2\nnew\nnew\n"), ("l9", "L9")], ((3, 4), (11, 11))),
+        ([("l3\nl4\n", ""), ("l8", "L8")], ((3, 2), (6, 6))),  # lines removed before 3
+        ([("l5", "L5"), ("L5", "LL5")], ((5, 5),)),  # the second edits the first
+        ([("l1\n", "x1\n"), ("\nl", "\nm")], ((1, 10),)),  # replace_all below: every line
+        ([("l6\nl7", "l6 l7")], ((6, 6),)),  # two lines become one
+    ],
+)
+def test_multi_edit_reports_the_lines_it_changed(
+    edits: list[tuple[str, str]], lines: tuple[tuple[int, int], ...]
+) -> None:
+    fs = InMemoryFilesystem()
+    fs.write("t.txt", "".join(f"l{i}\n" for i in range(1, 11)))
+    specs = [
+        {"old_string": old, "new_string": new, "replace_all": old == "\nl"} for old, new in edits
+    ]
+    result = filesystem_tools(fs).call(
+        "multi_edit", {"path": "t.txt", "edits": specs}, context=ToolContext(filesystem=fs)
+    )
+    assert result.success, result.message
+    assert isinstance(result.value, MultiEdit)
+    assert result.value.lines == lines
