@@ -20,6 +20,7 @@ from support.daemon import cli, cli_mounted, private_runtime
 from workspacefs.cli import EXIT_FAILED
 from workspacefs.daemon import connect, load_source, parse_source
 from workspacefs.fuse import unavailable_reason
+from workspacefs.sandbox import preflight
 from workspacefs.tools import ToolContext, filesystem_tools
 
 from .test_mcp import SOURCE_ROOT
@@ -258,12 +259,9 @@ def test_workspacefs_apply_on_a_mounted_workspace(tmp_path: Path) -> None:
             assert "mode change 100755 => 100644 run.sh" in summary
             git(root, "commit", "-qm", "applied")
             # Changed underneath: refused, naming the path, nothing written.
-            assert tools.call(
-                "write_file", {"path": "README.md", "content": "ws\n"}, context=context
-            )
-            assert tools.call(
-                "write_file", {"path": "other.txt", "content": "o\n"}, context=context
-            )
+            for path in ("README.md", "other.txt"):
+                written = {"path": path, "content": "ws\n"}
+                assert tools.call("write_file", written, context=context).success
             (root / "README.md").write_text("user\n")
             before = tree(root)
             refused = cli("apply", str(mountpoint), "--to", str(root))
@@ -272,3 +270,45 @@ def test_workspacefs_apply_on_a_mounted_workspace(tmp_path: Path) -> None:
             assert tree(root) == before
         finally:
             fs.close()
+
+
+@pytest.mark.fuse
+@pytest.mark.container
+def test_apply_brings_back_what_a_container_and_the_tools_changed(tmp_path: Path) -> None:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    problems = preflight()
+    if problems:
+        pytest.skip("Podman sandbox unavailable: " + "; ".join(problems))
+    root = project(tmp_path)
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    with private_runtime(), cli_mounted(mountpoint, root):
+        fs = connect(mountpoint)
+        try:
+            edit = {"path": "src/app.py", "old_string": "'hello'", "new_string": "'hi'"}
+            edited = filesystem_tools(fs).call(
+                "edit_file", edit, context=ToolContext(filesystem=fs)
+            )
+            assert edited.success, edited.message
+            script = (
+                "echo built > build.txt && chmod 644 run.sh && rm docs/old.md && "
+                "mkdir -p bin && ln -s ../src/app.py bin/app"
+            )
+            ran = cli("run", "--mountpoint", str(mountpoint), "--", "/bin/sh", "-c", script)
+            assert ran.returncode == 0, ran.stderr
+        finally:
+            fs.close()
+        done = cli("apply", str(mountpoint), "--to", str(root))
+        assert done.returncode == 0, done.stderr
+    assert status(root) == {
+        " M src/app.py",
+        " M run.sh",
+        " D docs/old.md",
+        "?? bin/app",
+        "?? build.txt",
+    }
+    assert (root / "build.txt").read_text() == "built\n"
+    assert os.readlink(root / "bin/app") == "../src/app.py"
+    assert "+    print('hi')" in git(root, "diff", "--", "src/app.py")
