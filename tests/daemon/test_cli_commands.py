@@ -163,10 +163,16 @@ def test_snapshot_diff_restore_log(workspace: Path) -> None:
     assert not (workspace / "new.txt").exists()
     log = cli_json("log", str(workspace))
     assert isinstance(log, list)
-    assert [(e["tag"], e["current"]) for e in log] == [("start", True), ("second", False)]
+    # `from`: what the workspace was loaded with, the state `workspacefs apply` hands back
+    # the changes since.
+    assert [(e["tag"], e["current"]) for e in log] == [
+        ("from", False),
+        ("start", True),
+        ("second", False),
+    ]
     lines = cli_ok("log", str(workspace)).splitlines()
     assert lines[0].split() == ["ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"]
-    assert lines[1].split()[:3] == ["*", first["snapshot_id"][:8], "start"]
+    assert lines[2].split()[:3] == ["*", first["snapshot_id"][:8], "start"]
     by_prefix = cli_ok("restore", second["snapshot_id"][:6], cwd=workspace)
     assert by_prefix.startswith(f"Restored {second['snapshot_id'][:8]}")
 

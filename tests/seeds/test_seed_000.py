@@ -123,7 +123,13 @@ def test_project_tools_without_a_filesystem() -> None:
     context = ToolContext(prompt=None, rendered_prompt=None, adapter=None, session=None)
     arguments: dict[str, dict[str, Any]] = {
         "ls": {},
+        "stat": {"path": "x"},
         "read_file": {"path": "x"},
+        "read_files": {"paths": ["x"]},
+        "read_bytes": {"path": "x"},
+        "multi_edit": {"path": "x", "edits": [{"old_string": "a", "new_string": "b"}]},
+        "mkdir": {"path": "x"},
+        "mv": {"source": "x", "destination": "y"},
         "write_file": {"path": "x", "content": "y"},
         "edit_file": {"path": "x", "old_string": "a", "new_string": "b"},
         "glob": {"pattern": "*"},

@@ -30,14 +30,20 @@ from starlette.testclient import TestClient
 
 from workspacefs import HostMount, InMemoryFilesystem
 from workspacefs.debug import create_app, open_target
-from workspacefs.minimal import FileContent, FileEntry, FilesystemSection, GrepMatch, SnapshotInfo
+from workspacefs.minimal import (
+    FILESYSTEM_TOOLS,
+    FileContent,
+    FileEntry,
+    FilesystemSection,
+    GrepMatch,
+    SnapshotInfo,
+)
 from workspacefs.minimal import Filesystem as Filesystem
 from workspacefs.minimal import FilesystemSnapshot as FilesystemSnapshot
 from workspacefs.minimal import HostBackend as HostBackend
 from workspacefs.minimal import InMemoryBackend as InMemoryBackend
 from workspacefs.minimal import VfsSection as VfsSection
 from workspacefs.minimal import WorkspaceSection as WorkspaceSection
-from workspacefs.tools import FILE_TOOLS as FILESYSTEM_TOOLS
 from workspacefs.tools import ToolContext, ToolResult
 
 from .conformance import missing

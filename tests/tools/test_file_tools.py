@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from workspacefs.fs import ReadResult, WriteResult
-from workspacefs.tools import ListedEntry, Removal
+from workspacefs.fs import WriteResult
+from workspacefs.tools import ListedEntry, Removal, TextPage
 
 from .conftest import MakeWorkspace
 
@@ -34,7 +34,8 @@ def test_read_file_numbers_lines_like_cat_n(make: MakeWorkspace) -> None:
     assert result.message.splitlines() == [
         f"{n:>6}\t{line}" for n, line in enumerate(APP.splitlines(), start=1)
     ]
-    assert isinstance(result.value, ReadResult)
+    assert isinstance(result.value, TextPage)
+    assert result.value.total_lines == 5
     assert result.value.total_lines == 5
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import sys
@@ -17,6 +18,7 @@ from support.daemon import cli
 from workspacefs import InMemoryFilesystem
 from workspacefs.cli import EXIT_FAILED, EXIT_USAGE
 from workspacefs.tools import (
+    FILE_TOOLS,
     Tool,
     ToolContext,
     ToolParams,
@@ -27,6 +29,7 @@ from workspacefs.tools import (
 )
 
 from .conftest import RemoteDaemons
+from .test_reads import png
 
 SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
 
@@ -67,7 +70,7 @@ async def _calls(
 
 async def _scenario(project: Path) -> dict[str, Any]:
     seen: dict[str, Any] = {}
-    async with Client(_server("--hydrate", str(project)), read_timeout_seconds=60) as client:
+    async with Client(_server("--from", str(project)), read_timeout_seconds=60) as client:
         listed = (await client.list_tools()).tools
         seen["names"] = [tool.name for tool in listed]
         seen["tools"] = {tool.name: tool for tool in listed}
@@ -94,6 +97,7 @@ async def _scenario(project: Path) -> dict[str, Any]:
         seen["invalid"] = await call("read_file", {"limit": "x"})
         seen["unknown"] = await call("cat", {})
         seen["still_serving"] = await call("read_file", {"path": "main.py"})
+        seen["image"] = (await client.call_tool("read_bytes", {"path": "logo.png"})).content
     return seen
 
 
@@ -137,9 +141,12 @@ def test_mcp_refuses_to_reshape_a_running_workspace(
     (project / "planted.txt").write_text("not for the running workspace\n")
     fs = remote_daemons.fresh()
     try:
-        refused = cli("mcp", fs.mountpoint, "--hydrate", str(project), "--read-only")
+        refused = cli("mcp", fs.mountpoint, "--from", str(project))
         assert refused.returncode == EXIT_USAGE, refused.stderr
-        assert "--hydrate, --read-only shape a fresh in-memory workspace" in refused.stderr
+        assert "MOUNTPOINT and --from name two workspaces; give one" in refused.stderr
+        refused = cli("mcp", fs.mountpoint, "--mount-point", "/srv", "--read-only")
+        assert refused.returncode == EXIT_USAGE, refused.stderr
+        assert "--mount-point, --read-only shape a fresh workspace" in refused.stderr
         assert refused.stdout == ""
         assert not fs.exists("planted.txt")
         fs.write("still.txt", "writable\n")  # not made read-only either
@@ -149,7 +156,8 @@ def test_mcp_refuses_to_reshape_a_running_workspace(
 
 def test_mcp_says_in_one_line_what_cannot_make_the_fresh_workspace(tmp_path: Path) -> None:
     for args, message in (
-        (["--hydrate", str(tmp_path / "missing")], "No such file or directory"),
+        (["--from", str(tmp_path / "missing")], "--from: no such file or directory"),
+        (["--host", str(tmp_path / "missing")], "workspace root is not a directory"),
         (["--mount-point", "relative"], "mount point must be an absolute path"),
     ):
         refused = cli("mcp", *args)
@@ -161,13 +169,12 @@ def test_mcp_says_in_one_line_what_cannot_make_the_fresh_workspace(tmp_path: Pat
 
 
 def test_mcp_options_make_the_fresh_workspace(tmp_path: Path) -> None:
-    """``--hydrate`` (twice), ``--mount-point`` and ``--read-only``, as a client sees them."""
-    first, second = tmp_path / "first", tmp_path / "second"
+    """``--from``, ``--mount-point`` and ``--read-only``, as a client sees them."""
+    first = tmp_path / "first"
     (first / "src").mkdir(parents=True)
     (first / "src" / "app.py").write_text("print('app')\n")
-    second.mkdir()
-    (second / "README.md").write_text("# second\n")
-    args = ["--hydrate", str(first), "--hydrate", str(second), "--mount-point", "/srv/project"]
+    (first / "README.md").write_text("# second\n")
+    args = ["--from", str(first), "--mount-point", "/srv/project"]
     names, results = anyio.run(
         _calls,
         _server(*args, "--read-only"),
@@ -180,7 +187,8 @@ def test_mcp_options_make_the_fresh_workspace(tmp_path: Path) -> None:
             ("read_file", {"path": "README.md"}),
         ],
     )
-    assert names == filesystem_tools(InMemoryFilesystem(read_only=True)).names
+    # A read-only workspace is a frozen state: no snapshot tools, which would restore it.
+    assert names == [tool.name for tool in FILE_TOOLS]
     assert results[:2] == [(False, "     1\tprint('app')"), (False, "     1\t# second")]
     assert results[2:] == [
         (
@@ -208,6 +216,7 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n")
+    (project / "logo.png").write_bytes(png(2, 2))
     seen = anyio.run(_scenario, project)
 
     assert seen["names"] == filesystem_tools().names
@@ -252,6 +261,11 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
     assert is_error
     assert text.startswith("There is no tool named 'cat'")
     assert seen["still_serving"] == (False, "     1\tprint('hi')")
+    text, image = seen["image"]
+    assert isinstance(text, types.TextContent)
+    assert text.text == f"`logo.png`: image/png, {len(png(2, 2))} bytes, attached as image content."
+    assert isinstance(image, types.ImageContent)
+    assert (image.mime_type, base64.b64decode(image.data)) == ("image/png", png(2, 2))
 
 
 class _BoomParams(ToolParams):
@@ -291,3 +305,30 @@ def test_a_handler_bug_is_an_error_result_not_a_dead_server(
     assert "tool boom failed" in caplog.text
     assert [call.tool for call in toolset.history] == ["boom", "write_file", "ls"]
     assert toolset.history[1].before is not None
+
+
+def test_mcp_host_works_on_the_directory_in_place(tmp_path: Path) -> None:
+    """``--host DIR``: every change lands in DIR at once; snapshots (git commits kept
+    outside DIR) restore it."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "main.py").write_text("print('hi')\n")
+    names, results = anyio.run(
+        _calls,
+        _server("--host", str(root)),
+        [
+            ("snapshot", {"tag": "start"}),
+            ("edit_file", {"path": "main.py", "old_string": "hi", "new_string": "hello"}),
+            ("mv", {"source": "main.py", "destination": "app/main.py"}),
+            ("read_file", {"path": "/workspace/app/main.py"}),
+            ("restore", {"id_or_tag": "start"}),
+            ("write_file", {"path": "../outside.txt", "content": "x"}),
+        ],
+    )
+    assert "snapshot" in names
+    assert [error for error, _ in results] == [False, False, False, False, False, True]
+    assert results[3][1] == "     1\tprint('hello')"
+    assert "outside the workspace" in results[5][1]
+    assert (root / "main.py").read_text() == "print('hi')\n"  # restored, in place
+    assert not (root / "app/main.py").exists()
+    assert not (tmp_path / "outside.txt").exists()

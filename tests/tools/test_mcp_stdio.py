@@ -248,7 +248,7 @@ def test_an_answer_naming_a_file_that_is_not_utf8_is_sent(tmp_path: Path) -> Non
     project = tmp_path / "project"
     project.mkdir()
     (project / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
-    running = Server(*MCP_COMMAND, "--hydrate", str(project))
+    running = Server(*MCP_COMMAND, "--from", str(project))
     try:
         running.initialize()
         running.send(_call(20, "ls", path="."))

@@ -22,9 +22,15 @@ from workspacefs.tools import (
 
 NAMES = [
     "ls",
+    "stat",
     "read_file",
+    "read_files",
+    "read_bytes",
     "write_file",
     "edit_file",
+    "multi_edit",
+    "mkdir",
+    "mv",
     "glob",
     "grep",
     "rm",
@@ -140,7 +146,7 @@ def test_unknown_tool_is_a_failed_result() -> None:
     fs = InMemoryFilesystem()
     result = filesystem_tools().call("cat", {}, context=ToolContext(filesystem=fs))
     assert not result.success
-    assert result.message.startswith("There is no tool named 'cat'; the tools are: ls, read_file")
+    assert result.message.startswith("There is no tool named 'cat'; the tools are: ls, stat, ")
 
 
 class EchoParams(ToolParams):

@@ -12,7 +12,6 @@ from typing import Annotated, Literal
 import typer
 
 from .._errors import MountedInsideError
-from ..sandbox import containers_conf, preflight
 from ._app import EXIT_PROBLEMS, JsonOption, app
 from ._output import emit_json, stdout
 
@@ -61,6 +60,10 @@ def _machine_checks() -> list[Check]:
         why = "root needs none" if status == "ok" else "containers cannot enter your mounts"
         checks.append(Check("user_allow_other", status, f"not in /etc/fuse.conf ({why})"))
     checks.append(_tool("podman", "--version"))
+    # Loaded here, not with the command line: the sandbox brings the FUSE layer, git and
+    # the tools, which every other command (mcp's start, say) would pay for.
+    from ..sandbox import containers_conf, preflight
+
     conf = containers_conf()
     if os.path.isfile(conf):
         checks.append(Check("podman config", "ok", conf))

@@ -9,6 +9,7 @@ import typer
 
 from .._errors import MountedInsideError
 from . import (  # noqa: F401
+    _apply,
     _blame,
     _debug,
     _doctor,

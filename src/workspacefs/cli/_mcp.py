@@ -1,59 +1,126 @@
-"""mcp: the agent tools over MCP (stdio)."""
+"""mcp: the agent tools over MCP (stdio), on a running workspace, a fresh in-memory
+one (empty, or loaded ``--from`` a directory, ZIP or git snapshot as ``mount --from``
+loads it), or a host directory in place (``--host``)."""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
-from typing import Annotated
+import tempfile
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ._app import app
+from ._app import EXIT_FAILED, app
+
+if TYPE_CHECKING:
+    from ..fs import Filesystem, FilesystemSnapshot, InMemoryFilesystem
+
+
+def _refuse_mixed(mountpoint: str | None, source: str | None, host: str | None) -> None:
+    """One workspace at a time: a running one, one loaded --from, or --host."""
+    chosen = [
+        name
+        for name, value in (("MOUNTPOINT", mountpoint), ("--from", source), ("--host", host))
+        if value is not None
+    ]
+    if len(chosen) > 1:
+        raise typer.BadParameter(f"{' and '.join(chosen)} name two workspaces; give one")
+
+
+def _handback(fs: InMemoryFilesystem, base: FilesystemSnapshot, directory: str) -> int:
+    """``--apply``: write the session's work into ``directory``; if it changed underneath,
+    keep the work as a patch file instead and say where."""
+    from .._errors import ContentChangedError
+    from ._apply import handback, patch_since, summary, write_patch
+
+    # A client stops its server with SIGTERM a few seconds after closing stdin (the
+    # SDK's: 2 s); a hand-back under way finishes rather than stopping half written.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        result = handback(fs, base, directory)
+    except ContentChangedError as exc:
+        handle, path = tempfile.mkstemp(prefix="workspacefs-", suffix=".patch")
+        with os.fdopen(handle, "wb") as out:
+            write_patch(patch_since(fs, base), out)
+        print(
+            f"workspacefs: error: not applied: {exc.strerror}: {exc.filename}; the changes "
+            f"are kept in {path} (git apply takes it)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    print(f"workspacefs: {summary(result)}", file=sys.stderr)
+    return 0
 
 
 @app.command(
     epilog="Examples (in an MCP client's config): workspacefs mcp /home/me/ws; "
-    "workspacefs mcp --hydrate /home/me/project"
+    "workspacefs mcp --from /home/me/project --apply; workspacefs mcp --host /home/me/project"
 )
 def mcp(
     mountpoint: Annotated[
         str | None,
         typer.Argument(help="A running workspace; default: a fresh in-memory one."),
     ] = None,
-    hydrate: Annotated[
-        list[str] | None,
+    source: Annotated[
+        str | None,
         typer.Option(
-            "--hydrate",
-            metavar="DIR",
-            help="Copy this host directory into the fresh workspace's root first (repeatable).",
+            "--from",
+            metavar="SOURCE",
+            help="Load the fresh workspace from DIR, FILE.zip, REPO.git or REPO.git#REF, "
+            "as mount --from does.",
         ),
     ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            metavar="DIR",
+            help="Work on DIR itself, in place (its snapshots are git commits kept outside it).",
+        ),
+    ] = None,
+    handback: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="With --from DIR: when the client disconnects, write the session's changes "
+            "into DIR (as workspacefs apply does); if DIR changed them meanwhile, keep them "
+            "as a patch file instead.",
+        ),
+    ] = False,
     mount_point: Annotated[
         str | None,
         typer.Option(
             "--mount-point",
             metavar="PATH",
-            help="The absolute path agents see the fresh workspace at (default: /workspace).",
+            help="The absolute path agents see the workspace at (default: /workspace).",
         ),
     ] = None,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="Refuse every write to the fresh workspace.")
+        bool, typer.Option("--read-only", help="Refuse every write to the workspace.")
     ] = False,
 ) -> None:
     """Serve the agent tools (ls, read_file, edit_file, grep, snapshot, ...) over MCP on
-    stdin/stdout, on a running workspace or on a fresh in-memory one."""
-    from ..daemon import connect
-    from ..fs import Filesystem, HostMount, InMemoryFilesystem
+    stdin/stdout, on a running workspace, a fresh in-memory one or a host directory."""
+    from ..daemon import LOADED_TAG, connect, load_source, parse_source
+    from ..fs import InMemoryFilesystem
+    from ..host import HostFilesystem
     from ..tools import serve_stdio
 
+    _refuse_mixed(mountpoint, source, host)
     fs: Filesystem
+    memory: InMemoryFilesystem | None = None
+    loaded = parse_source(source)
+    if handback and loaded.kind != "directory":
+        raise typer.BadParameter("--apply writes back to the directory --from DIR names")
     if mountpoint is not None:
         # A running workspace was shaped when it was mounted (`workspacefs mount --from,
         # --read-only`); these options cannot reshape it, so they are refused, not ignored.
         given = [
             name
             for name, value in (
-                ("--hydrate", hydrate),
                 ("--mount-point", mount_point is not None),
                 ("--read-only", read_only),
             )
@@ -61,16 +128,22 @@ def mcp(
         ]
         if given:
             raise typer.BadParameter(
-                f"{', '.join(given)} shape a fresh in-memory workspace, not the running one "
-                f"at {mountpoint}"
+                f"{', '.join(given)} shape a fresh workspace, not the running one at {mountpoint}"
             )
         fs = connect(mountpoint)
+    elif host is not None:
+        fs = HostFilesystem(host, read_only=read_only, mount_point=mount_point or "/workspace")
     else:
         point = "/workspace" if mount_point is None else mount_point
-        memory = InMemoryFilesystem(mount_point=point, read_only=read_only)
-        for directory in hydrate or ():
-            source = HostMount(directory, mount_path=".")
-            memory.hydrate_from_host(source, allowed_roots=[directory])
-        fs = memory
+        memory = load_source(loaded, point) if source is not None else None
+        memory = memory or InMemoryFilesystem(mount_point=point)
+        fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
-    serve_stdio(fs)
+    try:
+        serve_stdio(fs)
+    finally:
+        if isinstance(fs, HostFilesystem):
+            fs.cleanup()
+    if handback and memory is not None and loaded.path is not None:
+        base = next(s for s in memory.snapshots() if s.tag == LOADED_TAG)
+        raise typer.Exit(_handback(memory, base, loaded.path))

@@ -5,7 +5,8 @@
 lists this user's. The protocol is documented in docs/daemon.md.
 
 A client needs only httpx: ``run_daemon`` (the server: trio, pyfuse3,
-hypercorn, pygit2) loads on first use.
+hypercorn, pygit2) and ``load_source`` (what ``--from`` names, as a new
+in-memory workspace) load on first use.
 """
 
 from importlib import import_module as _import_module
@@ -46,9 +47,11 @@ from ._verbs import WorkspaceVerbs as WorkspaceVerbs
 from ._wire import API_VERSION as API_VERSION
 
 if TYPE_CHECKING:
+    from ._load import LOADED_TAG as LOADED_TAG
+    from ._load import load_source as load_source
     from ._server import run_daemon as run_daemon
 
-_LAZY_NAMES = {"run_daemon": "._server"}
+_LAZY_NAMES = {"run_daemon": "._server", "load_source": "._load", "LOADED_TAG": "._load"}
 
 
 def __getattr__(name: str) -> object:

@@ -12,6 +12,9 @@ from ..archive import import_archive
 from ..fs import Cause, HostMount, InMemoryFilesystem, attributed
 from ._sources import Source
 
+LOADED_TAG = "from"
+"""The tag of the snapshot of what a workspace loaded from a directory started with."""
+
 _WORKSPACE_REF = re.compile(r"^refs/workspacefs/([^/]+)/snapshots/(\d+)$")
 
 
@@ -88,6 +91,8 @@ def load_source(
             assert source.path is not None
             hydrate = HostMount(source.path, mount_path=".")
             fs.hydrate_from_host(hydrate, allowed_roots=[source.path])
+            # What ``workspacefs apply`` hands back is the work done since this state.
+            fs.snapshot(tag=LOADED_TAG)
         elif source.kind == "archive":
             assert source.path is not None
             import_archive(fs, source.path)

@@ -369,6 +369,7 @@ class FilesystemVerbs:
     write_bytes = Method(Filesystem.write_bytes, VIEW, changes=True)
     delete = Method(Filesystem.delete, VIEW, changes=True)
     mkdir = Method(Filesystem.mkdir, VIEW, changes=True)
+    rename = Method(Filesystem.rename, VIEW, changes=True)
 
 
 class WorkspaceVerbs(FilesystemVerbs):

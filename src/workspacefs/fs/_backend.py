@@ -126,6 +126,13 @@ class Backend(Protocol):
         """Remove the non-directory ``name``."""
         ...
 
+    def rename(
+        self, directory: Handle, name: str, into: Handle, target_name: str, replace: bool
+    ) -> None:
+        """Move ``name`` to ``target_name`` in the directory ``into`` (rename(2); if not
+        ``replace``, an existing target is EEXIST, checked atomically with the move)."""
+        ...
+
     def remove_tree(self, directory: Handle, name: str) -> None:
         """Remove the directory ``name`` and everything below it, following no link."""
         ...

@@ -26,7 +26,14 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
 from .._errors import PathEscapeError
-from ..posix import BLOCK, DIRECTORY_FLAGS, open_regular, regular_blocks, remove_entry
+from ..posix import (
+    BLOCK,
+    DIRECTORY_FLAGS,
+    open_regular,
+    regular_blocks,
+    remove_entry,
+    rename_beneath,
+)
 from ._backend import Entry, Handle, Kind
 from ._paths import strip_mount_point
 from ._results import WriteMode
@@ -207,6 +214,11 @@ class DirectoryBackend:
 
     def unlink(self, directory: Handle, name: str) -> None:
         os.unlink(name, dir_fd=directory)
+
+    def rename(
+        self, directory: Handle, name: str, into: Handle, target_name: str, replace: bool
+    ) -> None:
+        rename_beneath(directory, name, into, target_name, replace=replace)
 
     def remove_tree(self, directory: Handle, name: str) -> None:
         remove_entry(directory, name)  # descriptor-based: links inside removed, never followed

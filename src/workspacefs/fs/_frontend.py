@@ -108,6 +108,7 @@ def _gone_is_changed(path: str, if_match: str | None) -> Iterator[None]:
 
 
 _name = operator.itemgetter(0)
+_TARGET_ERRORS = frozenset({errno.EEXIST, errno.EISDIR, errno.ENOTDIR, errno.ENOTEMPTY})
 
 
 def _timestamp(ns: int | None) -> datetime | None:
@@ -408,6 +409,39 @@ class BackendFilesystem:
                 raise IsADirectoryFsError("is a directory (use recursive=True)", display(norm))
             else:
                 backend.remove_tree(at.parent, at.name)
+
+    def rename(self, path: str, target: str, *, replace: bool = False) -> None:
+        """Move or rename within the workspace, atomically (see ``Filesystem.rename``)."""
+        self._writable(path)
+        norm, dest = self._normalize(path), self._normalize(target)
+        if not norm or not dest:
+            raise PathEscapeError("cannot rename the workspace root", "/")
+        if dest.startswith(norm + "/"):
+            raise InvalidArgumentError(
+                f"cannot move a directory into itself ({display(dest)})", display(norm)
+            )
+        backend = self._backend
+        with (
+            _errors_for(norm),
+            backend.mutating(),
+            locate(backend, norm, follow=False) as source,
+            locate(backend, dest, follow=False) as destination,
+        ):
+            self._existing(source, norm)
+            if source.name == "." or destination.name == ".":
+                raise InvalidArgumentError("cannot rename a path that ends in '..'", display(norm))
+            if dest == norm:
+                return  # rename(2) of a name to itself does nothing
+            if destination.entry is not None and not replace:
+                raise AlreadyExistsError("file exists", display(dest))
+            try:
+                backend.rename(
+                    source.parent, source.name, destination.parent, destination.name, replace
+                )
+            except OSError as exc:
+                if exc.errno in _TARGET_ERRORS:  # what is at the target is the cause
+                    raise translate(exc, display(dest)) from None
+                raise
 
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory (see ``Filesystem.mkdir``)."""

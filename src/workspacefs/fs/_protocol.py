@@ -179,6 +179,32 @@ class Filesystem(Protocol):
         """
         ...
 
+    def rename(self, path: str, target: str, *, replace: bool = False) -> None:
+        """Move or rename a file, symlink or directory within the workspace, atomically.
+
+        A symlink is moved itself, never followed, at either end; the
+        directories on both paths are followed as any path's are.
+
+        Args:
+            path: What to move.
+            target: Its new path; its parent directory must exist.
+            replace: Replace what is at ``target`` as rename(2) does (a file or
+                link; a directory only by a directory, and only if empty). If
+                False, an existing ``target`` is refused, checked atomically with
+                the move (on a host directory, where the kernel can:
+                ``renameat2(RENAME_NOREPLACE)``).
+
+        Raises:
+            FileNotFoundError: ``path``, or ``target``'s parent, does not exist.
+            FileExistsError: ``target`` exists and ``replace`` is False.
+            IsADirectoryError: A non-directory would replace a directory.
+            NotADirectoryError: A directory would replace a non-directory.
+            OSError: ENOTEMPTY: the directory it would replace is not empty.
+            PermissionError: Read-only, or either path is the root.
+            ValueError: A directory would move into itself.
+        """
+        ...
+
     def mkdir(self, path: str, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create a directory.
 

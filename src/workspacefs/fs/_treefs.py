@@ -16,7 +16,17 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 from .._errors import InvalidArgumentError
-from ..tree import ROOT_INO, Directory, File, Node, Subscriber, Symlink, Tree, TreeView
+from ..tree import (
+    RENAME_NOREPLACE,
+    ROOT_INO,
+    Directory,
+    File,
+    Node,
+    Subscriber,
+    Symlink,
+    Tree,
+    TreeView,
+)
 from ._archiving import archive_verbs
 from ._backend import Entry, Handle, Kind
 from ._entries import MAX_ENTRIES, TreeEntry, tree_entries
@@ -133,6 +143,12 @@ class TreeBackend:
 
     def unlink(self, directory: Handle, name: str) -> None:
         self._live().unlink(directory, name)
+
+    def rename(
+        self, directory: Handle, name: str, into: Handle, target_name: str, replace: bool
+    ) -> None:
+        flags = 0 if replace else RENAME_NOREPLACE
+        self._live().rename(directory, name, into, target_name, flags)
 
     def remove_tree(self, directory: Handle, name: str) -> None:
         tree = self._live()

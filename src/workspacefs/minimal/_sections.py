@@ -21,8 +21,12 @@ if TYPE_CHECKING:
     from ..fs import HostMount
     from ..sandbox import PodmanWorkspace, SandboxConfig
 
-FILESYSTEM_TOOLS: tuple[Tool[Any, Any], ...] = FILE_TOOLS
-"""The seed's ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``, ``grep``, ``rm``."""
+_SEED_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep", "rm")
+FILESYSTEM_TOOLS: tuple[Tool[Any, Any], ...] = tuple(
+    next(tool for tool in FILE_TOOLS if tool.name == name) for name in _SEED_TOOLS
+)
+"""The seed's ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``, ``grep``, ``rm``
+(the project's tools of those names; ``FILE_TOOLS`` has more)."""
 
 
 class FilesystemSection:
@@ -116,7 +120,9 @@ class PodmanSection(FilesystemSection):
         from ..sandbox import PodmanWorkspace
 
         self._workspace = PodmanWorkspace(config=self._config)
-        self.tools = tuple(self._workspace.tools)
+        # The seed's file tools first, then what the sandbox adds (the shell).
+        others = tuple(t for t in self._workspace.tools if t not in FILE_TOOLS)
+        self.tools = FILESYSTEM_TOOLS + others
         return FilesystemView(self._workspace.filesystem)
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ from ._private import check_own_directory as check_own_directory
 from ._private import make_private_directory as make_private_directory
 from ._private import open_private_file as open_private_file
 from ._private import write_private_file as write_private_file
+from ._rename import rename_beneath as rename_beneath
 from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
 from ._replace import clear_directory as clear_directory
 from ._replace import copy_content as copy_content
@@ -65,6 +66,7 @@ __all__ = [
     "read_blocks",
     "regular_blocks",
     "remove_entry",
+    "rename_beneath",
     "replace_directory",
     "replace_file",
     "replace_symlink",

@@ -417,6 +417,45 @@ class FilesystemProtocolTests:
         self.check_write(fs, lambda: fs.mkdir("x/y", parents=False), FileNotFoundError)
         self.check_write(fs, lambda: fs.mkdir("README.md"), FileExistsError)
 
+    # -- rename ----------------------------------------------------------------
+
+    def test_rename_file_and_directory(self) -> None:
+        fs = self.fs()
+        if not self.check_write(fs, lambda: fs.rename("README.md", "docs/README.md")):
+            return
+        assert not fs.exists("README.md")
+        assert fs.read("docs/README.md").content == "# project\nhello world\n"
+        fs.rename("src/util", "lib")
+        assert fs.read("lib/helpers.py").content == "def helper():\n    return 42\n"
+        assert fs.read_bytes("lib/data.bin").content == b"\x00\x01\x02binary\xff"
+        assert [entry.name for entry in fs.list("src")] == ["app.py"]
+        fs.rename("empty.txt", "empty.txt")  # to itself: nothing happens
+        assert fs.exists("empty.txt")
+
+    def test_rename_refusals_change_nothing(self) -> None:
+        fs = self.fs()
+        for source, target, error in (
+            ("README.md", "src/app.py", FileExistsError),
+            ("src", "docs", FileExistsError),
+            ("missing.txt", "x.txt", FileNotFoundError),
+            ("README.md", "missing/x.md", FileNotFoundError),
+            ("src", "src/util/inner", ValueError),
+            ("README.md", "../outside.md", PermissionError),
+            (".", "elsewhere", PermissionError),
+        ):
+            rename = functools.partial(fs.rename, source, target)
+            self.check_write(fs, rename, error)
+
+    def test_rename_replace(self) -> None:
+        fs = self.fs()
+        replace = functools.partial(fs.rename, replace=True)
+        self.check_write(fs, lambda: replace("README.md", "docs"), IsADirectoryError)
+        self.check_write(fs, lambda: replace("docs", "README.md"), NotADirectoryError)
+        self.check_write(fs, lambda: replace("src", "docs"), OSError)  # docs is not empty
+        if self.check_write(fs, lambda: replace("README.md", "src/app.py")):
+            assert not fs.exists("README.md")
+            assert fs.read("src/app.py").content == "# project\nhello world\n"
+
     # -- bad paths -------------------------------------------------------------
 
     @pytest.mark.parametrize(

@@ -11,6 +11,12 @@ encoding it back: a UTF-8 needle matches only at character boundaries, and
 line ends are the same bytes in both. An ASCII file (most source) is known
 to be valid UTF-8 without being decoded at all, so the edit costs one new
 copy of the file, where ``str.replace`` on its text costs three.
+
+A file in another text encoding (Latin-1, cp1252, UTF-16/32 with or without
+a BOM, as read_file names it) is edited in that encoding: its text goes
+through the same steps as UTF-8, and the result is encoded back with the
+same BOM. A replacement the encoding cannot hold is refused, as is a file
+with bytes that do not decode (they could not be written back as they were).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pydantic import Field
 from .._errors import ContentChangedError
 from ..fs import Filesystem, ReadBytesResult, content_digest
 from ._context import ToolContext, read_cap
+from ._encoding import MARK, TextEncoding, detect_encoding
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, numbered, quote, text_lines
 from ._result import ToolResult
@@ -146,59 +153,125 @@ def _not_found(path: str, text: str, old: str) -> str:
     )
 
 
-def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edit]:
-    """Replace ``old_string`` with ``new_string`` in a text file."""
-    fs, path = context.workspace(), params.path
-    old, new = params.old_string, params.new_string
-    if old == new:
-        return ToolResult.fail(
-            f"Cannot edit {quote(path)}: old_string and new_string are identical, "
-            "so the edit would change nothing."
-        )
+@dataclass(frozen=True, slots=True)
+class Editable:
+    """A text file as the edit tools change it.
+
+    Attributes:
+        path: The file, as the caller named it (messages and the write back use it).
+        resolved: The file's path in the workspace, as the read named it.
+        data: Its bytes as read (what the write back must still find there).
+        content: Its text in UTF-8 (``data`` itself for a UTF-8 file).
+        encoding: The file's encoding when it is not UTF-8 (None if it is).
+    """
+
+    path: str
+    resolved: str
+    data: bytes
+    content: bytes
+    encoding: TextEncoding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """One replacement done in a file's UTF-8 text."""
+
+    updated: bytes
+    positions: list[int]
+    needle: bytes
+    replacement: bytes
+
+
+def read_editable(fs: Filesystem, path: str, tool: str) -> Editable | str:
+    """The file at ``path`` to edit, or why ``tool`` cannot."""
     try:
         data = fs.read_bytes(path, limit=read_cap(fs))
     except (OSError, ValueError) as exc:
-        return ToolResult.fail(failure("edit", path, exc))
-    refusal = _not_editable(path, data)
+        return failure("edit", path, exc)
+    refusal = _not_editable(path, data, tool)
     if refusal is not None:
-        return ToolResult.fail(refusal)
-    content = data.content
+        return refusal
+    if _is_text(data.content):
+        return Editable(path, data.path, data.content, data.content)
+    encoding = detect_encoding(data.content, whole=True)
+    if encoding is None:
+        return (
+            f"Cannot edit {quote(path)}: it is a binary file "
+            f"({count(len(data.content), 'byte')}); {tool} changes text only. "
+            "Read it with read_bytes."
+        )
+    text = encoding.decode(data.content[len(encoding.bom) :])
+    bad = text.count(MARK)
+    if bad:
+        return (
+            f"Cannot edit {quote(path)}: {count(bad, 'byte sequence')} in it "
+            f"{'does' if bad == 1 else 'do'} not decode as {encoding.label}, and {tool} "
+            "would not write them back as they are. Replace the whole file with write_file, "
+            "or look at the bytes with read_bytes."
+        )
+    return Editable(path, data.path, data.content, text.encode("utf-8"), encoding)
+
+
+def replace_in(path: str, content: bytes, old: str, new: str, replace_all: bool) -> Replaced | str:
+    """``old`` replaced by ``new`` in the UTF-8 text ``content``, with edit_file's
+    checks (found, unique unless ``replace_all``, encodable); or the refusal."""
+    if old == new:
+        return (
+            f"Cannot edit {quote(path)}: old_string and new_string are identical, "
+            "so the edit would change nothing."
+        )
     if b"\r" in content and content.count(b"\r\n") == content.count(b"\n"):
         old, new = _crlf(old), _crlf(new)
     needle = _utf8(old)
     at = -1 if needle is None else content.find(needle)
     if needle is None or at < 0:
-        return ToolResult.fail(_not_found(path, content.decode("utf-8"), params.old_string))
-    if params.replace_all:
+        return _not_found(path, content.decode("utf-8"), old)
+    if replace_all:
         positions = list(_positions(content, needle, at))
     elif content.find(needle, at + len(needle)) >= 0:
-        return ToolResult.fail(_not_unique(path, content, needle, at))
+        return _not_unique(path, content, needle, at)
     else:
         positions = [at]
     replacement = _utf8(new)
     if replacement is None:
-        return ToolResult.fail(_unencodable(path, content, old, new, len(positions)))
+        return _unencodable(path, content, old, new, len(positions))
     updated = _replaced(content, needle, replacement, positions)
-    refusal = _write_back(fs, path, content, updated)
+    return Replaced(updated, positions, needle, replacement)
+
+
+def edit_file(params: EditFileParams, *, context: ToolContext) -> ToolResult[Edit]:
+    """Replace ``old_string`` with ``new_string`` in a text file."""
+    fs, path = context.workspace(), params.path
+    if params.old_string == params.new_string:  # refused before the file is read
+        return ToolResult.fail(
+            f"Cannot edit {quote(path)}: old_string and new_string are identical, "
+            "so the edit would change nothing."
+        )
+    source = read_editable(fs, path, "edit_file")
+    if isinstance(source, str):
+        return ToolResult.fail(source)
+    done = replace_in(
+        path, source.content, params.old_string, params.new_string, params.replace_all
+    )
+    if isinstance(done, str):
+        return ToolResult.fail(done)
+    refusal = write_back(fs, source, done.updated, "edit_file")
     if refusal is not None:
         return ToolResult.fail(refusal)
-    shift = len(replacement) - len(needle)
+    positions, updated = done.positions, done.updated
+    shift = len(done.replacement) - len(done.needle)
     starts = _line_numbers(updated, [p + i * shift for i, p in enumerate(positions)])
-    edit = Edit(data.path, len(positions), tuple(starts))
-    return ToolResult.ok(_edited(data.path, updated, edit, at, replacement), edit)
+    edit = Edit(source.resolved, len(positions), tuple(starts))
+    message = _edited(source.resolved, updated, edit, positions[0], done.replacement)
+    return ToolResult.ok(message, edit)
 
 
-def _not_editable(path: str, data: ReadBytesResult) -> str | None:
-    """Why edit_file cannot change the file read as ``data``, or None if it can."""
+def _not_editable(path: str, data: ReadBytesResult, tool: str) -> str | None:
+    """Why ``tool`` cannot change the file read as ``data`` (too large), or None."""
     if data.truncated:
         return (
             f"Cannot edit {quote(path)}: it is {count(data.size_bytes, 'byte')}, over the "
             f"read limit of {len(data.content):,} bytes."
-        )
-    if not _is_text(data.content):
-        return (
-            f"Cannot edit {quote(path)}: it is a binary file "
-            f"({count(len(data.content), 'byte')}); edit_file changes text only."
         )
     return None
 
@@ -224,15 +297,27 @@ def _replaced(content: bytes, needle: bytes, replacement: bytes, positions: list
     return content.replace(needle, replacement)
 
 
-def _write_back(fs: Filesystem, path: str, content: bytes, updated: bytes) -> str | None:
-    """Write ``updated`` over the file if it still holds ``content``; the failure, or None."""
+def write_back(fs: Filesystem, source: Editable, updated: bytes, tool: str) -> str | None:
+    """Write the UTF-8 text ``updated`` over the file, in its encoding, if the file still
+    holds what ``source`` read; the failure, or None."""
+    data = updated
+    if source.encoding is not None:
+        try:
+            data = source.encoding.encode(updated.decode("utf-8"))
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            return (
+                f"Cannot edit {quote(source.path)}: it is {source.encoding.label} text, "
+                f"which cannot hold {bad!r} (U+{ord(bad[0]):04X}); nothing was written. "
+                "Leave the character out, or rewrite the file as UTF-8 with write_file."
+            )
     try:
-        fs.write_bytes(path, updated, mode="overwrite", if_match=content_digest(content))
+        fs.write_bytes(source.path, data, mode="overwrite", if_match=content_digest(source.data))
     except ContentChangedError:
-        message = changed_meanwhile("edit", path, "edit_file", "read", "written")
+        message = changed_meanwhile("edit", source.path, tool, "read", "written")
         return f"{message} Read it again with read_file and redo the edit."
     except (OSError, ValueError) as exc:
-        return failure("edit", path, exc)
+        return failure("edit", source.path, exc)
     return None
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from .._errors import ContentChangedError
-from ..fs import FileEntry, Filesystem, GlobMatch, content_digest
+from ..fs import FileEntry, Filesystem, GlobMatch, content_digest, tree_key
 from ._context import ToolContext, read_cap
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, join_limited, parts, quote
@@ -23,6 +23,8 @@ from ._tool import Tool, ToolAnnotations, ToolParams
 
 MAX_ENTRIES = 1_000
 """Entries ``ls`` and ``glob`` show before saying how many more there are."""
+MAX_PAGE = 10_000
+"""Entries a page of ``TreeFilesystem.entries`` holds (its default and most)."""
 
 Kind = Literal["file", "directory", "symlink"]
 
@@ -65,11 +67,57 @@ def _line(entry: ListedEntry) -> str:
     return f"link {size:>13}  {entry.name}{slash} -> {leads[entry.target_kind]}"
 
 
+def _paged(fs: Filesystem, path: str) -> list[ListedEntry] | None:
+    """The entries of ``path`` with their sizes from the tree's own listing, a page a
+    call (``TreeFilesystem.entries``: in memory, or one round trip to a daemon)
+    rather than a ``stat`` per entry; None where the filesystem has none, or
+    ``path`` is a link (the listing does not follow it; ``list`` does)."""
+    page_of = getattr(fs, "entries", None)
+    if not callable(page_of):
+        return None
+    try:
+        found: list[ListedEntry] = []
+        after = ""
+        while True:
+            page = page_of(path, after=after, recursive=False)
+            for item in page:
+                name = item.path.rpartition("/")[2]
+                if item.kind == "symlink":
+                    found.append(_entry(fs, FileEntry(name, item.path, *_leads(fs, item.path))))
+                elif item.kind == "directory":
+                    found.append(ListedEntry(name, item.path, "directory", None))
+                else:  # a fifo or device shows as a file without size, as ``list`` has it
+                    size = item.size if item.kind == "file" else None
+                    found.append(ListedEntry(name, item.path, "file", size))
+            if len(page) < MAX_PAGE:
+                return sorted(found, key=_by_name)
+            after = tree_key(page[-1])
+    except NotADirectoryError:
+        return None
+
+
+def _leads(fs: Filesystem, path: str) -> tuple[bool, bool, bool]:
+    """(is_file, is_directory, is_symlink) of the link at ``path``, as ``list`` says."""
+    try:
+        found = fs.stat(path)
+    except (OSError, ValueError):
+        return False, False, True
+    return found.is_file, found.is_directory, True
+
+
+def _by_name(entry: ListedEntry) -> str:
+    return entry.name
+
+
 def ls(params: LsParams, *, context: ToolContext) -> ToolResult[tuple[ListedEntry, ...]]:
     """List a directory: kind, size in bytes, name; directories end with ``/``."""
     fs, path = context.workspace(), params.path
     try:
-        entries = tuple(_entry(fs, item) for item in fs.list(path))
+        paged = _paged(fs, path)
+        if paged is not None:
+            entries = tuple(paged)
+        else:
+            entries = tuple(_entry(fs, item) for item in fs.list(path))
     except (OSError, ValueError) as exc:
         return ToolResult.fail(failure("list", path, exc))
     if not entries:
@@ -242,5 +290,11 @@ RM = Tool(
     ),
     params=RmParams,
     handler=rm,
-    annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=True, title="Remove"),
+    annotations=ToolAnnotations(
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        title="Remove",
+        changes_directories=True,
+    ),
 )

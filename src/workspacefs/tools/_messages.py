@@ -93,8 +93,9 @@ def _has_long_run(text: str) -> bool:
     return False
 
 
-def numbered(lines: Sequence[str], first: int) -> str:
-    """Lines (without line ends) numbered like ``cat -n`` from ``first``; long ones cut.
+def numbered(lines: Sequence[str], first: int, *, cut_long: bool = True) -> str:
+    """Lines (without line ends) numbered like ``cat -n`` from ``first``; long ones cut
+    (unless ``cut_long`` is False: the caller cut them).
 
     The lines are slotted between cached prefixes and joined once, so no
     per-line string is built; the long-line check scans the page a block at a
@@ -112,10 +113,17 @@ def numbered(lines: Sequence[str], first: int) -> str:
     parts[1::2] = lines
     parts[0] = parts[0][1:]
     page = "".join(parts)
-    if _has_long_run(page) and max(map(len, lines)) > LONG_LINE:
+    if cut_long and _has_long_run(page) and max(map(len, lines)) > LONG_LINE:
         parts[1::2] = [cut(line) for line in lines]
         page = "".join(parts)
     return page
+
+
+def cut_lines(text: str, lines: Sequence[str]) -> Sequence[str]:
+    """``lines`` (split from ``text``) with the long ones cut, as ``numbered`` cuts them."""
+    if _has_long_run(text) and max(map(len, lines)) > LONG_LINE:
+        return [cut(line) for line in lines]
+    return lines
 
 
 def cut(line: str, width: int = LONG_LINE) -> str:

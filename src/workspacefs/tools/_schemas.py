@@ -37,9 +37,28 @@ def _untitled(schema: Any) -> Any:
     return out
 
 
+def _inlined(schema: Any, defs: JsonObject) -> Any:
+    """``schema`` with each ``$ref`` to ``defs`` replaced by what it names: a nested
+    model (``multi_edit``'s edits) is spelt out where it is used, since not every
+    client resolves references."""
+    if isinstance(schema, list):
+        return [_inlined(item, defs) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        named = dict(defs[ref.removeprefix("#/$defs/")])
+        named.update({key: value for key, value in schema.items() if key != "$ref"})
+        return _inlined(named, defs)
+    return {key: _inlined(value, defs) for key, value in schema.items()}
+
+
 def input_schema(params: type[BaseModel]) -> JsonObject:
     """The JSON Schema (2020-12) of a parameter model, as tools advertise it."""
     schema: JsonObject = _untitled(params.model_json_schema(by_alias=True))
+    defs = schema.pop("$defs", None)
+    if defs:
+        schema = _inlined(schema, defs)
     schema.pop("description", None)  # the model's docstring; the tool's description says it
     schema.setdefault("properties", {})
     return schema

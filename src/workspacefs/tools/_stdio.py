@@ -30,6 +30,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -229,6 +230,49 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _pollable(fd: int) -> bool:
+    """True for a pipe or socket: the event loop can wait on it, so no thread needs to
+    block in ``read``/``write`` (one hop to a worker thread and back each way is about
+    a tenth of a small call's time). A file or terminal is read in a thread."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@contextlib.contextmanager
+def _nonblocking(fd: int, pollable: bool) -> Iterator[None]:
+    """``fd`` without blocking while the transport serves, if it is ``pollable`` (the
+    flag belongs to the open pipe, which the caller's descriptor shares: put back)."""
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    if pollable and not flags & os.O_NONBLOCK:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+    try:
+        yield
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+
+async def _read_block(fd: int, pollable: bool) -> bytes:
+    if not pollable:
+        return await anyio.to_thread.run_sync(os.read, fd, READ_BLOCK, abandon_on_cancel=True)
+    while True:
+        try:
+            return os.read(fd, READ_BLOCK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+
+
+async def _send(fd: int, data: bytes, pollable: bool) -> None:
+    if not pollable:
+        await anyio.to_thread.run_sync(_write_all, fd, data)
+        return
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
+
+
 async def _read(
     fd: int,
     limit: int,
@@ -237,9 +281,10 @@ async def _read(
 ) -> None:
     lines = Lines(limit)
     too_long = f"Invalid request: the line is over the limit of {limit:,} bytes; it was skipped."
+    pollable = _pollable(fd)
     async with incoming, answers:
         while True:
-            data = await anyio.to_thread.run_sync(os.read, fd, READ_BLOCK, abandon_on_cancel=True)
+            data = await _read_block(fd, pollable)
             if data:
                 found = lines.feed(data)
             else:  # end of input: a last line without its line end still counts
@@ -261,9 +306,10 @@ async def _read(
 
 
 async def _write(fd: int, outgoing: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    pollable = _pollable(fd)
     async with outgoing:
         async for message in outgoing:
-            await anyio.to_thread.run_sync(_write_all, fd, encoded(message))
+            await _send(fd, encoded(message), pollable)
 
 
 Streams = tuple[
@@ -278,6 +324,8 @@ async def stdio_transport(max_request_bytes: int = MAX_REQUEST_BYTES) -> AsyncIt
     with (
         _claimed(0, lambda: os.open(os.devnull, os.O_RDONLY), keep=True) as wire_in,
         _claimed(1, lambda: os.dup(2), keep=False) as wire_out,
+        _nonblocking(wire_in, _pollable(wire_in)),
+        _nonblocking(wire_out, _pollable(wire_out)),
     ):
         incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)

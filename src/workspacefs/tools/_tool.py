@@ -46,12 +46,16 @@ class ToolAnnotations:
         destructive: May delete or overwrite what was there (meaningful if not read-only).
         idempotent: Repeating the call with the same arguments changes nothing more.
         title: A human-readable name.
+        changes_directories: May make, move or remove directories, which a diff
+            (file by file) does not see; undo snapshots after each call of it that
+            succeeds. Not one of MCP's hints.
     """
 
     read_only: bool = False
     destructive: bool = True
     idempotent: bool = False
     title: str | None = None
+    changes_directories: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,31 @@ from ._blame import BLAME
 from ._edit import EDIT_FILE
 from ._files import READ_FILE, WRITE_FILE
 from ._grep import GREP
+from ._info import MKDIR, STAT
 from ._listing import GLOB, LS, RM
+from ._media import READ_BYTES
+from ._move import MV
+from ._multi_edit import MULTI_EDIT
+from ._read_files import READ_FILES
 from ._registry import ToolRegistry
 from ._snapshot_tools import DIFF, RESTORE, SNAPSHOT
 from ._tool import Tool
 
-FILE_TOOLS: tuple[Tool[Any, Any], ...] = (LS, READ_FILE, WRITE_FILE, EDIT_FILE, GLOB, GREP, RM)
+FILE_TOOLS: tuple[Tool[Any, Any], ...] = (
+    LS,
+    STAT,
+    READ_FILE,
+    READ_FILES,
+    READ_BYTES,
+    WRITE_FILE,
+    EDIT_FILE,
+    MULTI_EDIT,
+    MKDIR,
+    MV,
+    GLOB,
+    GREP,
+    RM,
+)
 """The tools every ``Filesystem`` supports."""
 
 SNAPSHOT_TOOLS: tuple[Tool[Any, Any], ...] = (SNAPSHOT, RESTORE, DIFF)

@@ -165,7 +165,8 @@ class UndoableToolset:
                 after = self._settle(before, name, call_id)
                 self._record(ToolCall(call_id, name, dict(arguments or {}), failed, before, after))
                 raise
-            after = self._settle(before, name, call_id)
+            structural = tool is not None and tool.annotations.changes_directories
+            after = self._settle(before, name, call_id, succeeded=result.success and structural)
             self._record(ToolCall(call_id, name, dict(arguments or {}), result, before, after))
             return result
 
@@ -183,10 +184,22 @@ class UndoableToolset:
         return self._last
 
     def _settle(
-        self, before: FilesystemSnapshot | None, tool: str, call_id: str
+        self,
+        before: FilesystemSnapshot | None,
+        tool: str,
+        call_id: str,
+        *,
+        succeeded: bool = False,
     ) -> FilesystemSnapshot | None:
-        """The state after a call: ``before`` if it changed nothing, else a new snapshot."""
-        if before is None or not self._fs.diff(before).changed:
+        """The state after a call: ``before`` if it changed nothing, else a new snapshot.
+
+        A successful call of a tool that ``changes_directories`` gets a snapshot of
+        its own even when ``diff`` sees no change: diff compares files, so a
+        directory made or removed (mkdir, rm of an empty directory, mv of one)
+        shows in none, and the next call's snapshot would otherwise be this call's
+        ``before``, undoing it along with that next call.
+        """
+        if before is None or (not succeeded and not self._fs.diff(before).changed):
             return before
         self._last = self._fs.snapshot(tag=_undo_tag(tool, call_id, "after"))
         return self._last
