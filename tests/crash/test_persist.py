@@ -1,0 +1,100 @@
+"""SIGKILL the daemon while ``workspacefs persist`` writes the workspace to git: the
+store stays consistent and resumes with everything acknowledged, the repository
+passes ``git fsck``, and the next persist writes the workspace whole."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from support.daemon import SOURCE_ROOT, cli_json, scratch_dir
+from support.polling import eventually
+
+from .harness import Files, Workspace, read_files
+from .workloads import git_fsck, tree_files
+
+FILES = 1500
+"""Small files in the tree: more than a persist writes as loose objects (it writes a
+pack of its own then)."""
+
+
+def rewrite(mountpoint: Path, files: dict[str, bytes], rng: random.Random, count: int) -> None:
+    """Write ``count`` of the small files anew through the mount (every one the first
+    time, and four of 2 MiB), then fsync: acknowledged."""
+    names = [f"d{n % 30}/f{n}.txt" for n in range(FILES)]
+    chosen = rng.sample(names, count) if files else [*names, *(f"big{n}.bin" for n in range(4))]
+    for name in chosen:
+        data = rng.randbytes(2 << 20 if name.startswith("big") else rng.randint(50, 6000))
+        (mountpoint / name).parent.mkdir(exist_ok=True)
+        (mountpoint / name).write_bytes(data)
+        files[name] = data
+    with open(mountpoint / chosen[0], "rb") as synced:
+        os.fsync(synced.fileno())
+
+
+def persist(mountpoint: Path) -> float:
+    """``workspacefs persist``; how long it took."""
+    started = time.monotonic()
+    cli_json("persist", str(mountpoint))
+    return time.monotonic() - started
+
+
+def persisted_files(repository: Path) -> dict[str, bytes]:
+    """The files of the newest snapshot persisted in ``repository``."""
+    repo = pygit2.Repository(str(repository))
+    refs = [r for r in repo.references if "/snapshots/" in r]
+    newest = max(refs, key=lambda r: int(r.rsplit("/", 1)[1]))
+    return tree_files(repo.references[newest].peel(pygit2.Commit).tree)
+
+
+def kill_persisting(workspace: Workspace, delay: float) -> None:
+    """Start ``workspacefs persist``, and SIGKILL the daemon ``delay`` seconds after
+    it began (its snapshot reached the journal: git is written next)."""
+    journal = workspace.store / "journal"
+
+    def journalled() -> int:
+        return sum(f.stat().st_size for f in journal.iterdir())
+
+    before = journalled()
+    command = [sys.executable, "-m", "workspacefs.cli", "persist", str(workspace.mountpoint)]
+    env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        eventually(lambda: journalled() > before, 30, "persist began", interval=0.001)
+        time.sleep(delay)
+        workspace.kill()
+    workspace.detach()
+
+
+@pytest.mark.parametrize("kills", [1, pytest.param(6, marks=pytest.mark.slow)])
+def test_kill_during_persist(rng: random.Random, kills: int) -> None:
+    with scratch_dir() as scratch:
+        name = f"persist-{uuid.uuid4().hex[:8]}"
+        workspace = Workspace(scratch / "ws", name, "--interval", "0.2")
+        mountpoint, files = workspace.mountpoint, dict[str, bytes]()
+        repository = Path(workspace.mount().repository or "")
+        try:
+            rewrite(mountpoint, files, rng, FILES)
+            takes = persist(mountpoint)
+            for _ in range(kills):
+                # Many files: one pack written by workspacefs; a few: loose objects by libgit2.
+                rewrite(mountpoint, files, rng, rng.choice([40, FILES]))
+                kill_persisting(workspace, rng.uniform(0, takes))
+                workspace.check_store()
+                workspace.mount()
+                found: Files = read_files(mountpoint)
+                assert {p: d for p, d in found.items() if isinstance(d, bytes)} == files
+                if repository.exists():
+                    git_fsck(repository)
+                takes = persist(mountpoint)
+                git_fsck(repository)
+                assert persisted_files(repository) == files
+        finally:
+            workspace.stop()
