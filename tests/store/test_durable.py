@@ -68,6 +68,73 @@ def test_a_closed_workspace_opens_as_it_was(tmp_path: Path) -> None:
         assert again.fs.workspace_id == fs.workspace_id
 
 
+def _initial() -> InMemoryFilesystem:
+    fs = InMemoryFilesystem()
+    fs.write("src/app.py", "print('hello')\n")
+    return fs
+
+
+def test_a_new_workspace_is_kept_before_it_changes(tmp_path: Path) -> None:
+    # What a store starts with is on disk by its first durability point: closed
+    # before any change, it must not open empty.
+    for policy in Durability:
+        store = str(tmp_path / policy.value)
+        durable, _ = open_workspace(store, durability=policy, initial=_initial)
+        durable.close()
+        again, recovery = open_workspace(store, durability=policy)
+        with again:
+            assert recovery.records == 1
+            assert again.fs.read("src/app.py").content == "print('hello')\n", policy
+
+
+def test_abandoning_keeps_nothing_of_a_new_store_and_all_of_an_old_one(tmp_path: Path) -> None:
+    # The daemon abandons its store when its start fails: a new store must then hold
+    # no workspace (the start may be tried again with a source), a resumed one all.
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.ALWAYS, initial=_initial)
+    durable.abandon()
+    again, recovery = open_workspace(store, durability=Durability.REQUESTED, initial=_initial)
+    with again:
+        assert recovery.records == 0
+        again.fs.write("b.txt", "kept\n")
+    third, _ = open_workspace(store, durability=Durability.REQUESTED)
+    third.fs.write("c.txt", "kept too\n")
+    third.abandon()
+    fourth, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with fourth:
+        assert sorted(e.name for e in fourth.fs.list()) == ["b.txt", "c.txt", "src"]
+
+
+KILLED_NEW = """
+import os, signal, sys, time
+from workspacefs import InMemoryFilesystem
+from workspacefs.store import Durability, open_workspace
+def initial():
+    fs = InMemoryFilesystem()
+    fs.write("src/app.py", "print('hello')\\n")
+    return fs
+durable, _ = open_workspace(sys.argv[1], durability=Durability(sys.argv[2]), interval=0.05,
+                            initial=initial)
+time.sleep(float(sys.argv[3]))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize(("policy", "wait"), [("always", 0), ("interval", 0.5)])
+def test_a_new_workspace_killed_before_it_changes_opens_as_it_began(
+    tmp_path: Path, policy: str, wait: float
+) -> None:
+    # ``always``: on disk when open_workspace returns; ``interval``: within the interval.
+    store = str(tmp_path / "store")
+    killed = subprocess.run([sys.executable, "-c", KILLED_NEW, store, policy, str(wait)],
+                            env=child_env(), check=False)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    again, recovery = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        assert recovery.records == 1
+        assert again.fs.read("src/app.py").content == "print('hello')\n"
+
+
 def test_a_write_to_one_chunk_journals_that_chunk(tmp_path: Path) -> None:
     store = tmp_path / "store"
     durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)

@@ -29,7 +29,7 @@ from ..fs import InMemoryFilesystem
 from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
 from ._app import create_app
-from ._durability import open_kept
+from ._durability import Kept, open_kept
 from ._load import load_source, parse_load_limits
 from ._options import DaemonOptions
 from ._runtime import (
@@ -100,13 +100,33 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     kept = open_kept(
         options, mountpoint, None if source.kind == "empty" else load, source.repository
     )
-    if kept.durable is not None:
-        stack.callback(kept.durable.close)  # after the unmount: the last changes go too
+    if kept.durable is None:
+        return _mount_kept(options, stack, kept, source.repository, paths)
+    stack.callback(kept.durable.close)  # after the unmount: the last changes go too
+    try:
+        return _mount_kept(options, stack, kept, source.repository, paths)
+    except BaseException:
+        # A new store is left as it was found (no workspace): the same start, with its
+        # source, can be tried again.
+        kept.durable.abandon()
+        raise
+
+
+def _mount_kept(
+    options: DaemonOptions,
+    stack: contextlib.ExitStack,
+    kept: Kept,
+    source_repository: str | None,
+    paths: RuntimePaths,
+) -> tuple[Workspace, Mount, int]:
+    """The rest of ``_start``: mount ``kept``'s workspace (loaded from
+    ``source_repository``, if from git), open the socket, publish the record."""
+    mountpoint = canonical_mountpoint(options.mountpoint)
     fs = kept.fs
     base = None if kept.durable is None else kept.durable.store.base()
     repository = (
         options.repository
-        or source.repository
+        or source_repository
         or base
         or (os.path.join(kept.store, "git") if kept.store else None)
         or git.default_repository(fs.workspace_id)
@@ -138,6 +158,8 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         )
     )
     workspace.attach(handle)
+    if durable is not None:
+        durable.sync()  # a new workspace is on disk before the mount returns
     listener = _bind(paths.socket)
     stack.callback(lambda: paths.socket.unlink(missing_ok=True))
     record = MountRecord(

@@ -22,6 +22,7 @@ import contextlib
 import enum
 import json
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from ..fs import FilesystemSnapshot, InMemoryFilesystem
 from ..tree import File, TreeView, Version
 from ._changes import BlobOf, ChangesReplay, encode_changes
 from ._directory import StoreDirectory
-from ._journal import Journal, Reading, read_journal, stop_before
+from ._journal import Journal, Reading, read_journal, segments, stop_before
 from ._records import Damage, Kind, Record
 
 log = logging.getLogger(__name__)
@@ -107,14 +108,17 @@ class DurableWorkspace:
         self._flushing = threading.Lock()
         with fs.tree.lock:
             frozen = fs.tree.track_changes()
-        # A new store's first record holds every inode; later ones what changed.
+        # A new store's first record holds every inode (written at the first flush, even
+        # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
+        self._fresh = fresh
         self._blob_of = blob_of
         self._stop = threading.Event()
         self._stop_observing = fs.observe_snapshots(self)
         self._stop_syncing: Callable[[], None] = lambda: None
         if durability is Durability.ALWAYS:
             self._stop_syncing = fs.subscribe(lambda _: self.sync())
+            self.sync()  # what it starts with too (a new store's first record)
         self._thread: threading.Thread | None = None
         if durability is Durability.INTERVAL:
             self._thread = threading.Thread(
@@ -147,6 +151,10 @@ class DurableWorkspace:
         with tree.lock:
             self._flushing.acquire()
             frozen = tree.freeze_changes()
+            if frozen is None and self._last is None:
+                # A new store's first record, though nothing changed: the workspace it
+                # started with (else closed or killed before a change, it comes back empty).
+                frozen = tree.track_changes(), set()
             counts = (tree.next_ino, tree.file_count, tree.total_bytes)
         try:
             if frozen is not None:
@@ -214,6 +222,15 @@ class DurableWorkspace:
 
     def close(self) -> None:
         """Journal and sync what is left, stop, and release the store; safe to call twice."""
+        self._close(keep=True)
+
+    def abandon(self) -> None:
+        """Close; if the store held no workspace when it was opened, leave it so: what
+        was journalled since is deleted. For a caller that could not start serving a
+        new workspace (its start can then be tried again, with a source)."""
+        self._close(keep=not self._fresh)
+
+    def _close(self, *, keep: bool) -> None:
         if self._stop.is_set():
             return
         self._stop.set()
@@ -221,10 +238,14 @@ class DurableWorkspace:
             self._thread.join()
         self._stop_syncing()
         try:
-            self.flush(sync=True)
+            if keep:
+                self.flush(sync=True)
         finally:
             self._stop_observing()
             self._journal.close()
+            if not keep:
+                for _, segment in segments(self.store.journal):
+                    os.unlink(segment)
             self.store.close()
 
     def __enter__(self) -> DurableWorkspace:
@@ -294,15 +315,21 @@ def open_workspace(
             reading.damage.reason,
         )
     recovery = Recovery(records, snapshots, reading.damage, journal.set_aside)
-    durable = DurableWorkspace(
-        fs,
-        store,
-        journal,
-        durability=durability,
-        interval=interval,
-        fresh=fresh,
-        blob_of=None if blobs is None else blobs.blob_of,
-    )
+    try:
+        durable = DurableWorkspace(
+            fs,
+            store,
+            journal,
+            durability=durability,
+            interval=interval,
+            fresh=fresh,
+            blob_of=None if blobs is None else blobs.blob_of,
+        )
+    except BaseException:  # ``always`` syncs at once: the disk may be full
+        with contextlib.suppress(OSError):
+            journal.close()
+        store.close()
+        raise
     return durable, recovery
 
 
