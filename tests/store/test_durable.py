@@ -135,6 +135,22 @@ def test_a_new_workspace_killed_before_it_changes_opens_as_it_began(
         assert again.fs.read("src/app.py").content == "print('hello')\n"
 
 
+def test_a_store_a_kill_left_half_made_opens(tmp_path: Path) -> None:
+    # A kill while the store was made can leave its format file under its temporary
+    # name: the store holds nothing yet, and opening it makes it anew.
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    (store / "lock").write_text("12345\n")
+    (store / "format.new").write_text("workspace")  # cut short
+    durable, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
+    with durable:
+        assert recovery.records == 0
+        durable.fs.write("a.txt", "kept\n")
+    again, _ = open_workspace(str(store), durability=Durability.REQUESTED)
+    with again:
+        assert again.fs.read("a.txt").content == "kept\n"
+
+
 def test_a_write_to_one_chunk_journals_that_chunk(tmp_path: Path) -> None:
     store = tmp_path / "store"
     durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
