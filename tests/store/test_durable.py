@@ -326,6 +326,36 @@ def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
         assert third.fs.read("small.txt").content == "before\n"
 
 
+@pytest.mark.parametrize("size", [40 << 20, 72 << 20], ids=["one-segment", "two-segments"])
+def test_what_follows_a_group_cut_short_is_kept(tmp_path: Path, size: int) -> None:
+    # A kill tore the last record of a group: the group is dropped whole, its intact
+    # records too (they are cut off the journal): the records written after it take
+    # their sequence numbers, and must not be read as covered already.
+    store = tmp_path / "store"
+    piece = bytes(range(256)) * (32 << 10)  # 8 MiB
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
+    with durable:
+        durable.fs.write("small.txt", "before\n")
+        durable.sync()
+        for _ in range(size // len(piece)):
+            durable.fs.write_bytes("big.bin", piece, mode="append")
+        durable.sync()
+    last = read_journal(str(store / "journal")).records[-1]
+    os.truncate(last.segment, last.start + 10)
+    again, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
+    with again:
+        assert recovery.damage is not None
+        assert recovery.damage.torn
+        assert [e.name for e in again.fs.list()] == ["small.txt"]
+        again.fs.write("later.txt", "acknowledged\n")
+        again.sync()
+    third, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
+    with third:
+        assert recovery.damage is None
+        assert [e.name for e in third.fs.list()] == ["later.txt", "small.txt"]
+    assert read_journal(str(store / "journal")).damage is None
+
+
 def test_journal_freezes_add_nothing_to_history(tmp_path: Path) -> None:
     durable, _ = open_workspace(str(tmp_path / "store"), durability=Durability.REQUESTED)
     with durable:

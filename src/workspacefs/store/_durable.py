@@ -384,7 +384,7 @@ def _replay(fs: InMemoryFilesystem, reading: Reading, blobs: _BaseBlobs | None) 
             applied = reading.records.index(record) + 1
     else:
         if group_start is not None:  # the last group never ended: never acknowledged
-            reading.records = reading.records[: reading.records.index(group_start)]
+            stop_before(reading, group_start, "a group of records cut short", torn=True)
     return applied, len(kept)
 
 
