@@ -23,29 +23,28 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import random
 import shutil
 import signal
-import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 from support import logs
 from support.consistency import check_consistent
-from support.daemon import cli_json, stop
+from support.daemon import SOURCE_ROOT, cli_json, stop
 from support.polling import eventually
 from workspacefs import connect
 from workspacefs.daemon import MountRecord
-from workspacefs.fuse import is_stale
+from workspacefs.fuse import fuse_mounts, is_stale
 from workspacefs.store import Durability, open_workspace
 
-S = TypeVar("S")
-O = TypeVar("O")  # noqa: E741 (what a workload observes)
+from .history import History, O, S, Step, recovered_step
 
 SLACK = 1.0
 """Seconds past the interval a change may still be on its way to the disk under
@@ -53,207 +52,6 @@ SLACK = 1.0
 
 STEP_TIMEOUT = 60.0
 """Seconds a workload may take to reach its kill point, or to stop after the kill."""
-
-
-# -- what a workload recorded ------------------------------------------------------------
-
-
-@dataclass
-class Step(Generic[S]):
-    """One state a workload reaches."""
-
-    state: S
-    touched: frozenset[str] = frozenset()
-    """Paths the step writes in more than one request: a kill may catch them midway."""
-    ended: float | None = None
-    """When the step was seen to end (``time.monotonic``; None: not seen)."""
-
-
-class History(Generic[S]):
-    """The steps of a workload, across kills: ``steps[0]`` is where it began."""
-
-    def __init__(self, initial: S) -> None:
-        self.steps: list[Step[S]] = [Step(initial, ended=-math.inf)]
-        self.acknowledged = 0
-        """The last step a durability point acknowledged."""
-        self.last_ended = 0
-        self._changed = threading.Condition()
-        self._finished = False
-
-    @property
-    def state(self) -> S:
-        """The state after the last step planned."""
-        return self.steps[-1].state
-
-    def plan(self, state: S, touched: Sequence[str] = ()) -> int:
-        """A step the workload is about to run; its number."""
-        self.steps.append(Step(state, frozenset(touched)))
-        return len(self.steps) - 1
-
-    def end(self, through: int | None = None) -> None:
-        """Steps up to ``through`` (default: every one planned) have ended."""
-        through = len(self.steps) - 1 if through is None else through
-        now = time.monotonic()
-        with self._changed:
-            for step in self.steps[self.last_ended + 1 : through + 1]:
-                step.ended = now
-            self.last_ended = max(self.last_ended, through)
-            self._changed.notify_all()
-
-    def acknowledge(self, through: int | None = None) -> None:
-        """A durability point returned: steps up to ``through`` (default: every one
-        ended before it) are on disk."""
-        self.acknowledged = max(self.acknowledged, self.last_ended if through is None else through)
-
-    def finish(self) -> None:
-        """The workload's round stopped (done, or the daemon is gone)."""
-        with self._changed:
-            self._finished = True
-            self._changed.notify_all()
-
-    def wait_ended(self, step: int, timeout: float) -> None:
-        """Return once ``step`` has ended or the round stopped."""
-        with self._changed:
-            self._changed.wait_for(lambda: self.last_ended >= step or self._finished, timeout)
-
-    def restart(self) -> None:
-        """A new round begins."""
-        with self._changed:
-            self._finished = False
-
-    def required(self, killed_at: float, window: float | None) -> int:
-        """The first step a recovery may come back at: the last acknowledged one, or
-        under ``interval`` (``window``: the interval plus slack) a later one that ended
-        longer than the window before the kill."""
-        required = self.acknowledged
-        if window is not None:
-            for number, step in enumerate(self.steps):
-                if step.ended is not None and step.ended < killed_at - window:
-                    required = max(required, number)
-        return required
-
-    def recovered(self, step: int) -> None:
-        """The workspace came back at ``step``: later steps never happened, and it is on
-        disk (the journal it was replayed from holds it)."""
-        del self.steps[step + 1 :]
-        self.acknowledged = self.last_ended = step
-
-
-Matches = Callable[[O, Step[S], Step[S] | None], bool]
-"""Whether what was observed is a step's state (the following step may be midway)."""
-
-
-def recovered_step(
-    history: History[S],
-    observed: O,
-    matches: Matches[O, S],
-    killed_at: float,
-    window: float | None,
-    describe: Callable[[O, S], str] = lambda observed, state: "",
-) -> int:
-    """The step the recovered workspace is at, checked as the module says."""
-    low = history.required(killed_at, window)
-    steps = history.steps
-    for number in range(len(steps) - 1, low - 1, -1):
-        following = steps[number + 1] if number + 1 < len(steps) else None
-        if matches(observed, steps[number], following):
-            return number
-    earlier = [
-        n
-        for n in range(low)
-        if matches(observed, steps[n], steps[n + 1] if n + 1 < len(steps) else None)
-    ]
-    why = (
-        f"acknowledged work lost: the state after step {earlier[-1]}"
-        if earlier
-        else "the state after no step"
-    )
-    raise AssertionError(
-        f"recovered {why}; expected one of steps {low}..{len(steps) - 1} "
-        f"(acknowledged {history.acknowledged}, ended {history.last_ended}); "
-        f"against step {low}: {describe(observed, steps[low].state)}"
-    )
-
-
-# -- file trees --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Directory:
-    """A directory (its entries are paths of their own)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """A symbolic link."""
-
-    target: str
-
-
-Entry = bytes | Directory | Link
-Files = dict[str, Entry]
-"""A file tree: relative path -> what is there."""
-
-DIRECTORY = Directory()
-
-
-def read_files(root: Path, skip: Sequence[str] = ()) -> Files:
-    """Every path under ``root``, as it serves it (``skip``: top-level names left out)."""
-    found: Files = {}
-    for directory, names, files in os.walk(root):
-        relative = os.path.relpath(directory, root)
-        if relative == ".":
-            names[:] = [name for name in names if name not in skip]
-            files = [name for name in files if name not in skip]
-        for name in names + files:
-            path = os.path.normpath(os.path.join(relative, name))
-            full = os.path.join(directory, name)
-            info = os.lstat(full)
-            if stat.S_ISDIR(info.st_mode):
-                found[path] = DIRECTORY
-            elif stat.S_ISLNK(info.st_mode):
-                found[path] = Link(os.readlink(full))
-            else:
-                with open(full, "rb") as handle:
-                    found[path] = handle.read()
-    return found
-
-
-def _midway(found: Entry | None, before: Entry | None, after: Entry | None) -> bool:
-    """Whether a path a step writes may read ``found`` while the step runs: as before,
-    absent, or part of what the step writes."""
-    if found is None or found in (before, after):
-        return True
-    return isinstance(found, bytes) and isinstance(after, bytes) and after.startswith(found)
-
-
-def files_match(observed: Files, step: Step[Files], following: Step[Files] | None) -> bool:
-    """Whether ``observed`` is ``step``'s tree, with ``following``'s paths maybe midway."""
-    state = step.state
-    touched = frozenset() if following is None else following.touched
-    if any(observed.get(p) != state.get(p) for p in (observed.keys() | state.keys()) - touched):
-        return False
-    after = {} if following is None else following.state
-    return all(_midway(observed.get(p), state.get(p), after.get(p)) for p in touched)
-
-
-def describe_files(observed: Files, state: Files) -> str:
-    """What differs between two trees, briefly."""
-    lines = []
-    for path in sorted(observed.keys() | state.keys()):
-        found, wanted = observed.get(path), state.get(path)
-        if found != wanted:
-            lines.append(f"{path}: {_brief(found)}, expected {_brief(wanted)}")
-    return "; ".join(lines[:8]) + (f" (and {len(lines) - 8} more)" if len(lines) > 8 else "")
-
-
-def _brief(entry: Entry | None) -> str:
-    if isinstance(entry, bytes):
-        return f"{len(entry)} bytes {entry[:24]!r}"
-    return "absent" if entry is None else repr(entry)
-
-
-# -- the workspace, killed and resumed ---------------------------------------------------
 
 
 class Workspace:
@@ -320,6 +118,35 @@ class Workspace:
         )
         logs.ERRORS.add(logs.daemon_logged(self.record.log, self.record.pid))
 
+    def interrupt_resume(self, delay: float) -> None:
+        """Start resuming it, and SIGKILL the new daemon ``delay`` seconds after it took
+        the store (while it replays the journal, cuts a torn tail off, mounts, or
+        serves already); detach what it left. What comes back later must not differ."""
+        assert self.record is not None
+        lock, dead = self.store / "lock", self.record.pid
+
+        def taker() -> int | None:  # the pid the new daemon wrote (no flock: it would race)
+            text = lock.read_text().strip()
+            return int(text) if text.isdigit() and int(text) != dead else None
+
+        command = [sys.executable, "-m", "workspacefs.cli", "mount", str(self.mountpoint),
+                   "--name", self.name, *self.options]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": SOURCE_ROOT}
+        with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL):  # fmt: skip
+            eventually(
+                lambda: taker() is not None, 60, "the new daemon took the store", interval=0.001
+            )
+            pid = taker()
+            assert pid is not None
+            time.sleep(delay)
+            os.kill(pid, signal.SIGKILL)
+        point = str(self.mountpoint)
+        eventually(lambda: is_stale(point) or point not in fuse_mounts(), 10, "it died")
+        if is_stale(point):
+            subprocess.run(["fusermount3", "-uz", point], capture_output=True, check=False)
+        logs.ERRORS.add(logs.daemon_logged(self.record.log, pid))
+
     def check_store(self) -> None:
         """The tree a copy of the store replays to keeps every invariant of a tree
         (``support.consistency``), and its journal ends at most torn."""
@@ -331,6 +158,16 @@ class Workspace:
                 assert not recovery.lost_records, f"kill {self.kills}: {recovery.damage}"
                 with durable.fs.tree.lock:
                     check_consistent(durable.fs.tree)
+
+    def keep_evidence(self) -> str:
+        """Copy the store and the daemons' log to a directory of their own (for a
+        failure to point at: pytest's directories go); its path."""
+        assert self.record is not None
+        kept = tempfile.mkdtemp(prefix="wsfs-crash-failed-")
+        shutil.copytree(self.store, os.path.join(kept, "store"))
+        with contextlib.suppress(FileNotFoundError):
+            shutil.copy(self.record.log, os.path.join(kept, "daemons.log"))
+        return kept
 
     def stop(self) -> None:
         """Unmount it (the store stays)."""
@@ -378,6 +215,8 @@ class Outcome:
     planned: int
     required: int
     recovered: int
+    interrupted: bool
+    """The first resume was killed midway."""
 
 
 @dataclass
@@ -426,11 +265,18 @@ def kill_during(workspace: Workspace, workload: Workload[Any, Any]) -> tuple[flo
     return killed_at, killed_after
 
 
-def crash_loop(workspace: Workspace, workload: Workload[Any, Any], kills: int) -> list[Outcome]:
+def crash_loop(
+    workspace: Workspace,
+    workload: Workload[Any, Any],
+    kills: int,
+    rng: random.Random,
+    interrupted: float = 0.2,
+) -> list[Outcome]:
     """Mount ``workspace`` and set ``workload`` up; kill the daemon ``kills`` times
-    during rounds of ``workload``, each time resuming the workspace and checking what
-    came back (the module docstring says what); then unmount it. What each kill found,
-    also printed (pytest shows it with a failure)."""
+    during rounds of ``workload``, each time resuming the workspace (after a resume
+    killed midway, with probability ``interrupted``) and checking what came back (the
+    module docstring says what); then unmount it. What each kill found, also printed
+    (pytest shows it with a failure)."""
     outcomes = []
     history = workload.history
     workspace.mount()
@@ -439,6 +285,9 @@ def crash_loop(workspace: Workspace, workload: Workload[Any, Any], kills: int) -
         for kill in range(1, kills + 1):
             killed_at, killed_after = kill_during(workspace, workload)
             workspace.check_store()
+            interrupting = rng.random() < interrupted
+            if interrupting:
+                workspace.interrupt_resume(rng.uniform(0, 0.05))
             workspace.mount()
             observed = workload.observe(workspace.mountpoint)
             required = history.required(killed_at, workspace.window)
@@ -449,8 +298,9 @@ def crash_loop(workspace: Workspace, workload: Workload[Any, Any], kills: int) -
                     workload.describe,
                 )  # fmt: skip
             except AssertionError as exc:
-                raise AssertionError(f"kill {kill}: {exc}") from None
-            outcome = Outcome(kill, killed_after, planned, required, step)
+                kept = workspace.keep_evidence()
+                raise AssertionError(f"kill {kill}: {exc} (store and log kept in {kept})") from None
+            outcome = Outcome(kill, killed_after, planned, required, step, interrupting)
             print(outcome)
             outcomes.append(outcome)
             history.recovered(step)

@@ -22,8 +22,9 @@ from _pytest.mark import ParameterSet
 
 from support.daemon import scratch_dir
 
+from .apps import GitWorkload, SqliteWorkload
 from .harness import Workload, Workspace, crash_loop
-from .workloads import ApiWorkload, ContainerWorkload, GitWorkload, SqliteWorkload, TarWorkload
+from .workloads import ApiWorkload, ContainerWorkload, TarWorkload
 
 SHORT = {"api": 3, "tar": 2, "sqlite": 1, "git": 2, "container": 1}
 """Kills per workload in the short forms (sqlite: per journal mode): 10 in all."""
@@ -40,32 +41,32 @@ def forms(workload: str) -> list[ParameterSet]:
     ]
 
 
-def run(workload: Workload[Any, Any], kills: int, *options: str) -> None:
+def run(workload: Workload[Any, Any], kills: int, rng: random.Random, *options: str) -> None:
     with scratch_dir() as scratch:  # a dead mount is left there until detached
         workspace = Workspace(scratch / "ws", f"crash-{uuid.uuid4().hex[:8]}", *options)
-        outcomes = crash_loop(workspace, workload, kills)
+        outcomes = crash_loop(workspace, workload, kills, rng)
     assert len(outcomes) == kills
 
 
 @pytest.mark.parametrize("kills", forms("api"))
 def test_api_writes_snapshots_and_restores(rng: random.Random, kills: int) -> None:
-    run(ApiWorkload(rng), kills, *INTERVAL)
+    run(ApiWorkload(rng), kills, rng, *INTERVAL)
 
 
 @pytest.mark.parametrize("kills", forms("tar"))
 def test_tar_extractions_synced(rng: random.Random, kills: int, tmp_path: Path) -> None:
-    run(TarWorkload(rng, tmp_path), kills, *INTERVAL)
+    run(TarWorkload(rng, tmp_path), kills, rng, *INTERVAL)
 
 
 @pytest.mark.parametrize("kills", forms("sqlite"))
 @pytest.mark.parametrize("journal_mode", ["WAL", "DELETE"])
 def test_sqlite_transactions(rng: random.Random, kills: int, journal_mode: str) -> None:
-    run(SqliteWorkload(rng, journal_mode), kills, *INTERVAL)
+    run(SqliteWorkload(rng, journal_mode), kills, rng, *INTERVAL)
 
 
 @pytest.mark.parametrize("kills", forms("git"))
 def test_git_commits(rng: random.Random, kills: int) -> None:
-    run(GitWorkload(rng), kills, "--durability", "always")
+    run(GitWorkload(rng), kills, rng, "--durability", "always")
 
 
 @pytest.mark.container
@@ -73,4 +74,4 @@ def test_git_commits(rng: random.Random, kills: int) -> None:
 def test_a_container_writing_and_syncing(rng: random.Random, kills: int) -> None:
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
-    run(ContainerWorkload(rng), kills, *INTERVAL)
+    run(ContainerWorkload(rng), kills, rng, *INTERVAL)

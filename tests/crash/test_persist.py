@@ -18,21 +18,22 @@ import pytest
 from support.daemon import SOURCE_ROOT, cli_json, scratch_dir
 from support.polling import eventually
 
-from .harness import Files, Workspace, read_files
-from .workloads import git_fsck, tree_files
+from .apps import git_fsck, tree_files
+from .files import Files, read_files
+from .harness import Workspace
 
-FILES = 1500
+FILES = 1100
 """Small files in the tree: more than a persist writes as loose objects (it writes a
 pack of its own then)."""
 
 
 def rewrite(mountpoint: Path, files: dict[str, bytes], rng: random.Random, count: int) -> None:
     """Write ``count`` of the small files anew through the mount (every one the first
-    time, and four of 2 MiB), then fsync: acknowledged."""
+    time, and four of 1 MiB), then fsync: acknowledged."""
     names = [f"d{n % 30}/f{n}.txt" for n in range(FILES)]
     chosen = rng.sample(names, count) if files else [*names, *(f"big{n}.bin" for n in range(4))]
     for name in chosen:
-        data = rng.randbytes(2 << 20 if name.startswith("big") else rng.randint(50, 6000))
+        data = rng.randbytes(1 << 20 if name.startswith("big") else rng.randint(50, 6000))
         (mountpoint / name).parent.mkdir(exist_ok=True)
         (mountpoint / name).write_bytes(data)
         files[name] = data
