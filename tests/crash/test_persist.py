@@ -99,3 +99,28 @@ def test_kill_during_persist(rng: random.Random, kills: int) -> None:
                 assert persisted_files(repository) == files
         finally:
             workspace.stop()
+
+
+def test_a_ref_lock_a_killed_persist_left_does_not_stop_the_next(tmp_path: Path) -> None:
+    # A kill while libgit2 updated a snapshot's refs leaves their lock files (made
+    # with O_EXCL, renamed into place once written): git and libgit2 then refuse those
+    # refs for good. The store's own repository is written by its daemon alone.
+    with scratch_dir() as scratch:
+        workspace = Workspace(scratch / "ws", f"locked-{uuid.uuid4().hex[:8]}")
+        record = workspace.mount()
+        repository = Path(record.repository or "")
+        try:
+            (workspace.mountpoint / "a.txt").write_text("first\n")
+            persist(workspace.mountpoint)
+            workspace.kill()
+            workspace.detach()
+            namespace = repository / "refs" / "workspacefs" / record.workspace_id
+            for kind in ("meta", "snapshots"):
+                (namespace / kind / "2.lock").write_text("")  # cut short before the rename
+            workspace.mount()
+            (workspace.mountpoint / "b.txt").write_text("second\n")
+            persist(workspace.mountpoint)
+            git_fsck(repository)
+            assert persisted_files(repository) == {"a.txt": b"first\n", "b.txt": b"second\n"}
+        finally:
+            workspace.stop()

@@ -124,13 +124,19 @@ def _mount_kept(
     mountpoint = canonical_mountpoint(options.mountpoint)
     fs = kept.fs
     base = None if kept.durable is None else kept.durable.store.base()
+    own = os.path.join(kept.store, "git") if kept.store else None
     repository = (
         options.repository
         or source_repository
         or base
-        or (os.path.join(kept.store, "git") if kept.store else None)
+        or own
         or git.default_repository(fs.workspace_id)
     )
+    if repository == own and os.path.isdir(repository):
+        # The store's own repository: written by its daemon alone (the store is locked),
+        # so a ref lock there is a killed persist's, which would refuse that ref for good.
+        for lock in git.remove_stale_locks(repository):
+            log.warning("removed %s, left by a persist that was killed", lock)
     info = WorkspaceInfo(
         mountpoint=mountpoint,
         socket=os.fspath(paths.socket),

@@ -49,3 +49,4 @@ from ._repo import Identity as Identity
 from ._repo import data_directory as data_directory
 from ._repo import default_repository as default_repository
 from ._repo import open_repository as open_repository
+from ._repo import remove_stale_locks as remove_stale_locks
