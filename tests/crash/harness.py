@@ -213,7 +213,9 @@ class Outcome:
     killed_after: int
     """The last step seen ended when the daemon was killed."""
     planned: int
+    acknowledged: int
     required: int
+    """The first step it could come back at: ``acknowledged``, or later by the interval."""
     recovered: int
     interrupted: bool
     """The first resume was killed midway."""
@@ -300,7 +302,9 @@ def crash_loop(
             except AssertionError as exc:
                 kept = workspace.keep_evidence()
                 raise AssertionError(f"kill {kill}: {exc} (store and log kept in {kept})") from None
-            outcome = Outcome(kill, killed_after, planned, required, step, interrupting)
+            outcome = Outcome(
+                kill, killed_after, planned, history.acknowledged, required, step, interrupting
+            )
             print(outcome)
             outcomes.append(outcome)
             history.recovered(step)

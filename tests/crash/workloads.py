@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,7 +218,11 @@ class ApiWorkload(FileWorkload):
     """Calls through ``workspacefs.connect(mountpoint)``: writes of text and of bytes
     over several 64 KiB chunks, appends, deletes (of directories too), tagged
     snapshots (acknowledged when they return), restores and deletions of snapshots.
-    After each kill every snapshot that may be there is restored and read back."""
+    After each kill every snapshot that may be there is restored and read back.
+
+    Every other round is *unacknowledged*: no snapshot is taken or deleted, the calls
+    come at an agent's pace (up to 20 ms apart) and the kill comes seconds in, so what
+    must come back is what the interval put on disk, not what a snapshot did."""
 
     ROUND = 150
     DIRECTORIES = ("a", "a/b", "c")
@@ -230,14 +235,24 @@ class ApiWorkload(FileWorkload):
         self.snapshots: dict[str, Kept] = {}
         self.tags = 0
         self.resumes = 0
+        self.rounds = 0
+
+    @property
+    def unacknowledged(self) -> bool:
+        """Whether the round under way (or next) takes no snapshot."""
+        return self.rounds % 2 == 1
 
     def kill_point(self) -> tuple[int, float]:
-        return len(self.history.steps) - 1 + self.rng.randrange(10, 130), self.rng.uniform(0, 0.02)
+        self.rounds += 1
+        low = 100 if self.unacknowledged else 10  # about 1.5 s in
+        return len(self.history.steps) - 1 + self.rng.randrange(low, 130), self.rng.uniform(0, 0.02)
 
     def round(self, mountpoint: Path) -> None:
         with connect(mountpoint) as fs:
             for _ in range(self.ROUND):
                 self.step(fs)
+                if self.unacknowledged:
+                    time.sleep(self.rng.uniform(0, 0.02))
 
     def step(self, fs: RemoteFilesystem) -> None:
         """One call, chosen at random, recorded before it is made."""
@@ -287,7 +302,7 @@ class ApiWorkload(FileWorkload):
             _with_parents(files, directory)
             history.plan(files)
             fs.mkdir(directory)
-        elif choice < 0.82:
+        elif choice < 0.82 and not self.unacknowledged:
             self.tags += 1
             tag = f"s{self.tags}"
             self.snapshots[tag] = Kept(files)
@@ -307,7 +322,7 @@ class ApiWorkload(FileWorkload):
             assert target.record is not None
             history.plan(dict(target.files))
             fs.restore(target.record)
-        elif kept:
+        elif kept and not self.unacknowledged:
             tag = rng.choice(kept)
             target = self.snapshots[tag]
             assert target.record is not None
