@@ -22,6 +22,7 @@ MARKERS_BY_PATH: dict[str, tuple[pytest.MarkDecorator, ...]] = {
     "tests/daemon/": FUSE,  # every daemon mounts its workspace
     "tests/daemon/test_verb_table.py": (),  # reads the verb table, starts no daemon
     "tests/seeds/": (),  # the specifications' examples: no mount (Podman's mark themselves)
+    "tests/crash/": FUSE,  # daemons killed under their mounts
 }
 """Path (from the repository, a directory ending in ``/`` or a file) -> the markers
 of every test in it; the longest path that holds a test decides, so a file listed

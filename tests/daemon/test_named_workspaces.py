@@ -16,7 +16,7 @@ import pytest
 
 from support.daemon import cli, cli_json, cli_ok, demo_source, scratch_dir, stop
 from workspacefs import connect
-from workspacefs.daemon import MountRecord
+from workspacefs.daemon import MountRecord, RuntimePaths, canonical_mountpoint
 from workspacefs.fuse import is_stale
 from workspacefs.store import store_of
 
@@ -252,3 +252,43 @@ def test_a_workspace_loaded_from_git_journals_blob_ids_and_resumes(tmp_path: Pat
             assert (scratch / "ws" / "src" / "app.py").read_text() == "print('hello')\n"
         finally:
             stop(again)
+
+
+def test_a_new_workspace_is_on_disk_once_mount_returns(tmp_path: Path) -> None:
+    # Made with --from and killed, or unmounted, before any change: it resumes as it
+    # started, not empty (its first journal record waited for a change).
+    source = demo_source(tmp_path)
+    with scratch_dir() as scratch:
+        record = _mount(scratch / "ws", "--name", "fresh", "--from", str(source))
+        _killed(record)
+        again = _mount(scratch / "ws", "--name", "fresh")
+        try:
+            assert (scratch / "ws" / "src" / "app.py").read_text() == "print('hello')\n"
+        finally:
+            stop(again)
+    record = _mount(tmp_path / "ws", "--name", "calm", "--from", str(source))
+    cli_ok("unmount", record.mountpoint)
+    again = _mount(tmp_path / "ws", "--name", "calm")
+    try:
+        assert (tmp_path / "ws" / "README.md").read_text() == "# demo\n"
+    finally:
+        stop(again)
+
+
+def test_a_new_workspace_whose_start_failed_can_be_started_again(tmp_path: Path) -> None:
+    # The start fails after the store was opened (its socket cannot be made): the store
+    # is left holding no workspace, so the same command works once the cause is gone.
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    blocker = RuntimePaths.of(canonical_mountpoint(str(mountpoint))).socket
+    blocker.mkdir()
+    source = demo_source(tmp_path)
+    failed = cli("mount", str(mountpoint), "--name", "retried", "--from", str(source))
+    assert failed.returncode == EXIT_FAILED
+    assert "Is a directory" in failed.stderr
+    blocker.rmdir()
+    record = _mount(mountpoint, "--name", "retried", "--from", str(source))
+    try:
+        assert (mountpoint / "src" / "app.py").read_text() == "print('hello')\n"
+    finally:
+        stop(record)

@@ -68,6 +68,89 @@ def test_a_closed_workspace_opens_as_it_was(tmp_path: Path) -> None:
         assert again.fs.workspace_id == fs.workspace_id
 
 
+def _initial() -> InMemoryFilesystem:
+    fs = InMemoryFilesystem()
+    fs.write("src/app.py", "print('hello')\n")
+    return fs
+
+
+def test_a_new_workspace_is_kept_before_it_changes(tmp_path: Path) -> None:
+    # What a store starts with is on disk by its first durability point: closed
+    # before any change, it must not open empty.
+    for policy in Durability:
+        store = str(tmp_path / policy.value)
+        durable, _ = open_workspace(store, durability=policy, initial=_initial)
+        durable.close()
+        again, recovery = open_workspace(store, durability=policy)
+        with again:
+            assert recovery.records == 1
+            assert again.fs.read("src/app.py").content == "print('hello')\n", policy
+
+
+def test_abandoning_keeps_nothing_of_a_new_store_and_all_of_an_old_one(tmp_path: Path) -> None:
+    # The daemon abandons its store when its start fails: a new store must then hold
+    # no workspace (the start may be tried again with a source), a resumed one all.
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.ALWAYS, initial=_initial)
+    durable.abandon()
+    again, recovery = open_workspace(store, durability=Durability.REQUESTED, initial=_initial)
+    with again:
+        assert recovery.records == 0
+        again.fs.write("b.txt", "kept\n")
+    third, _ = open_workspace(store, durability=Durability.REQUESTED)
+    third.fs.write("c.txt", "kept too\n")
+    third.abandon()
+    fourth, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with fourth:
+        assert sorted(e.name for e in fourth.fs.list()) == ["b.txt", "c.txt", "src"]
+
+
+KILLED_NEW = """
+import os, signal, sys, time
+from workspacefs import InMemoryFilesystem
+from workspacefs.store import Durability, open_workspace
+def initial():
+    fs = InMemoryFilesystem()
+    fs.write("src/app.py", "print('hello')\\n")
+    return fs
+durable, _ = open_workspace(sys.argv[1], durability=Durability(sys.argv[2]), interval=0.05,
+                            initial=initial)
+time.sleep(float(sys.argv[3]))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize(("policy", "wait"), [("always", 0), ("interval", 0.5)])
+def test_a_new_workspace_killed_before_it_changes_opens_as_it_began(
+    tmp_path: Path, policy: str, wait: float
+) -> None:
+    # ``always``: on disk when open_workspace returns; ``interval``: within the interval.
+    store = str(tmp_path / "store")
+    killed = subprocess.run([sys.executable, "-c", KILLED_NEW, store, policy, str(wait)],
+                            env=child_env(), check=False)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    again, recovery = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        assert recovery.records == 1
+        assert again.fs.read("src/app.py").content == "print('hello')\n"
+
+
+def test_a_store_a_kill_left_half_made_opens(tmp_path: Path) -> None:
+    # A kill while the store was made can leave its format file under its temporary
+    # name: the store holds nothing yet, and opening it makes it anew.
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    (store / "lock").write_text("12345\n")
+    (store / "format.new").write_text("workspace")  # cut short
+    durable, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
+    with durable:
+        assert recovery.records == 0
+        durable.fs.write("a.txt", "kept\n")
+    again, _ = open_workspace(str(store), durability=Durability.REQUESTED)
+    with again:
+        assert again.fs.read("a.txt").content == "kept\n"
+
+
 def test_a_write_to_one_chunk_journals_that_chunk(tmp_path: Path) -> None:
     store = tmp_path / "store"
     durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
@@ -242,6 +325,37 @@ def test_a_change_set_larger_than_a_record_is_one_group(tmp_path: Path) -> None:
         assert recovery.damage.torn
         assert [e.name for e in third.fs.list()] == ["small.txt"]
         assert third.fs.read("small.txt").content == "before\n"
+
+
+@pytest.mark.parametrize("size", [40 << 20, 72 << 20], ids=["one-segment", "two-segments"])
+def test_what_follows_a_group_cut_short_is_kept(tmp_path: Path, size: int) -> None:
+    # A kill tore the last record of a group: the group is dropped whole, its intact
+    # records too (they are cut off the journal): the records written after it take
+    # their sequence numbers, and must not be read as covered already. (No checkpoint
+    # on close: this is about the journal.)
+    store = tmp_path / "store"
+    piece = bytes(range(256)) * (32 << 10)  # 8 MiB
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED, checkpoints=False)
+    with durable:
+        durable.fs.write("small.txt", "before\n")
+        durable.sync()
+        for _ in range(size // len(piece)):
+            durable.fs.write_bytes("big.bin", piece, mode="append")
+        durable.sync()
+    last = read_journal(str(store / "journal")).records[-1]
+    os.truncate(last.segment, last.start + 10)
+    again, recovery = open_workspace(str(store), durability=Durability.REQUESTED, checkpoints=False)
+    with again:
+        assert recovery.damage is not None
+        assert recovery.damage.torn
+        assert [e.name for e in again.fs.list()] == ["small.txt"]
+        again.fs.write("later.txt", "acknowledged\n")
+        again.sync()
+    third, recovery = open_workspace(str(store), durability=Durability.REQUESTED, checkpoints=False)
+    with third:
+        assert recovery.damage is None
+        assert [e.name for e in third.fs.list()] == ["later.txt", "small.txt"]
+    assert read_journal(str(store / "journal")).damage is None
 
 
 def test_journal_freezes_add_nothing_to_history(tmp_path: Path) -> None:

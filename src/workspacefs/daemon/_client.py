@@ -57,6 +57,23 @@ def _os_error(exc: BaseException) -> OSError | None:
     return None
 
 
+def _close_failed_connect(exc: BaseException) -> None:
+    """Close the socket of a failed reconnect under ``exc``: httpcore leaves a Unix
+    socket whose connect failed open, for the garbage collector, which says so (a
+    ResourceWarning) for every call made after the daemon died. ``_probe`` spares the
+    first connect this; a reconnect (the kept-alive connection found closed) comes here."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        trace = seen.__traceback__
+        while trace is not None:
+            if trace.tb_frame.f_code.co_name == "connect_unix_socket":
+                for value in trace.tb_frame.f_locals.values():
+                    if isinstance(value, socket.socket):
+                        value.close()
+            trace = trace.tb_next
+        seen = seen.__cause__ or seen.__context__
+
+
 @functools.cache
 def _this_process() -> Cause:
     """This process as the cause of its calls (what ``ps`` would say of it)."""
@@ -99,6 +116,7 @@ class _Connection:
                 f"{PREFIX}/{verb}", content=dumps(body), headers={"content-type": JSON_TYPE}
             )
         except httpx.TransportError as exc:
+            _close_failed_connect(exc)
             raise self._unreachable(exc) from exc
         try:
             payload = loads(response.content)

@@ -100,11 +100,37 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
     kept = open_kept(
         options, mountpoint, None if source.kind == "empty" else load, source.repository
     )
-    if kept.durable is not None:
-        stack.callback(kept.durable.close)  # after the unmount: the last changes go too
+    if kept.durable is None:
+        return _mount_kept(options, stack, kept, source.repository, paths)
+    stack.callback(kept.durable.close)  # after the unmount: the last changes go too
+    try:
+        return _mount_kept(options, stack, kept, source.repository, paths)
+    except BaseException:
+        # A new store is left as it was found (no workspace): the same start, with its
+        # source, can be tried again.
+        kept.durable.abandon()
+        raise
+
+
+def _mount_kept(
+    options: DaemonOptions,
+    stack: contextlib.ExitStack,
+    kept: Kept,
+    source_repository: str | None,
+    paths: RuntimePaths,
+) -> tuple[Workspace, Mount, int]:
+    """The rest of ``_start``: mount ``kept``'s workspace (loaded from
+    ``source_repository``, if from git), open the socket, publish the record."""
+    mountpoint = canonical_mountpoint(options.mountpoint)
     fs = kept.fs
     fs.blame_full_commands = options.blame_full_commands  # before anything is attributed
-    repository = _repository(options, source.repository, kept)
+    repository = _repository(options, source_repository, kept)
+    own = os.path.join(kept.store, "git") if kept.store else None
+    if repository == own and os.path.isdir(repository):
+        # The store's own repository: written by its daemon alone (the store is locked),
+        # so a ref lock there is a killed persist's, which would refuse that ref for good.
+        for lock in git.remove_stale_locks(repository):
+            log.warning("removed %s, left by a persist that was killed", lock)
     info = WorkspaceInfo(
         mountpoint=mountpoint,
         socket=os.fspath(paths.socket),
@@ -133,6 +159,8 @@ def _start(options: DaemonOptions, stack: contextlib.ExitStack) -> tuple[Workspa
         )
     )
     workspace.attach(handle)
+    if durable is not None:
+        durable.sync()  # a new workspace is on disk before the mount returns
     listener = _bind(paths.socket)
     stack.callback(lambda: paths.socket.unlink(missing_ok=True))
     record = MountRecord(

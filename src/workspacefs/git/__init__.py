@@ -55,4 +55,5 @@ from ._repo import create_repository as create_repository
 from ._repo import data_directory as data_directory
 from ._repo import default_repository as default_repository
 from ._repo import open_repository as open_repository
+from ._repo import remove_stale_locks as remove_stale_locks
 from ._repo import sync_writes as sync_writes

@@ -82,3 +82,26 @@ def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> py
             "a bare repository is required (snapshots stay out of work trees)", location
         )
     return repository
+
+
+def remove_stale_locks(path: str | os.PathLike[str]) -> list[str]:
+    """Delete the ref lock files of the repository at ``path`` (``refs/**/*.lock``,
+    ``packed-refs.lock``); the paths deleted.
+
+    A process killed while it updated a ref leaves the ref's lock file (made with
+    ``O_EXCL``, renamed into place once written), and git and libgit2 then refuse that
+    ref for good. Only for the one process that alone writes the repository, before it
+    writes: any lock there is then a dead one's.
+    """
+    root = os.fspath(path)
+    found = [os.path.join(root, "packed-refs.lock")]
+    for directory, _, names in os.walk(os.path.join(root, "refs")):
+        found += [os.path.join(directory, name) for name in names if name.endswith(".lock")]
+    removed = []
+    for lock in found:
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            continue
+        removed.append(lock)
+    return removed

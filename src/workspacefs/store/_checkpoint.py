@@ -161,7 +161,8 @@ class Blobs:
     def abort(self) -> None:
         """Drop what was written since the last ``seal``."""
         if self._pack is not None:
-            self._pack.abort()
+            with contextlib.suppress(OSError):  # a full disk fails the closing flush too
+                self._pack.abort()
             self._pack = None
         self._next = {}
 
@@ -209,7 +210,8 @@ def write_checkpoint(
         journal.append(Kind.CHECKPOINT, covers.to_bytes(_U64, "little"))
         journal.sync()
     except BaseException:
-        journal.close()
+        with contextlib.suppress(OSError):  # a full disk fails its closing sync too
+            journal.close()
         blobs.abort()
         shutil.rmtree(making, ignore_errors=True)
         raise

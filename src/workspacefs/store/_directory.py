@@ -57,7 +57,9 @@ class StoreDirectory:
             with open(path, encoding="utf-8") as found:
                 written = found.read().strip()
         except FileNotFoundError:
-            if not created and sorted(os.listdir(self.path)) not in (["lock"], []):
+            # A store made by a process killed before its format file was in place holds
+            # at most the lock and that file under its temporary name: made anew.
+            if not created and not set(os.listdir(self.path)) <= {"lock", "format.new"}:
                 raise StoreDamagedError(
                     "not a workspace store (no format file)", self.path
                 ) from None

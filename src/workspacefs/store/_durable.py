@@ -51,7 +51,7 @@ from ._checkpoint import (
     write_checkpoint,
 )
 from ._directory import SUMMARY, StoreDirectory
-from ._journal import Journal, Reading, read_journal, stop_before
+from ._journal import Journal, Reading, read_journal, segments, stop_before
 from ._records import Damage, Kind
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,10 @@ class DurableWorkspace:
         with fs.tree.lock:
             frozen = fs.tree.track_changes()
         # A new store's first record holds every inode; later ones what changed.
+        # A new store's first record holds every inode (written at the first flush, even
+        # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
+        self._fresh = fresh
         self._blobs = blobs or Blobs(store_repository(store.path, store.base()))
         # The snapshots a checkpoint holds: those kept, oldest first (record, version).
         payloads = payloads or {}
@@ -153,6 +156,7 @@ class DurableWorkspace:
         self._stop_syncing: Callable[[], None] = lambda: None
         if durability is Durability.ALWAYS:
             self._stop_syncing = fs.subscribe(lambda _: self.sync())
+            self.sync()  # what it starts with too (a new store's first record)
         self._thread: threading.Thread | None = None
         if durability is Durability.INTERVAL:
             self._thread = threading.Thread(
@@ -206,7 +210,7 @@ class DurableWorkspace:
         # is still to be journalled.
         with tree.lock.unpublished:
             self._flushing.acquire()
-            frozen = tree.freeze_changes()
+            frozen = self._freeze()
             counts = (tree.next_ino, tree.file_count, tree.total_bytes)
         try:
             if frozen is not None:
@@ -221,6 +225,17 @@ class DurableWorkspace:
     def sync(self) -> None:
         """A durability point: everything changed before it is on disk when it returns."""
         self.flush(sync=True)
+
+    def _freeze(self) -> tuple[TreeView, set[int]] | None:
+        """Under the tree lock and ``_flushing``: the live tree frozen, with what changed
+        since the last freeze (None: nothing did, and the store holds the workspace)."""
+        tree = self.fs.tree
+        frozen = tree.freeze_changes()
+        if frozen is None and self._last is None:
+            # A new store's first record, though nothing changed: the workspace it
+            # started with (else closed or killed before a change, it comes back empty).
+            frozen = tree.track_changes(), set()
+        return frozen
 
     def _write_changes(self, after: TreeView, inodes: set[int], counts: Counts) -> None:
         """The group of ``CHANGES`` records from the last state written to ``after``;
@@ -283,11 +298,11 @@ class DurableWorkspace:
             tree = self.fs.tree
             with tree.lock.unpublished:  # as in ``flush``
                 self._flushing.acquire()
-                frozen = tree.freeze_changes()
+                frozen = self._freeze()
                 counts = (tree.next_ino, tree.file_count, tree.total_bytes)
             try:
-                if frozen is not None or self._last is None:
-                    self._write_changes(*(frozen or (tree.snapshot(), set())), counts)
+                if frozen is not None:
+                    self._write_changes(*frozen, counts)
                 covers = self._journal.written_through
                 live, kept = self._last, list(self._kept.values())
                 self._since_checkpoint = 0
@@ -320,7 +335,9 @@ class DurableWorkspace:
                 self.checkpoint()
             except Exception:
                 # The journal is intact and goes on: only opening stays slow.
-                log.exception("checkpointing the workspace failed; its journal goes on")
+                log.warning(
+                    "checkpointing the workspace failed; its journal goes on", exc_info=True
+                )
 
         self._checkpointer = threading.Thread(target=run, name="workspacefs-checkpoint")
         self._checkpointer.start()
@@ -341,6 +358,32 @@ class DurableWorkspace:
 
     def close(self) -> None:
         """Journal and sync what is left, stop, and release the store; safe to call twice."""
+        self._close(keep=True)
+
+    def _keep_the_rest(self) -> None:
+        """Closing: journal what changed since the last record, as a checkpoint if the
+        journal has grown (the next open then replays little)."""
+        if self._journal.failure is not None:
+            # Said when it failed; what it holds is what the next open finds.
+            log.warning("closing %s without journalling what changed since", self.store.path)
+            return
+        if self._checkpoints and self._since_checkpoint > CLOSING_CHECKPOINT_BYTES:
+            try:
+                self.checkpoint()
+                return
+            except OSError as exc:  # the journal holds it all: only the next open is slower
+                log.warning("no checkpoint of %s on closing: %s", self.store.path, exc.strerror)
+        self.flush(sync=True)
+        tree = self.fs.tree
+        self._summarize((tree.next_ino, tree.file_count, tree.total_bytes))
+
+    def abandon(self) -> None:
+        """Close; if the store held no workspace when it was opened, leave it so: what
+        was journalled since is deleted. For a caller that could not start serving a
+        new workspace (its start can then be tried again, with a source)."""
+        self._close(keep=not self._fresh)
+
+    def _close(self, *, keep: bool) -> None:
         if self._stop.is_set():
             return
         self._stop.set()
@@ -350,18 +393,14 @@ class DurableWorkspace:
             self._checkpointer.join()
         self._stop_syncing()
         try:
-            if self._journal.failure is not None:
-                # Said when it failed; what it holds is what the next open finds.
-                log.warning("closing %s without journalling what changed since", self.store.path)
-            elif self._checkpoints and self._since_checkpoint > CLOSING_CHECKPOINT_BYTES:
-                self.checkpoint()  # the next open replays little
-            else:
-                self.flush(sync=True)
-                tree = self.fs.tree
-                self._summarize((tree.next_ino, tree.file_count, tree.total_bytes))
+            if keep:
+                self._keep_the_rest()
         finally:
             self._stop_observing()
             self._journal.close()
+            if not keep:
+                for _, segment in segments(self.store.journal):
+                    os.unlink(segment)
             self.store.close()
 
     def __enter__(self) -> DurableWorkspace:
@@ -446,18 +485,24 @@ def open_workspace(
             reading.damage.reason,
         )
     recovery = Recovery(records, snapshots, reading.damage, journal.set_aside)
-    durable = DurableWorkspace(
-        fs,
-        store,
-        journal,
-        durability=durability,
-        interval=interval,
-        fresh=fresh,
-        blobs=blobs,
-        checkpoints=checkpoints,
-        payloads=replay.payloads,
-        replayed=sum(len(record.payload) for record in reading.records),
-    )
+    try:
+        durable = DurableWorkspace(
+            fs,
+            store,
+            journal,
+            durability=durability,
+            interval=interval,
+            fresh=fresh,
+            blobs=blobs,
+            checkpoints=checkpoints,
+            payloads=replay.payloads,
+            replayed=sum(len(record.payload) for record in reading.records),
+        )
+    except BaseException:  # ``always`` syncs at once: the disk may be full
+        with contextlib.suppress(OSError):
+            journal.close()
+        store.close()
+        raise
     return durable, recovery
 
 
@@ -497,7 +542,8 @@ class _Replay:
             if group_start is None:
                 applied = index + 1
         if group_start is not None:  # the last group never ended: never acknowledged
-            reading.records = reading.records[:group_start]
+            start = reading.records[group_start]
+            stop_before(reading, start, "a group of records cut short", torn=True)
         return applied
 
     def _snapshot(self, payload: bytes) -> None:

@@ -125,15 +125,24 @@ def read_journal(directory: str, after: int = 0) -> Reading:
     return reading
 
 
-def stop_before(reading: Reading, record: Record, reason: str) -> None:
-    """Make ``reading`` end just before ``record`` (damage found in it while replaying
-    it: it is kept, with everything after it, as ``cut_after`` keeps damage)."""
+def stop_before(reading: Reading, record: Record, reason: str, *, torn: bool = False) -> None:
+    """Make ``reading`` end just before ``record``: damage found in it while replaying
+    it (it is kept, with everything after it, as ``cut_after`` keeps damage), or with
+    ``torn`` the first record of a group whose last one was never written whole (the
+    group was never acknowledged: ``cut_after`` cuts it off, all of it, so the records
+    written next do not follow its intact ones under the same sequence numbers)."""
     index = reading.records.index(record)
     files = list(dict.fromkeys(r.segment for r in reading.records[index:]))
+    if reading.damaged_segment is not None and reading.damaged_segment not in files:
+        files.append(reading.damaged_segment)  # where the torn record lies
     later = [path for path in reading.dropped_segments if path not in files]
+    earlier = reading.damage
+    if earlier is not None and not earlier.torn:
+        torn, reason = False, earlier.reason  # damage after the group: still damage
     reading.records = reading.records[:index]
-    reading.damage = Damage(record.start, reason, torn=False)
+    reading.damage = Damage(record.start, reason, torn=torn)
     reading.damaged_segment = record.segment
+    reading.tail = (record.segment, record.start)  # where the next record goes, once cut
     reading.dropped_segments = [*files[1:], *later]
 
 
@@ -361,9 +370,10 @@ class Journal:
 
 def cut_after(reading: Reading) -> list[str]:
     """Make the journal end where ``reading`` stopped, so new records follow its last
-    intact one: a torn tail is cut off; a damaged segment is first copied beside the
-    journal as ``<name>.damaged`` (``.damaged.1``... if that exists), and every segment
-    after it is renamed so. Returns the paths set aside."""
+    intact one: a torn tail is cut off (with the segments after it, which a group cut
+    short may have begun); a damaged segment is first copied beside the journal as
+    ``<name>.damaged`` (``.damaged.1``... if that exists), and every segment after it
+    is renamed so. Returns the paths set aside."""
     if reading.damage is None or reading.damaged_segment is None:
         return []
     kept = []
@@ -376,6 +386,9 @@ def cut_after(reading: Reading) -> list[str]:
             os.fsync(target.fileno())
         kept.append(copy)
     for later in reading.dropped_segments:
+        if reading.damage.torn:
+            os.unlink(later)  # only the torn group's records: never acknowledged
+            continue
         aside = _aside(later)
         os.rename(later, aside)
         kept.append(aside)
