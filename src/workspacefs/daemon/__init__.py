@@ -4,8 +4,9 @@
 ``connect`` reaches a running one as a ``RemoteFilesystem``; ``running_mounts``
 lists this user's. The protocol is documented in docs/daemon.md.
 
-Every name loads its module on first use: a client (``connect``) loads
-neither the server (``run_daemon``: trio, pyfuse3, hypercorn, pygit2) nor
+Every name loads its module on first use: a client (``connect``) loads the
+verb table, the protocol's value types and ``http.client``, never the server
+(``run_daemon``: trio, pyfuse3, hypercorn, pygit2), the in-memory backend or
 what ``--from`` names (``load_source``).
 """
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from ._verbs import VERBS as VERBS
     from ._verbs import Daemon as Daemon
     from ._verbs import FilesystemVerbs as FilesystemVerbs
+    from ._verbs import InMemoryWorkspace as InMemoryWorkspace
     from ._verbs import Method as Method
     from ._verbs import Property as Property
     from ._verbs import Verb as Verb
@@ -82,6 +84,7 @@ _EXPORTS = {
     "start": "._spawn",
     "Daemon": "._verbs",
     "FilesystemVerbs": "._verbs",
+    "InMemoryWorkspace": "._verbs",
     "Method": "._verbs",
     "Property": "._verbs",
     "VERBS": "._verbs",
