@@ -10,6 +10,7 @@ from workspacefs.fuse import unavailable_reason
 NAMES = sorted(path.stem[len("bench_") :] for path in Path("benchmarks").glob("bench_*.py"))
 MARKS = {
     "blame": [pytest.mark.fuse],
+    "cli": [pytest.mark.fuse],  # a daemon
     "fuse": [pytest.mark.fuse],
     "durability": [pytest.mark.fuse],  # daemons, and a stale mount detached
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
@@ -21,7 +22,7 @@ MARKS = {
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=MARKS.get(name, [])) for name in NAMES])
 def test_benchmark_runs(name: str) -> None:
-    if name in ("blame", "fuse") and (reason := unavailable_reason()):
+    if name in ("blame", "cli", "fuse") and (reason := unavailable_reason()):
         pytest.skip(reason)
     module = importlib.import_module(f"benchmarks.bench_{name}")
     assert module.main(["--quick"]) == 0

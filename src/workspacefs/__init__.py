@@ -4,9 +4,6 @@ One in-memory tree with O(1) snapshots, reachable through the Python
 ``Filesystem`` protocol (and, with ``workspacefs.fuse``, a real mount).
 """
 
-from importlib import import_module as _import_module
-from typing import TYPE_CHECKING
-
 from ._errors import AlreadyExistsError as AlreadyExistsError
 from ._errors import BackendUnavailableError as BackendUnavailableError
 from ._errors import BusyError as BusyError
@@ -39,90 +36,125 @@ from ._errors import SnapshotRestoreError as SnapshotRestoreError
 from ._errors import StoreDamagedError as StoreDamagedError
 from ._errors import StoreError as StoreError
 from ._errors import TooManyLinksError as TooManyLinksError
-from .archive import ArchiveError as ArchiveError
-from .archive import ArchiveSnapshots as ArchiveSnapshots
-from .archive import FilesystemSnapshotRef as FilesystemSnapshotRef
-from .archive import JsonSession as JsonSession
-from .archive import SessionCheckpoints as SessionCheckpoints
-from .archive import SnapshotInfo as SnapshotInfo
-from .archive import dump_session as dump_session
-from .archive import load_session as load_session
-from .fs import AttributedFilesystem as AttributedFilesystem
-from .fs import BlameEntry as BlameEntry
-from .fs import Cause as Cause
-from .fs import FileEntry as FileEntry
-from .fs import FileStat as FileStat
-from .fs import Filesystem as Filesystem
-from .fs import FilesystemDiff as FilesystemDiff
-from .fs import FilesystemSnapshot as FilesystemSnapshot
-from .fs import GlobMatch as GlobMatch
-from .fs import GrepMatch as GrepMatch
-from .fs import HostMount as HostMount
-from .fs import InMemoryFilesystem as InMemoryFilesystem
-from .fs import InMemorySnapshotStore as InMemorySnapshotStore
-from .fs import Limits as Limits
-from .fs import MemoryUsage as MemoryUsage
-from .fs import PathChange as PathChange
-from .fs import PruneResult as PruneResult
-from .fs import ReadBytesResult as ReadBytesResult
-from .fs import ReadResult as ReadResult
-from .fs import SnapshotableFilesystem as SnapshotableFilesystem
-from .fs import SnapshotChanges as SnapshotChanges
-from .fs import SnapshotRef as SnapshotRef
-from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
-from .fs import SnapshotSpace as SnapshotSpace
-from .fs import SnapshotStore as SnapshotStore
-from .fs import SpaceShare as SpaceShare
-from .fs import SpaceUsage as SpaceUsage
-from .fs import WorkspaceSpace as WorkspaceSpace
-from .fs import WriteMode as WriteMode
-from .fs import WriteResult as WriteResult
-from .fs import attributed as attributed
+from ._lazy import lazy_exports
 
+# Not typing's TYPE_CHECKING: importing typing would cost more than this package does.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from . import archive as archive
     from . import daemon as daemon
+    from . import fs as fs
     from . import fuse as fuse
     from . import git as git
     from . import host as host
+    from . import posix as posix
+    from . import tree as tree
+    from ._version import __version__ as __version__
+    from .archive import ArchiveError as ArchiveError
+    from .archive import ArchiveSnapshots as ArchiveSnapshots
+    from .archive import FilesystemSnapshotRef as FilesystemSnapshotRef
+    from .archive import JsonSession as JsonSession
+    from .archive import SessionCheckpoints as SessionCheckpoints
+    from .archive import SnapshotInfo as SnapshotInfo
+    from .archive import dump_session as dump_session
+    from .archive import load_session as load_session
     from .daemon import RemoteFilesystem as RemoteFilesystem
     from .daemon import connect as connect
+    from .fs import AttributedFilesystem as AttributedFilesystem
+    from .fs import BlameEntry as BlameEntry
+    from .fs import Cause as Cause
+    from .fs import FileEntry as FileEntry
+    from .fs import FileStat as FileStat
+    from .fs import Filesystem as Filesystem
+    from .fs import FilesystemDiff as FilesystemDiff
+    from .fs import FilesystemSnapshot as FilesystemSnapshot
+    from .fs import GlobMatch as GlobMatch
+    from .fs import GrepMatch as GrepMatch
+    from .fs import HostMount as HostMount
+    from .fs import InMemoryFilesystem as InMemoryFilesystem
+    from .fs import InMemorySnapshotStore as InMemorySnapshotStore
+    from .fs import Limits as Limits
+    from .fs import MemoryUsage as MemoryUsage
+    from .fs import PathChange as PathChange
+    from .fs import PruneResult as PruneResult
+    from .fs import ReadBytesResult as ReadBytesResult
+    from .fs import ReadResult as ReadResult
+    from .fs import SnapshotableFilesystem as SnapshotableFilesystem
+    from .fs import SnapshotChanges as SnapshotChanges
+    from .fs import SnapshotRef as SnapshotRef
+    from .fs import SnapshotRetentionPolicy as SnapshotRetentionPolicy
+    from .fs import SnapshotSpace as SnapshotSpace
+    from .fs import SnapshotStore as SnapshotStore
+    from .fs import SpaceShare as SpaceShare
+    from .fs import SpaceUsage as SpaceUsage
+    from .fs import WorkspaceSpace as WorkspaceSpace
+    from .fs import WriteMode as WriteMode
+    from .fs import WriteResult as WriteResult
+    from .fs import attributed as attributed
     from .fuse import CachePolicy as CachePolicy
     from .fuse import Mount as Mount
     from .fuse import mount as mount
     from .host import HostFilesystem as HostFilesystem
 
-    __version__: str
-
-# The layers that load pyfuse3, trio or pygit2 are imported on first use (PEP 562), so a
-# program that only needs the in-memory protocol does not pay for them. The block above
-# gives type checkers the same names.
-_LAZY_SUBPACKAGES = frozenset({"daemon", "fuse", "git", "host"})
-_LAZY_NAMES = {
-    "RemoteFilesystem": "daemon",
-    "connect": "daemon",
-    "CachePolicy": "fuse",
-    "Mount": "fuse",
-    "mount": "fuse",
-    "HostFilesystem": "host",
+# Everything but the errors loads on first use (PEP 562): a program that needs one
+# layer pays for it alone, and a command that reaches a daemon pays for none of the
+# tree, pygit2, trio or pyfuse3. The block above gives type checkers the same names.
+_EXPORTS = {
+    "archive": ".archive",
+    "daemon": ".daemon",
+    "fs": ".fs",
+    "fuse": ".fuse",
+    "git": ".git",
+    "host": ".host",
+    "posix": ".posix",
+    "tree": ".tree",
+    "__version__": "._version",
+    "ArchiveError": ".archive",
+    "ArchiveSnapshots": ".archive",
+    "FilesystemSnapshotRef": ".archive",
+    "JsonSession": ".archive",
+    "SessionCheckpoints": ".archive",
+    "SnapshotInfo": ".archive",
+    "dump_session": ".archive",
+    "load_session": ".archive",
+    "RemoteFilesystem": ".daemon",
+    "connect": ".daemon",
+    "AttributedFilesystem": ".fs",
+    "BlameEntry": ".fs",
+    "Cause": ".fs",
+    "FileEntry": ".fs",
+    "FileStat": ".fs",
+    "Filesystem": ".fs",
+    "FilesystemDiff": ".fs",
+    "FilesystemSnapshot": ".fs",
+    "GlobMatch": ".fs",
+    "GrepMatch": ".fs",
+    "HostMount": ".fs",
+    "InMemoryFilesystem": ".fs",
+    "InMemorySnapshotStore": ".fs",
+    "Limits": ".fs",
+    "MemoryUsage": ".fs",
+    "PathChange": ".fs",
+    "PruneResult": ".fs",
+    "ReadBytesResult": ".fs",
+    "ReadResult": ".fs",
+    "SnapshotChanges": ".fs",
+    "SnapshotRef": ".fs",
+    "SnapshotRetentionPolicy": ".fs",
+    "SnapshotSpace": ".fs",
+    "SnapshotStore": ".fs",
+    "SnapshotableFilesystem": ".fs",
+    "SpaceShare": ".fs",
+    "SpaceUsage": ".fs",
+    "WorkspaceSpace": ".fs",
+    "WriteMode": ".fs",
+    "WriteResult": ".fs",
+    "attributed": ".fs",
+    "CachePolicy": ".fuse",
+    "Mount": ".fuse",
+    "mount": ".fuse",
+    "HostFilesystem": ".host",
 }
 
-
-def __getattr__(name: str) -> object:
-    if name == "__version__":
-        # pyproject.toml holds the version; the installed metadata reports it. Looked up
-        # on first use: importlib.metadata alone costs more than importing this package.
-        from importlib.metadata import version
-
-        value: object = version(__name__)
-    elif name in _LAZY_SUBPACKAGES:
-        value = _import_module(f"{__name__}.{name}")
-    elif name in _LAZY_NAMES:
-        value = getattr(_import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value  # the next lookup is an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), "__version__", *_LAZY_SUBPACKAGES, *_LAZY_NAMES})
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -20,6 +20,7 @@ from workspacefs.daemon import (
     VERBS,
     Daemon,
     FilesystemVerbs,
+    InMemoryWorkspace,
     RemoteFilesystem,
     RemoteSnapshotView,
     Verb,
@@ -72,7 +73,9 @@ def _without(shape: Shape, extra: set[str]) -> Shape:
 
 
 @pytest.mark.parametrize(
-    "protocol", [Filesystem, SnapshotableFilesystem, Daemon], ids=lambda p: p.__name__
+    "protocol",
+    [Filesystem, SnapshotableFilesystem, InMemoryWorkspace, Daemon],
+    ids=lambda p: p.__name__,
 )
 def test_every_protocol_verb_is_in_the_table_with_the_protocols_contract(protocol: type) -> None:
     declared = dict(_members(protocol))
@@ -87,14 +90,14 @@ def test_every_protocol_verb_is_in_the_table_with_the_protocols_contract(protoco
 
 
 def test_every_verb_is_a_protocol_method_named_as_declared() -> None:
-    sources = (Filesystem, SnapshotableFilesystem, Daemon, InMemoryFilesystem, TreeFilesystem)
+    sources = (Filesystem, SnapshotableFilesystem, InMemoryWorkspace, Daemon)
     for name, verb in VERBS.items():
         assert verb.name == name
         assert any(
             _function(getattr(source, name, None) or (lambda: None)) is verb.contract
             for source in sources
             if hasattr(source, name)
-        ), f"{name}: its contract is no protocol's or backend's method"
+        ), f"{name}: its contract is no protocol's method"
 
 
 def _client_member(cls: type, name: str) -> tuple[str, Any]:
@@ -147,6 +150,10 @@ def test_the_server_implements_each_verb_as_its_contract_says(name: str) -> None
     verb = VERBS[name]
     implementation = _function(_implementation(verb))
     assert _shape(implementation) == _shape(verb.contract), name
+    # The result too: a contract declared apart from its implementation
+    # (``InMemoryWorkspace``) must not say another type than the one answered.
+    answers = inspect.signature(implementation, eval_str=True).return_annotation
+    assert answers == verb.result, name
 
 
 @pytest.mark.parametrize("name", sorted(VERBS))

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..fs import find_snapshot
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import MARKS, name, when, who
 from ._output import emit_json, stdout
@@ -22,6 +21,8 @@ def blame(
 ) -> None:
     """Who changed a file: each change, newest first, with its snapshot and its cause
     (the tool call, or the command, process and container that wrote it)."""
+    from ..fs import find_snapshot
+
     point, rest = split_mountpoint(args, 1, 1)
     with workspace(point) as fs:
         start = find_snapshot(fs.snapshots(), snapshot) if snapshot is not None else None

@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from .._errors import BackendUnavailableError, InvalidArgumentError, NotPermittedError
-from ..fs import MergeReport, find_snapshot, snapshot_label, to_json
-from ..posix import mount_table
 from ._app import EXIT_FAILED, JsonOption, app, workspace
 from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
     from ..daemon import RemoteFilesystem
+    from ..fs import MergeReport
 
 FORKS_DIR = ".forks"
 
@@ -73,6 +71,8 @@ class Bind:
 
 def fork_binds() -> list[Bind]:
     """Every bind mount of a fork, from /proc/self/mountinfo."""
+    from ..posix import mount_table
+
     return [
         Bind(entry.point, entry.device, entry.root.split("/")[2])
         for entry in mount_table()
@@ -181,6 +181,8 @@ def fork(
     as_json: JsonOption = False,
 ) -> None:
     """Fork the workspace in O(1) in its daemon; print its path, <mountpoint>/.forks/NAME."""
+    from ..fs import find_snapshot
+
     if drop_name is not None:
         if mountpoint or source or name:
             raise typer.BadParameter("--drop takes no other argument")
@@ -217,6 +219,8 @@ def fork(
 @app.command(epilog="Example: workspacefs forks --of ./ws")
 def forks(of: OfOption = None, as_json: JsonOption = False) -> None:
     """List the workspace's forks: name, path, files, bytes, paths changed since forked."""
+    from rich.table import Table
+
     with origin(of) as fs:
         found = fs.forks()
         mountpoint = fs.mountpoint
@@ -254,6 +258,8 @@ def merge(
 
     Conflicts are printed per path and exit with status 1, changing nothing.
     """
+    from ..fs import MergeReport, to_json
+
     fs, name = resolve_fork(fork_ref, of)
     with fs:
         report = fs.merge_fork(name, dry_run=dry_run, markers=markers)
@@ -267,6 +273,8 @@ def merge(
 
 
 def _print_merge(report: MergeReport, fork: str, mountpoint: str, *, dry_run: bool) -> None:
+    from ..fs import snapshot_label
+
     for conflict in report.conflicts:
         print(f"CONFLICT ({conflict.kind}): {conflict.path}")
         if conflict.markers is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..fs import snapshot_label
 from ._output import stdout
 
 if TYPE_CHECKING:
@@ -23,6 +22,8 @@ def who(causes: Sequence[Cause]) -> str:
 def name(record: FilesystemSnapshot | None) -> str:
     """A snapshot as people see it in these listings: its id's first 8 digits and its
     tag; ``live`` for None (the changes no snapshot holds yet)."""
+    from ..fs import snapshot_label
+
     return "live" if record is None else snapshot_label(record)
 
 

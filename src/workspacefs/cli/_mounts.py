@@ -7,7 +7,6 @@ import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from .._errors import MountedInsideError
 from ..daemon import START_TIMEOUT
@@ -18,6 +17,7 @@ from ._output import emit_json, size, stdout, working
 
 if TYPE_CHECKING:
     from ..daemon import MountRecord
+    from ..store import StoreInfo
 
 MountArgs = Annotated[
     list[str] | None,
@@ -285,13 +285,11 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
     (killed: its mount is left stale until ``doctor --fix``); with --all, the named
     workspaces that are stopped too."""
     from ..daemon import known_mounts
-    from ..fuse import is_stale
-    from ..store import named_stores
 
     known = sorted(known_mounts(), key=lambda k: k.record.mountpoint)
-    stale = {k.record.mountpoint for k in known if not k.alive and is_stale(k.record.mountpoint)}
+    stale = _stale({k.record.mountpoint for k in known if not k.alive})
     served = {k.record.store for k in known if k.alive and k.record.store}
-    stopped = [info for info in named_stores() if info.path not in served] if show_all else []
+    stopped = _stopped(served) if show_all else []
     if as_json:
         emit_json(
             [
@@ -317,6 +315,8 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
     if not known and not stopped:
         stdout.print("No workspace is mounted." + ("" if show_all else " (--all: stopped ones)"))
         return
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False)
     for column in ("NAME", "MOUNTPOINT", "PID", "STARTED", "MODE", "STATE"):
         table.add_column(column)
@@ -339,6 +339,23 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
             "A daemon is dead: workspacefs doctor --fix detaches its stale mount and removes "
             "its files (a named workspace stays kept: doctor says how to resume it)."
         )
+
+
+def _stale(dead: set[str]) -> set[str]:
+    """The mount points of ``dead`` that are stale mounts (dead daemons' only: the FUSE
+    layer is loaded for them alone)."""
+    if not dead:
+        return set()
+    from ..fuse import is_stale
+
+    return {point for point in dead if is_stale(point)}
+
+
+def _stopped(served: set[str]) -> list[StoreInfo]:
+    """The named workspaces kept in their stores and served by no running daemon."""
+    from ..store import named_stores
+
+    return [info for info in named_stores() if info.path not in served]
 
 
 @app.command(epilog="Example: workspacefs discard old-experiment")

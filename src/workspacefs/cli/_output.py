@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 # Piped output is read by scripts: no terminal width to fit, so tables never truncate.
 stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 500)
@@ -38,6 +37,8 @@ def working(description: str, *, quiet: bool = False) -> Iterator[None]:
     if quiet or not stderr.is_terminal:
         yield
         return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as progress:
         progress.add_task(description, total=None)

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from ..fs import short_id
 from ._app import EXIT_CONTAINER, app, is_mountpoint
 from ._output import stderr, working
 
@@ -47,6 +46,7 @@ def run(
     privileges, memory, CPU and process limits, and the host's own state (home
     directories, /tmp, services' data, /etc/shadow) hidden from its overlay of /."""
     from ..daemon import connect, start
+    from ..fs import short_id
     from ..sandbox import run_command
 
     if image is not None and rootfs is not None:

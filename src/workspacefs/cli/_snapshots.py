@@ -8,10 +8,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from .._errors import InvalidArgumentError
-from ..fs import FilesystemSource, find_snapshot, patch_lines, short_id, snapshot_label
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import changes_json, print_files
 from ._output import emit_json, size, stdout
@@ -27,6 +25,8 @@ def snapshot(
     as_json: JsonOption = False,
 ) -> None:
     """Take an O(1) snapshot of the live workspace."""
+    from ..fs import snapshot_label
+
     point, _ = split_mountpoint(args or [], 0, 0)
     with workspace(point) as fs:
         record = fs.snapshot(tag=tag)
@@ -45,6 +45,8 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Return the workspace to a snapshot (by tag, id or id prefix); the mount shows it at once."""
+    from ..fs import find_snapshot, snapshot_label
+
     point, rest = split_mountpoint(args, 1, 1)
     with workspace(point) as fs:
         record = find_snapshot(fs.snapshots(), rest[0])
@@ -71,6 +73,8 @@ def diff(
     as_json: JsonOption = False,
 ) -> None:
     """What changed from snapshot BASE to TARGET (default: the live workspace)."""
+    from ..fs import FilesystemSource, find_snapshot, patch_lines
+
     point, rest = split_mountpoint(args, 1, 2)
     with workspace(point) as fs:
         records = fs.snapshots()
@@ -125,6 +129,8 @@ def log(
     as_json: JsonOption = False,
 ) -> None:
     """List the workspace's snapshots: id, tag, parent, time, files, bytes (* = current)."""
+    from ..fs import short_id
+
     point, _ = split_mountpoint(args or [], 0, 0)
     with workspace(point) as fs:
         records = fs.snapshots()
@@ -152,6 +158,8 @@ def log(
     if not records:
         stdout.print("No snapshots yet.")
     else:
+        from rich.table import Table
+
         table = Table(box=None, pad_edge=False)
         columns = ["", "ID", "TAG", "PARENT", "TIME", "FILES", "BYTES"]
         numeric = {"FILES", "BYTES", "SHARED", "EXCLUSIVE"}
@@ -222,7 +230,7 @@ def prune(
     as_json: JsonOption = False,
 ) -> None:
     """Delete snapshots by count, age or the memory only they hold, oldest first."""
-    from ..fs import SnapshotRetentionPolicy
+    from ..fs import SnapshotRetentionPolicy, snapshot_label
 
     point, _ = split_mountpoint(args or [], 0, 0)
     if keep is None and max_age is None and max_bytes is None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..fs import TransferResult, find_snapshot, snapshot_label, to_json
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._output import emit_json, stdout, working
 from ._snapshots import size_option
+
+if TYPE_CHECKING:
+    from ..fs import TransferResult
 
 
 @app.command(epilog="Example: workspacefs persist ./ws --tag reviewed --remote ../backup.git")
@@ -35,6 +37,8 @@ def persist(
     as_json: JsonOption = False,
 ) -> None:
     """Snapshot the workspace and write it to its git repository (incremental)."""
+    from ..fs import find_snapshot, snapshot_label, to_json
+
     point, _ = split_mountpoint(args or [], 0, 0)
     limit = None if max_file_size is None else size_option(max_file_size, "--max-file-size")
     with workspace(point) as fs:
@@ -58,6 +62,8 @@ def persist(
 
 
 def _remote(verb: str, args: list[str], as_json: bool) -> None:
+    from ..fs import to_json
+
     point, rest = split_mountpoint(args, 1, 1)
     with workspace(point) as fs:
         with working(f"{verb} {rest[0]}", quiet=as_json):
@@ -117,6 +123,8 @@ def export_(
     as_json: JsonOption = False,
 ) -> None:
     """Write the workspace (or a snapshot) as a ZIP archive."""
+    from ..fs import find_snapshot
+
     point, rest = split_mountpoint(args, 1, 1)
     path = os.path.abspath(rest[0])
     with workspace(point) as fs:

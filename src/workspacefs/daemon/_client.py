@@ -3,7 +3,7 @@
 Its verbs are the table's (``_verbs``): each is a method with the protocol's
 own signature that sends the arguments the caller gave, and reads the answer
 as the protocol's result type. Calls go over the daemon's Unix socket as
-HTTP/1.1 (httpx, one kept-alive connection per thread from its pool). Errors
+HTTP/1.1 (``_transport``: one kept-alive connection per thread from a pool). Errors
 come back as the same classes with the same errno, message and path that the
 daemon's workspace raised.
 
@@ -18,15 +18,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import http.client
 import os
-import socket
 import stat
 import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from .._errors import BackendUnavailableError, NotPermittedError, ReadOnlyError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
@@ -40,6 +38,7 @@ from ..fs import (
     current_cause,
 )
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
+from ._transport import UnixHTTPPool
 from ._verbs import VIEW, FilesystemVerbs, Verb, WorkspaceVerbs
 from ._wire import API_VERSION, JSON_TYPE, PREFIX, Json, decode_error, dumps, loads
 
@@ -48,30 +47,13 @@ UNMOUNT_TIMEOUT = 60.0
 
 
 def _os_error(exc: BaseException) -> OSError | None:
-    """The ``OSError`` under an httpx transport error, if any."""
+    """The ``OSError`` under a transport error, if any."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-def _close_failed_connect(exc: BaseException) -> None:
-    """Close the socket of a failed reconnect under ``exc``: httpcore leaves a Unix
-    socket whose connect failed open, for the garbage collector, which says so (a
-    ResourceWarning) for every call made after the daemon died. ``_probe`` spares the
-    first connect this; a reconnect (the kept-alive connection found closed) comes here."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        trace = seen.__traceback__
-        while trace is not None:
-            if trace.tb_frame.f_code.co_name == "connect_unix_socket":
-                for value in trace.tb_frame.f_locals.values():
-                    if isinstance(value, socket.socket):
-                        value.close()
-            trace = trace.tb_next
-        seen = seen.__cause__ or seen.__context__
 
 
 @functools.cache
@@ -92,37 +74,23 @@ class _Connection:
 
     def __init__(self, socket_path: str, timeout: float | None) -> None:
         self.socket = socket_path
-        self._probe()
-        self.client = httpx.Client(
-            transport=httpx.HTTPTransport(uds=socket_path),
-            base_url="http://workspacefs",
-            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
-        )
-
-    def _probe(self) -> None:
-        """Connect once by hand, so a refused connection says why (httpcore would
-        also leave the failed socket open until the garbage collector finds it)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(CONNECT_TIMEOUT)
-            try:
-                probe.connect(self.socket)
-            except OSError as exc:
-                raise self._unreachable(exc) from exc
+        self.pool = UnixHTTPPool(socket_path, timeout=timeout, connect_timeout=CONNECT_TIMEOUT)
+        try:
+            self.pool.connect()  # here, so a refused connection says why
+        except OSError as exc:
+            raise self._unreachable(exc) from exc
 
     def request(self, verb: str, body: Json) -> Any:
         """Run ``verb`` with ``body`` on the daemon; its JSON result."""
         try:
-            response = self.client.post(
-                f"{PREFIX}/{verb}", content=dumps(body), headers={"content-type": JSON_TYPE}
-            )
-        except httpx.TransportError as exc:
-            _close_failed_connect(exc)
+            status, content = self.pool.post(f"{PREFIX}/{verb}", dumps(body), JSON_TYPE)
+        except (OSError, http.client.HTTPException) as exc:
             raise self._unreachable(exc) from exc
         try:
-            payload = loads(response.content)
+            payload = loads(content)
         except ValueError:
             payload = None
-        if response.status_code == 200 and isinstance(payload, dict) and "result" in payload:
+        if status == 200 and isinstance(payload, dict) and "result" in payload:
             return payload["result"]
         raise decode_error(payload)
 
@@ -136,7 +104,7 @@ class _Connection:
         return DaemonUnreachableError(f"workspace daemon unreachable: {exc}", self.socket)
 
     def close(self) -> None:
-        self.client.close()
+        self.pool.close()
 
 
 class _RemoteFiles(FilesystemVerbs):

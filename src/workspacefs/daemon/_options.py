@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from ..store import DEFAULT_INTERVAL
 
+START_TIMEOUT = 120.0
+"""Seconds to wait for a daemon to mount (loading a big source takes a while)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DaemonOptions:

@@ -21,13 +21,10 @@ from ..posix import canonical_mountpoint
 from ..store import DEFAULT_INTERVAL
 from ._durability import check_durability
 from ._load import parse_load_limits
-from ._options import DaemonOptions
+from ._options import START_TIMEOUT, DaemonOptions
 from ._runtime import MountRecord, RuntimePaths, is_alive, read_record, remove_files
 from ._sources import parse_source
 from ._wire import decode_error
-
-START_TIMEOUT = 120.0
-"""Seconds to wait for a daemon to mount (loading a big source takes a while)."""
 
 STOP_GRACE = 5.0
 """Seconds a daemon that did not start in time gets to go after SIGTERM, then after SIGKILL."""

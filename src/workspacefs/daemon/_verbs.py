@@ -4,7 +4,7 @@ As git's ``commands[]`` table drives git, and one ``Tool`` value drives an agent
 tool's schemas and its MCP server, one ``Verb`` here drives a verb everywhere:
 
 * its *contract* is the protocol's own method (``Filesystem.read``,
-  ``InMemoryFilesystem.prune``, ``Daemon.persist``): its parameters, their
+  ``InMemoryWorkspace.prune``, ``Daemon.persist``): its parameters, their
   defaults and its result type are the verb's, read with ``inspect``;
 * the server answers ``POST /v3/<name>`` by binding the body against that
   signature (an argument it does not name is refused, one left out gets the
@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import (
     Any,
     Concatenate,
@@ -41,14 +41,19 @@ from typing import (
 from .._errors import InvalidArgumentError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
+    MAX_ENTRIES,
+    BlameEntry,
     Filesystem,
     FilesystemSnapshot,
-    InMemoryFilesystem,
     MergeReport,
     PersistResult,
+    PruneResult,
     SnapshotableFilesystem,
+    SnapshotChanges,
+    SnapshotRetentionPolicy,
+    SpaceUsage,
     TransferResult,
-    TreeFilesystem,
+    TreeEntry,
     from_json,
     to_json,
 )
@@ -70,6 +75,49 @@ Runs = Literal["view", "workspace", "daemon"]
 VIEW: Runs = "view"
 WORKSPACE: Runs = "workspace"
 DAEMON: Runs = "daemon"
+
+
+class InMemoryWorkspace(Protocol):
+    """The verbs of the workspace a daemon keeps beyond the ``Filesystem`` and snapshot
+    protocols: ``InMemoryFilesystem``'s snapshot list, history and space, and
+    ``TreeFilesystem.entries``. Declared here, with their signatures, so that a client
+    names them without loading the in-memory backend and the tree beneath it
+    (tests/daemon/test_verb_table.py checks that both say the same)."""
+
+    def entries(
+        self, path: str = ".", *, after: str = "", limit: int = MAX_ENTRIES, recursive: bool = True
+    ) -> list[TreeEntry]:
+        """A page of the listing below the directory ``path``, depth first in git's
+        order from after the key ``after`` (see ``TreeFilesystem.entries``)."""
+        ...
+
+    def snapshots(self) -> Sequence[FilesystemSnapshot]:
+        """Every kept snapshot, in creation order."""
+        ...
+
+    def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
+        """Forget a snapshot; memory no other version shares is freed."""
+        ...
+
+    def prune(self, policy: SnapshotRetentionPolicy, *, dry_run: bool = False) -> PruneResult:
+        """Delete the snapshots ``policy`` expires, oldest first (with ``dry_run``, only
+        name them); what that frees (see ``InMemoryFilesystem.prune``)."""
+        ...
+
+    def space_usage(self) -> SpaceUsage:
+        """Shared and exclusive bytes of file data for the live tree, every snapshot
+        and every fork (see ``InMemoryFilesystem.space_usage``)."""
+        ...
+
+    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """What ``snapshot`` changed since the snapshot before it (None: the live
+        workspace's changes no snapshot holds yet), with causes."""
+        ...
+
+    def blame(self, path: str, *, snapshot: FilesystemSnapshot | None = None) -> list[BlameEntry]:
+        """Every change to the file at ``path``, newest first, from ``snapshot`` (None:
+        the live workspace) back (see ``InMemoryFilesystem.blame``)."""
+        ...
 
 
 class Daemon(Protocol):
@@ -362,7 +410,7 @@ class FilesystemVerbs:
     stat = Method(Filesystem.stat, VIEW)
     readlink = Method(Filesystem.readlink, VIEW)
     list = Method(Filesystem.list, VIEW)
-    entries = Method(TreeFilesystem.entries, VIEW)
+    entries = Method(InMemoryWorkspace.entries, VIEW)
     glob = Method(Filesystem.glob, VIEW)
     grep = Method(Filesystem.grep, VIEW)
     write = Method(Filesystem.write, VIEW, changes=True)
@@ -380,12 +428,12 @@ class WorkspaceVerbs(FilesystemVerbs):
     restore = Method(SnapshotableFilesystem.restore, WORKSPACE, changes=True)
     diff = Method(SnapshotableFilesystem.diff, DAEMON)
     current_snapshot_id = Property(SnapshotableFilesystem.current_snapshot_id, WORKSPACE)
-    snapshots = Method(InMemoryFilesystem.snapshots, WORKSPACE)
-    delete_snapshot = Method(InMemoryFilesystem.delete_snapshot, DAEMON)
-    prune = Method(InMemoryFilesystem.prune, DAEMON)
-    space_usage = Method(InMemoryFilesystem.space_usage, WORKSPACE)
-    changes = Method(InMemoryFilesystem.changes, WORKSPACE)
-    blame = Method(InMemoryFilesystem.blame, WORKSPACE)
+    snapshots = Method(InMemoryWorkspace.snapshots, WORKSPACE)
+    delete_snapshot = Method(InMemoryWorkspace.delete_snapshot, DAEMON)
+    prune = Method(InMemoryWorkspace.prune, DAEMON)
+    space_usage = Method(InMemoryWorkspace.space_usage, WORKSPACE)
+    changes = Method(InMemoryWorkspace.changes, WORKSPACE)
+    blame = Method(InMemoryWorkspace.blame, WORKSPACE)
     export_archive = Method(Daemon.export_archive, DAEMON)
     import_archive = Method(Daemon.import_archive, DAEMON, changes=True)
     persist = Method(Daemon.persist, DAEMON)

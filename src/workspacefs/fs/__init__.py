@@ -1,110 +1,115 @@
 """The ``Filesystem`` protocol, its value types, and the in-memory backend."""
 
-from ..tree import CAUSE_VARIABLE as CAUSE_VARIABLE
-from ..tree import Cause as Cause
-from ..tree import ChangeKind as ChangeKind
-from ..tree import PathChange as PathChange
-from ..tree import attributed as attributed
-from ..tree import current_cause as current_cause
-from ..tree import redact_command as redact_command
-from ..tree import redact_text as redact_text
-from ._archiving import ArchiveVerbs as ArchiveVerbs
-from ._archiving import register_archive_verbs as register_archive_verbs
-from ._backend import Kind as Kind
-from ._budget import MemoryUsage as MemoryUsage
-from ._budget import available_memory as available_memory
-from ._budget import default_memory_budget as default_memory_budget
-from ._ceilings import MemoryCeiling as MemoryCeiling
-from ._ceilings import memory_ceilings as memory_ceilings
-from ._codec import as_row as as_row
-from ._codec import from_json as from_json
-from ._codec import to_json as to_json
-from ._conditional import changed_paths as changed_paths
-from ._conditional import changed_since as changed_since
-from ._conditional import content_digest as content_digest
-from ._directory import DirectoryBackend as DirectoryBackend
-from ._entries import MAX_ENTRIES as MAX_ENTRIES
-from ._entries import EntryKind as EntryKind
-from ._entries import TreeEntry as TreeEntry
-from ._entries import depth_first as depth_first
-from ._entries import node_entry as node_entry
-from ._entries import tree_entries as tree_entries
-from ._entries import tree_key as tree_key
-from ._frontend import BackendFilesystem as BackendFilesystem
-from ._history import AttributedFilesystem as AttributedFilesystem
-from ._history import BlameEntry as BlameEntry
-from ._history import SnapshotChanges as SnapshotChanges
-from ._history import change_kind as change_kind
-from ._hydrate import SPECIAL_BITS as SPECIAL_BITS
-from ._hydrate import HostMount as HostMount
-from ._hydrate import sanitised_mode as sanitised_mode
-from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
-from ._limits import Limits as Limits
-from ._links import LinkReach as LinkReach
-from ._links import link_reach as link_reach
-from ._memory import InMemoryFilesystem as InMemoryFilesystem
-from ._outcomes import ConflictKind as ConflictKind
-from ._outcomes import ConflictReport as ConflictReport
-from ._outcomes import MergeConflict as MergeConflict
-from ._outcomes import MergeReport as MergeReport
-from ._outcomes import MergeResult as MergeResult
-from ._outcomes import MergeSide as MergeSide
-from ._outcomes import PersistedSnapshot as PersistedSnapshot
-from ._outcomes import PersistResult as PersistResult
-from ._outcomes import RefRefused as RefRefused
-from ._outcomes import RefWritten as RefWritten
-from ._outcomes import TransferResult as TransferResult
-from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
-from ._patch import FilesystemSource as FilesystemSource
-from ._patch import Patch as Patch
-from ._patch import PatchSource as PatchSource
-from ._patch import build_patch as build_patch
-from ._patch import file_patch as file_patch
-from ._patch import is_binary as is_binary
-from ._patch import patch_lines as patch_lines
-from ._paths import normalize as normalize_path
-from ._protocol import Filesystem as Filesystem
-from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
-from ._recorded import FIRST_TIME_NS as FIRST_TIME_NS
-from ._recorded import LAST_TIME_NS as LAST_TIME_NS
-from ._recorded import MAX_FILE_SIZE as MAX_FILE_SIZE
-from ._recorded import recorded_id as recorded_id
-from ._recorded import recorded_int as recorded_int
-from ._recorded import recorded_time as recorded_time
-from ._resolve import locate as locate
-from ._results import FileEntry as FileEntry
-from ._results import FileStat as FileStat
-from ._results import GlobMatch as GlobMatch
-from ._results import GrepMatch as GrepMatch
-from ._results import ReadBytesResult as ReadBytesResult
-from ._results import ReadResult as ReadResult
-from ._results import WriteMode as WriteMode
-from ._results import WriteResult as WriteResult
-from ._snapshot_names import MAX_NAME as MAX_NAME
-from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
-from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
-from ._snapshot_names import SnapshotSelector as SnapshotSelector
-from ._snapshot_names import check_name as check_name
-from ._snapshot_names import check_tag as check_tag
-from ._snapshot_names import find_snapshot as find_snapshot
-from ._snapshot_names import short_id as short_id
-from ._snapshot_names import snapshot_label as snapshot_label
-from ._snapshots import FilesystemDiff as FilesystemDiff
-from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
-from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
-from ._snapshots import PruneResult as PruneResult
-from ._snapshots import SnapshotBytes as SnapshotBytes
-from ._snapshots import SnapshotKind as SnapshotKind
-from ._snapshots import SnapshotObserver as SnapshotObserver
-from ._snapshots import SnapshotRef as SnapshotRef
-from ._snapshots import SnapshotRetentionPolicy as SnapshotRetentionPolicy
-from ._snapshots import SnapshotStore as SnapshotStore
-from ._space import SnapshotSpace as SnapshotSpace
-from ._space import SpaceShare as SpaceShare
-from ._space import SpaceUsage as SpaceUsage
-from ._space import WorkspaceSpace as WorkspaceSpace
-from ._spellings import either as either
-from ._treefs import TreeFilesystem as TreeFilesystem
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ..tree import CAUSE_VARIABLE as CAUSE_VARIABLE
+    from ..tree import Cause as Cause
+    from ..tree import ChangeKind as ChangeKind
+    from ..tree import PathChange as PathChange
+    from ..tree import attributed as attributed
+    from ..tree import current_cause as current_cause
+    from ..tree import redact_command as redact_command
+    from ..tree import redact_text as redact_text
+    from ._archiving import ArchiveVerbs as ArchiveVerbs
+    from ._archiving import register_archive_verbs as register_archive_verbs
+    from ._backend import Kind as Kind
+    from ._budget import MemoryUsage as MemoryUsage
+    from ._budget import available_memory as available_memory
+    from ._budget import default_memory_budget as default_memory_budget
+    from ._ceilings import MemoryCeiling as MemoryCeiling
+    from ._ceilings import memory_ceilings as memory_ceilings
+    from ._codec import as_row as as_row
+    from ._codec import from_json as from_json
+    from ._codec import to_json as to_json
+    from ._conditional import changed_paths as changed_paths
+    from ._conditional import changed_since as changed_since
+    from ._conditional import content_digest as content_digest
+    from ._directory import DirectoryBackend as DirectoryBackend
+    from ._entries import MAX_ENTRIES as MAX_ENTRIES
+    from ._entries import EntryKind as EntryKind
+    from ._entries import TreeEntry as TreeEntry
+    from ._entries import depth_first as depth_first
+    from ._entries import node_entry as node_entry
+    from ._entries import tree_entries as tree_entries
+    from ._entries import tree_key as tree_key
+    from ._frontend import BackendFilesystem as BackendFilesystem
+    from ._history import AttributedFilesystem as AttributedFilesystem
+    from ._history import BlameEntry as BlameEntry
+    from ._history import SnapshotChanges as SnapshotChanges
+    from ._history import change_kind as change_kind
+    from ._hydrate import SPECIAL_BITS as SPECIAL_BITS
+    from ._hydrate import HostMount as HostMount
+    from ._hydrate import sanitised_mode as sanitised_mode
+    from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
+    from ._limits import Limits as Limits
+    from ._links import LinkReach as LinkReach
+    from ._links import link_reach as link_reach
+    from ._memory import InMemoryFilesystem as InMemoryFilesystem
+    from ._outcomes import ConflictKind as ConflictKind
+    from ._outcomes import ConflictReport as ConflictReport
+    from ._outcomes import MergeConflict as MergeConflict
+    from ._outcomes import MergeReport as MergeReport
+    from ._outcomes import MergeResult as MergeResult
+    from ._outcomes import MergeSide as MergeSide
+    from ._outcomes import PersistedSnapshot as PersistedSnapshot
+    from ._outcomes import PersistResult as PersistResult
+    from ._outcomes import RefRefused as RefRefused
+    from ._outcomes import RefWritten as RefWritten
+    from ._outcomes import TransferResult as TransferResult
+    from ._patch import PATCH_LINE_LIMIT as PATCH_LINE_LIMIT
+    from ._patch import FilesystemSource as FilesystemSource
+    from ._patch import Patch as Patch
+    from ._patch import PatchSource as PatchSource
+    from ._patch import build_patch as build_patch
+    from ._patch import file_patch as file_patch
+    from ._patch import is_binary as is_binary
+    from ._patch import patch_lines as patch_lines
+    from ._paths import normalize as normalize_path
+    from ._protocol import Filesystem as Filesystem
+    from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
+    from ._recorded import FIRST_TIME_NS as FIRST_TIME_NS
+    from ._recorded import LAST_TIME_NS as LAST_TIME_NS
+    from ._recorded import MAX_FILE_SIZE as MAX_FILE_SIZE
+    from ._recorded import recorded_id as recorded_id
+    from ._recorded import recorded_int as recorded_int
+    from ._recorded import recorded_time as recorded_time
+    from ._resolve import locate as locate
+    from ._results import FileEntry as FileEntry
+    from ._results import FileStat as FileStat
+    from ._results import GlobMatch as GlobMatch
+    from ._results import GrepMatch as GrepMatch
+    from ._results import ReadBytesResult as ReadBytesResult
+    from ._results import ReadResult as ReadResult
+    from ._results import WriteMode as WriteMode
+    from ._results import WriteResult as WriteResult
+    from ._snapshot_names import MAX_NAME as MAX_NAME
+    from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
+    from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
+    from ._snapshot_names import SnapshotSelector as SnapshotSelector
+    from ._snapshot_names import check_name as check_name
+    from ._snapshot_names import check_tag as check_tag
+    from ._snapshot_names import find_snapshot as find_snapshot
+    from ._snapshot_names import short_id as short_id
+    from ._snapshot_names import snapshot_label as snapshot_label
+    from ._snapshots import FilesystemDiff as FilesystemDiff
+    from ._snapshots import FilesystemSnapshot as FilesystemSnapshot
+    from ._snapshots import InMemorySnapshotStore as InMemorySnapshotStore
+    from ._snapshots import PruneResult as PruneResult
+    from ._snapshots import SnapshotBytes as SnapshotBytes
+    from ._snapshots import SnapshotKind as SnapshotKind
+    from ._snapshots import SnapshotObserver as SnapshotObserver
+    from ._snapshots import SnapshotRef as SnapshotRef
+    from ._snapshots import SnapshotRetentionPolicy as SnapshotRetentionPolicy
+    from ._snapshots import SnapshotStore as SnapshotStore
+    from ._space import SnapshotSpace as SnapshotSpace
+    from ._space import SpaceShare as SpaceShare
+    from ._space import SpaceUsage as SpaceUsage
+    from ._space import WorkspaceSpace as WorkspaceSpace
+    from ._spellings import either as either
+    from ._treefs import TreeFilesystem as TreeFilesystem
 
 __all__ = [
     "CAUSE_VARIABLE",
@@ -213,3 +218,114 @@ __all__ = [
     "tree_entries",
     "tree_key",
 ]
+
+_EXPORTS = {
+    "CAUSE_VARIABLE": "..tree",
+    "Cause": "..tree",
+    "ChangeKind": "..tree",
+    "PathChange": "..tree",
+    "attributed": "..tree",
+    "current_cause": "..tree",
+    "redact_command": "..tree",
+    "redact_text": "..tree",
+    "ArchiveVerbs": "._archiving",
+    "register_archive_verbs": "._archiving",
+    "Kind": "._backend",
+    "MemoryUsage": "._budget",
+    "available_memory": "._budget",
+    "default_memory_budget": "._budget",
+    "MemoryCeiling": "._ceilings",
+    "memory_ceilings": "._ceilings",
+    "as_row": "._codec",
+    "from_json": "._codec",
+    "to_json": "._codec",
+    "changed_paths": "._conditional",
+    "changed_since": "._conditional",
+    "content_digest": "._conditional",
+    "DirectoryBackend": "._directory",
+    "MAX_ENTRIES": "._entries",
+    "EntryKind": "._entries",
+    "TreeEntry": "._entries",
+    "depth_first": "._entries",
+    "node_entry": "._entries",
+    "tree_entries": "._entries",
+    "tree_key": "._entries",
+    "BackendFilesystem": "._frontend",
+    "AttributedFilesystem": "._history",
+    "BlameEntry": "._history",
+    "SnapshotChanges": "._history",
+    "change_kind": "._history",
+    "SPECIAL_BITS": "._hydrate",
+    "HostMount": "._hydrate",
+    "sanitised_mode": "._hydrate",
+    "DEFAULT_LIMITS": "._limits",
+    "Limits": "._limits",
+    "LinkReach": "._links",
+    "link_reach": "._links",
+    "InMemoryFilesystem": "._memory",
+    "ConflictKind": "._outcomes",
+    "ConflictReport": "._outcomes",
+    "MergeConflict": "._outcomes",
+    "MergeReport": "._outcomes",
+    "MergeResult": "._outcomes",
+    "MergeSide": "._outcomes",
+    "PersistedSnapshot": "._outcomes",
+    "PersistResult": "._outcomes",
+    "RefRefused": "._outcomes",
+    "RefWritten": "._outcomes",
+    "TransferResult": "._outcomes",
+    "PATCH_LINE_LIMIT": "._patch",
+    "FilesystemSource": "._patch",
+    "Patch": "._patch",
+    "PatchSource": "._patch",
+    "build_patch": "._patch",
+    "file_patch": "._patch",
+    "is_binary": "._patch",
+    "patch_lines": "._patch",
+    "normalize_path": "._paths:normalize",
+    "Filesystem": "._protocol",
+    "SnapshotableFilesystem": "._protocol",
+    "FIRST_TIME_NS": "._recorded",
+    "LAST_TIME_NS": "._recorded",
+    "MAX_FILE_SIZE": "._recorded",
+    "recorded_id": "._recorded",
+    "recorded_int": "._recorded",
+    "recorded_time": "._recorded",
+    "locate": "._resolve",
+    "FileEntry": "._results",
+    "FileStat": "._results",
+    "GlobMatch": "._results",
+    "GrepMatch": "._results",
+    "ReadBytesResult": "._results",
+    "ReadResult": "._results",
+    "WriteMode": "._results",
+    "WriteResult": "._results",
+    "MAX_NAME": "._snapshot_names",
+    "MIN_ID_PREFIX": "._snapshot_names",
+    "SHORT_ID_LENGTH": "._snapshot_names",
+    "SnapshotSelector": "._snapshot_names",
+    "check_name": "._snapshot_names",
+    "check_tag": "._snapshot_names",
+    "find_snapshot": "._snapshot_names",
+    "short_id": "._snapshot_names",
+    "snapshot_label": "._snapshot_names",
+    "FilesystemDiff": "._snapshots",
+    "FilesystemSnapshot": "._snapshots",
+    "InMemorySnapshotStore": "._snapshots",
+    "PruneResult": "._snapshots",
+    "SnapshotBytes": "._snapshots",
+    "SnapshotKind": "._snapshots",
+    "SnapshotObserver": "._snapshots",
+    "SnapshotRef": "._snapshots",
+    "SnapshotRetentionPolicy": "._snapshots",
+    "SnapshotStore": "._snapshots",
+    "SnapshotSpace": "._space",
+    "SpaceShare": "._space",
+    "SpaceUsage": "._space",
+    "WorkspaceSpace": "._space",
+    "either": "._spellings",
+    "TreeFilesystem": "._treefs",
+}
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,13 +2,15 @@
 
 The archive format lives in the ``archive`` package, a layer above this one,
 so these methods cannot import it. The archive package registers its verbs
-here when it is imported (and ``import workspacefs`` imports it): one
-implementation, reached from the methods every backend has.
+here when it is loaded, which the first call of one of them does (``import
+workspacefs`` loads no layer until it is used): one implementation, reached
+from the methods every backend has.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import import_module
 from typing import Protocol
 
 from .._errors import NotSupportedError
@@ -33,8 +35,11 @@ def register_archive_verbs(verbs: ArchiveVerbs) -> None:
 
 
 def archive_verbs() -> ArchiveVerbs:
-    """The registered verbs; NotSupportedError before the archive package is imported
-    (which ``import workspacefs`` does)."""
+    """The registered verbs, the archive package's (loaded now if it was not: by name,
+    as the layer above is, so that this layer never imports it); NotSupportedError if
+    it registers none."""
     if not _registered:
-        raise NotSupportedError("workspacefs.archive is not loaded", None)
+        import_module("..archive._backends", __package__)  # which registers them
+    if not _registered:
+        raise NotSupportedError("workspacefs.archive registers no archive verbs", None)
     return _registered[0]

@@ -50,6 +50,7 @@ from .._errors import (
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, PersistedSnapshot
 from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
+from ._directories import default_repository
 from ._history import (
     INLINE_HISTORY,
     encode_history,
@@ -71,7 +72,7 @@ from ._objects import (
 )
 from ._pack import DEFAULT_COMPRESSION, PackWriter
 from ._refs import RefNamespace
-from ._repo import Identity, default_repository, open_repository
+from ._repo import Identity, open_repository
 from ._state import PersistState, state_for
 
 META_BLOB = b"meta"

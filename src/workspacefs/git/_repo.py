@@ -28,21 +28,6 @@ class Identity:
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), minutes)
 
 
-def data_directory() -> str:
-    """This user's workspacefs data directory: ``$XDG_DATA_HOME/workspacefs``, else
-    ``~/.local/share/workspacefs`` (the XDG base-directory rule)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "share"
-    )
-    return os.path.join(base, "workspacefs")
-
-
-def default_repository(workspace: str) -> str:
-    """Where a workspace's snapshots go unless told otherwise: under the user's
-    data directory, outside any mount an agent can reach."""
-    return os.path.join(data_directory(), "repositories", f"{workspace}.git")
-
-
 def sync_writes() -> None:
     """Make every git write of this process durable when it returns (libgit2 then
     fsyncs objects, packs and refs): ``persist`` is a durability point of a durable

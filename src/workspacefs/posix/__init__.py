@@ -11,37 +11,42 @@ and the kernel's mount table, parsed once (``mount_table``). Standard library
 only.
 """
 
-from ._descriptors import BLOCK as BLOCK
-from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
-from ._descriptors import OpenDirectories as OpenDirectories
-from ._descriptors import Walked as Walked
-from ._descriptors import open_beneath as open_beneath
-from ._descriptors import open_directory as open_directory
-from ._descriptors import open_regular as open_regular
-from ._descriptors import openat2_available as openat2_available
-from ._descriptors import read_blocks as read_blocks
-from ._descriptors import regular_blocks as regular_blocks
-from ._descriptors import same_object as same_object
-from ._descriptors import scan_directory as scan_directory
-from ._descriptors import walk_directory as walk_directory
-from ._mounts import MountEntry as MountEntry
-from ._mounts import canonical_mountpoint as canonical_mountpoint
-from ._mounts import mount_table as mount_table
-from ._mounts import mounts_under as mounts_under
-from ._private import check_own_directory as check_own_directory
-from ._private import make_private_directory as make_private_directory
-from ._private import open_private_file as open_private_file
-from ._private import write_private_file as write_private_file
-from ._rename import rename_beneath as rename_beneath
-from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
-from ._replace import clear_directory as clear_directory
-from ._replace import copy_content as copy_content
-from ._replace import make_directories as make_directories
-from ._replace import remove_entry as remove_entry
-from ._replace import replace_directory as replace_directory
-from ._replace import replace_file as replace_file
-from ._replace import replace_symlink as replace_symlink
-from ._replace import set_attributes as set_attributes
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._descriptors import BLOCK as BLOCK
+    from ._descriptors import DIRECTORY_FLAGS as DIRECTORY_FLAGS
+    from ._descriptors import OpenDirectories as OpenDirectories
+    from ._descriptors import Walked as Walked
+    from ._descriptors import open_beneath as open_beneath
+    from ._descriptors import open_directory as open_directory
+    from ._descriptors import open_regular as open_regular
+    from ._descriptors import openat2_available as openat2_available
+    from ._descriptors import read_blocks as read_blocks
+    from ._descriptors import regular_blocks as regular_blocks
+    from ._descriptors import same_object as same_object
+    from ._descriptors import scan_directory as scan_directory
+    from ._descriptors import walk_directory as walk_directory
+    from ._mounts import MountEntry as MountEntry
+    from ._mounts import canonical_mountpoint as canonical_mountpoint
+    from ._mounts import mount_table as mount_table
+    from ._mounts import mounts_under as mounts_under
+    from ._private import check_own_directory as check_own_directory
+    from ._private import make_private_directory as make_private_directory
+    from ._private import open_private_file as open_private_file
+    from ._private import write_private_file as write_private_file
+    from ._rename import rename_beneath as rename_beneath
+    from ._replace import TEMPORARY_PREFIX as TEMPORARY_PREFIX
+    from ._replace import clear_directory as clear_directory
+    from ._replace import copy_content as copy_content
+    from ._replace import make_directories as make_directories
+    from ._replace import remove_entry as remove_entry
+    from ._replace import replace_directory as replace_directory
+    from ._replace import replace_file as replace_file
+    from ._replace import replace_symlink as replace_symlink
+    from ._replace import set_attributes as set_attributes
 
 __all__ = [
     "BLOCK",
@@ -76,3 +81,40 @@ __all__ = [
     "walk_directory",
     "write_private_file",
 ]
+
+_EXPORTS = {
+    "BLOCK": "._descriptors",
+    "DIRECTORY_FLAGS": "._descriptors",
+    "OpenDirectories": "._descriptors",
+    "Walked": "._descriptors",
+    "open_beneath": "._descriptors",
+    "open_directory": "._descriptors",
+    "open_regular": "._descriptors",
+    "openat2_available": "._descriptors",
+    "read_blocks": "._descriptors",
+    "regular_blocks": "._descriptors",
+    "same_object": "._descriptors",
+    "scan_directory": "._descriptors",
+    "walk_directory": "._descriptors",
+    "MountEntry": "._mounts",
+    "canonical_mountpoint": "._mounts",
+    "mount_table": "._mounts",
+    "mounts_under": "._mounts",
+    "check_own_directory": "._private",
+    "make_private_directory": "._private",
+    "open_private_file": "._private",
+    "write_private_file": "._private",
+    "rename_beneath": "._rename",
+    "TEMPORARY_PREFIX": "._replace",
+    "clear_directory": "._replace",
+    "copy_content": "._replace",
+    "make_directories": "._replace",
+    "remove_entry": "._replace",
+    "replace_directory": "._replace",
+    "replace_file": "._replace",
+    "replace_symlink": "._replace",
+    "set_attributes": "._replace",
+}
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

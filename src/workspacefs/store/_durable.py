@@ -51,6 +51,7 @@ from ._checkpoint import (
     write_checkpoint,
 )
 from ._directory import SUMMARY, StoreDirectory
+from ._interval import DEFAULT_INTERVAL
 from ._journal import Journal, Reading, read_journal, segments, stop_before
 from ._records import Damage, Kind
 
@@ -58,9 +59,6 @@ log = logging.getLogger(__name__)
 
 Counts = tuple[int, int, int]
 """A state's next inode number, file count and total bytes."""
-
-DEFAULT_INTERVAL = 1.0
-"""Seconds a change may wait for the disk under the ``interval`` policy."""
 
 CHECKPOINT_BYTES = 64 << 20
 """Journal bytes written since the last checkpoint that start one in the background."""

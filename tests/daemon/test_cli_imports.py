@@ -1,0 +1,112 @@
+"""Commands that answer from a daemon load a socket client and the output, nothing more.
+
+``workspacefs list``, ``status``, ``snapshot``, ``restore``, ``diff`` and ``log`` run in a
+fresh interpreter against a real daemon; what they loaded is read from ``sys.modules``.
+The server, the mount, the sandbox, git, the MCP SDK and the in-memory backend must not
+be among it (``benchmarks/bench_cli.py`` times the commands; this checks the import
+graph, which does not depend on how loaded the machine is).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.daemon import Daemons
+from support.interpreter import python
+from workspacefs.daemon import connect
+
+NEVER = (
+    "pygit2",
+    "pyfuse3",
+    "trio",
+    "anyio",
+    "starlette",
+    "hypercorn",
+    "mcp",
+    "httpx",
+    "re2",
+    "xxhash",
+    "workspacefs.daemon._server",
+    "workspacefs.fuse._mount",
+    "workspacefs.sandbox",
+    "workspacefs.tools",
+    "workspacefs.git._repo",
+    "workspacefs.store._durable",
+    "workspacefs.fs._memory",
+)
+"""What no such command loads: the daemon's side (trio, pyfuse3, hypercorn, starlette,
+pygit2), the sandbox, the agent tools and the in-memory backend; and httpx, whose
+connection layer loads trio and anyio."""
+
+
+def _loaded(*args: str) -> tuple[int, list[str]]:
+    """Run the command ``args`` in a fresh interpreter; its exit status and which of
+    ``NEVER`` it loaded."""
+    out = python(
+        "import json, sys\n"
+        "from workspacefs.cli import main\n"
+        f"status = main({list(args)!r})\n"
+        f"print(json.dumps([status, [m for m in {NEVER!r} if m in sys.modules]]))"
+    )
+    status, loaded = json.loads(out.splitlines()[-1])
+    return status, loaded
+
+
+def test_registering_the_commands_loads_none_of_the_layers() -> None:
+    # typer loads pydantic when it parses a command line; registering alone must not.
+    out = python(
+        "import json, sys\n"
+        "import workspacefs.cli\n"
+        f"print(sorted(m for m in {(*NEVER, 'pydantic')!r} if m in sys.modules))\n"
+        "print(json.dumps([m for m in sys.modules if m.startswith('workspacefs.')\n"
+        "                  and not m.startswith('workspacefs.cli')]))"
+    )
+    heavy, layers = out.splitlines()
+    assert heavy == "[]"
+    # The option defaults the commands show (a start's timeout, a durability window).
+    assert set(json.loads(layers)) <= {
+        "workspacefs._errors",
+        "workspacefs._lazy",
+        "workspacefs.daemon",
+        "workspacefs.daemon._options",
+        "workspacefs.store",
+        "workspacefs.store._interval",
+    }
+
+
+@pytest.fixture(scope="module")
+def mountpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    manager = Daemons(tmp_path_factory.mktemp("imports"))
+    try:
+        record = manager.start()
+        with connect(record.socket) as fs:
+            fs.write("a.txt", "one\n")
+            fs.snapshot(tag="base")
+            fs.write("a.txt", "two\n")
+        yield record.mountpoint
+    finally:
+        manager.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["status", "{mp}"],
+        ["snapshot", "{mp}"],
+        ["log", "{mp}"],
+        ["diff", "{mp}", "base", "--patch"],
+        ["restore", "{mp}", "base"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_command_on_a_daemon_loads_only_the_client(mountpoint: str, command: list[str]) -> None:
+    status, loaded = _loaded(*(arg.format(mp=mountpoint) for arg in command))
+    assert status == 0
+    assert loaded == []
+    if command[0] == "restore":
+        assert Path(mountpoint, "a.txt").read_text() == "one\n"
