@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import pytest
+
 from support import logs
 from support.consistency import check_consistent
 from support.daemon import SOURCE_ROOT, cli_json, stop
@@ -52,6 +54,12 @@ SLACK = 1.0
 
 STEP_TIMEOUT = 60.0
 """Seconds a workload may take to reach its kill point, or to stop after the kill."""
+
+LONG_FORM = pytest.mark.skipif(
+    "WORKSPACEFS_CRASH_KILLS" not in os.environ,
+    reason="the long form: set WORKSPACEFS_CRASH_KILLS (60 kills take a few minutes)",
+)
+"""The long forms run where asked (``scripts/test.sh`` and CI run the short ones)."""
 
 
 class Workspace:

@@ -23,7 +23,7 @@ from _pytest.mark import ParameterSet
 from support.daemon import scratch_dir
 
 from .apps import GitWorkload, SqliteWorkload
-from .harness import Workload, Workspace, crash_loop
+from .harness import LONG_FORM, Workload, Workspace, crash_loop
 from .workloads import ApiWorkload, ContainerWorkload, TarWorkload
 
 SHORT = {"api": 3, "tar": 2, "sqlite": 1, "git": 2, "container": 1}
@@ -37,7 +37,7 @@ def forms(workload: str) -> list[ParameterSet]:
     share = math.ceil(LONG * SHORT[workload] / sum(SHORT.values()))
     return [
         pytest.param(SHORT[workload], id="short"),
-        pytest.param(share, id="long", marks=pytest.mark.slow),
+        pytest.param(share, id="long", marks=[pytest.mark.slow, LONG_FORM]),
     ]
 
 
