@@ -420,3 +420,20 @@ def test_blame_comes_back_with_the_snapshots(tmp_path: Path) -> None:
         assert blamed[-1].snapshot is not None
         assert blamed[-1].snapshot.snapshot_id == first.snapshot_id
         assert [c.call_id for c in again.fs.blame("b.txt")[0].causes] == ["call-3"]
+
+
+def test_a_time_past_64_bits_is_journalled_within_them(tmp_path: Path) -> None:
+    # A source can record any integer as a time (a hostile git record: 2^80 ns); the
+    # journal holds 64 bits, as the mount shows: clamped, never a failed flush.
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with durable:
+        durable.fs.write("old.txt", "x")
+        tree = durable.fs.tree
+        with tree.lock:
+            tree.setattr(tree.lookup(1, "old.txt"), mtime_ns=1 << 80)
+        durable.sync()
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        tree = again.fs.tree
+        assert tree.node(tree.lookup(1, "old.txt")).mtime_ns == (1 << 63) - 1

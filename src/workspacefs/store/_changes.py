@@ -112,7 +112,7 @@ class _Writer:
         self.entry(ino, kind)
         out = self.out
         times = (node.atime_ns, node.mtime_ns, node.ctime_ns, node.crtime_ns)
-        out += _ATTRS.pack(node.mode, node.uid, node.gid, node.nlink, *times)
+        out += _ATTRS.pack(node.mode, node.uid, node.gid, node.nlink, *map(_int64, times))
         out += _U32.pack(len(node.links))
         for parent, name in node.links:
             out += _U64.pack(parent)
@@ -307,6 +307,12 @@ def _kind_of(node: Node) -> int:
     if isinstance(node, Symlink):
         return SYMLINK
     return SPECIAL
+
+
+def _int64(value: int) -> int:
+    """A time as the record holds it: within a signed 64-bit count of nanoseconds (a
+    source can record any integer; the mount shows no time outside that range either)."""
+    return min(max(value, -(1 << 63)), (1 << 63) - 1)
 
 
 def _put_bytes(out: bytearray, data: bytes | bytearray) -> None:
