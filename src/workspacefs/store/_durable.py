@@ -9,11 +9,13 @@ thread flushes and syncs every ``interval`` seconds while there are changes;
 every snapshot is one too, with its ``SNAPSHOT`` record (an undo point is never
 lost); deleting a snapshot writes ``FORGET``.
 
-Opening replays the journal into a new workspace: ``CHANGES`` records put their
-states back, each ``SNAPSHOT`` record takes its snapshot again under the same record
-(id, tag, parent, time), ``FORGET`` drops it. Replay stops at the first record that
-is not intact and says so (``Recovery``); a torn last record was never acknowledged
-and is dropped.
+Opening replays the newest checkpoint (``_checkpoint``), then the journal after it,
+into a new workspace: ``CHANGES`` records put their states back, each ``SNAPSHOT``
+record takes its snapshot again under the same record (id, tag, parent, time) with
+what it changed and who changed it (its blame), ``FORGET`` drops it. Replay stops at
+the first record that is not intact and says so (``Recovery``); a torn last record
+was never acknowledged and is dropped. The journal is folded into a checkpoint once
+it has grown by ``CHECKPOINT_BYTES``, and when the workspace closes.
 """
 
 from __future__ import annotations
@@ -128,7 +130,6 @@ class DurableWorkspace:
         self._flushing = threading.Lock()
         with fs.tree.lock:
             frozen = fs.tree.track_changes()
-        # A new store's first record holds every inode; later ones what changed.
         # A new store's first record holds every inode (written at the first flush, even
         # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
