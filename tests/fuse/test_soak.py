@@ -30,7 +30,7 @@ def test_soak_short() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not LONG, reason="set WORKSPACEFS_SOAK_SECONDS (CI runs 120)")
+@pytest.mark.skipif(not LONG, reason="set WORKSPACEFS_SOAK_SECONDS (CI runs 90)")
 def test_soak_long() -> None:
     seconds = float(LONG or 0)
     check(soak.run(seconds, seed=int(os.environ.get("WORKSPACEFS_SOAK_SEED", "2"))), seconds)
