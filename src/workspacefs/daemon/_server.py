@@ -186,9 +186,11 @@ def _repository(options: DaemonOptions, loaded_from: str | None, kept: Kept) -> 
     (a resumed workspace persists where it did), else the repository it was loaded
     from, else the store's own repository (or, kept nowhere, the user's default)."""
     store = None if kept.durable is None else kept.durable.store
-    if store is not None and options.repository is not None:
-        store.set_setting("persist", os.path.abspath(options.repository))
-    remembered = None if store is None else store.setting("persist") or store.base()
+    remembered = None if store is None else store.setting("persist")
+    given = None if options.repository is None else os.path.abspath(options.repository)
+    if store is not None and given is not None and given != remembered:
+        store.set_setting("persist", given)  # written (and synced) only when it changes
+    remembered = remembered or (None if store is None else store.base())
     chosen = options.repository or loaded_from or remembered
     if chosen is None and kept.store is not None:
         chosen = os.path.join(kept.store, "git")

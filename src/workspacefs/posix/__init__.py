@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ._descriptors import same_object as same_object
     from ._descriptors import scan_directory as scan_directory
     from ._descriptors import walk_directory as walk_directory
+    from ._descriptors import write_all as write_all
     from ._mounts import MountEntry as MountEntry
     from ._mounts import canonical_mountpoint as canonical_mountpoint
     from ._mounts import mount_table as mount_table
@@ -79,6 +80,7 @@ __all__ = [
     "scan_directory",
     "set_attributes",
     "walk_directory",
+    "write_all",
     "write_private_file",
 ]
 
@@ -86,6 +88,7 @@ _EXPORTS = {
     "BLOCK": "._descriptors",
     "DIRECTORY_FLAGS": "._descriptors",
     "OpenDirectories": "._descriptors",
+    "write_all": "._descriptors",
     "Walked": "._descriptors",
     "open_beneath": "._descriptors",
     "open_directory": "._descriptors",

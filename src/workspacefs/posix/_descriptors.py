@@ -199,6 +199,18 @@ def read_blocks(fd: int, size: int = BLOCK) -> Iterator[bytes]:
         os.close(fd)
 
 
+def write_all(fd: int, data: bytes | bytearray | memoryview, offset: int | None = None) -> None:
+    """Write all of ``data`` to ``fd`` (a write may take less than it is given): at
+    ``offset`` with ``pwrite`` if given, else at the file's position."""
+    view = memoryview(data)
+    while view:
+        if offset is None:
+            view = view[os.write(fd, view) :]
+        else:
+            written = os.pwrite(fd, view, offset)
+            view, offset = view[written:], offset + written
+
+
 def _read(fd: int, size: int) -> bytes:
     """``os.read``, on a descriptor that may still be non-blocking (see ``regular_blocks``)."""
     try:

@@ -29,6 +29,7 @@ from ._descriptors import (
     same_object,
     scan_directory,
     split_path,
+    write_all,
 )
 
 RETRIES = 64
@@ -242,9 +243,7 @@ def copy_content(source: int, target: int) -> None:
 
 def _write_all(fd: int, blocks: Iterable[bytes]) -> None:
     for block in blocks:
-        view = memoryview(block)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, block)
 
 
 def replace_file(

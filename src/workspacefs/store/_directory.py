@@ -40,7 +40,7 @@ class StoreDirectory:
         created = _make_private(self.path)
         if created:
             sync_directory(os.path.dirname(self.path))
-        self._lock_fd = _lock(self.path)
+        self._lock_fd = lock_store(self.path)
         try:
             self._check_format(created)
             self.journal = os.path.join(self.path, "journal")
@@ -138,13 +138,17 @@ def _make_private(path: str) -> bool:
     return False
 
 
-def _lock(path: str) -> int:
-    """Hold the store's lock file; its fd. The file says which process holds it."""
+def lock_store(path: str) -> int:
+    """Hold the store's lock file; its fd. The file says which process holds it.
+
+    Raises:
+        BusyError: Another process holds it (named).
+    """
     fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        holder = lock_holder(fd) or "?"
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             raise BusyError(f"the store is in use by process {holder}", path) from None
@@ -152,6 +156,11 @@ def _lock(path: str) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def lock_holder(fd: int) -> str:
+    """What the lock file open on ``fd`` says of its holder: a pid ("" if nothing)."""
+    return os.pread(fd, 32, 0).decode("ascii", "replace").strip()
 
 
 def _write_durably(path: str, line: str) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from .._errors import NoSpaceError, StoreDamagedError, StoreError
+from ..posix import write_all
 from ._directory import sync_directory
 from ._records import (
     FILE_HEADER,
@@ -258,7 +259,7 @@ class Journal:
                     self._rotate(sequence)
                 if self._size + len(data) > self._allocated:
                     self._extend(self._size + len(data))
-                _write_all(self._fd, data, self._size)
+                write_all(self._fd, data, self._size)
             except OSError as exc:
                 self._fail(exc)
             self._size += len(data)
@@ -308,9 +309,9 @@ class Journal:
         making = path + ".new"
         fd = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            _write_all(fd, file_header(), 0)
+            write_all(fd, file_header(), 0)
             if self._zeros_ahead:
-                _write_all(fd, _ZEROS, FILE_HEADER.size)
+                write_all(fd, _ZEROS, FILE_HEADER.size)
             os.fdatasync(fd)
             os.rename(making, path)
             sync_directory(self.directory)
@@ -335,7 +336,7 @@ class Journal:
             return
         length = self._allocated
         while length < end:
-            _write_all(self._fd, _ZEROS, length)
+            write_all(self._fd, _ZEROS, length)
             length += len(_ZEROS)
         self._allocated = length
 
@@ -409,11 +410,3 @@ def _aside(path: str) -> str:
         number += 1
         candidate = f"{path}.damaged.{number}"
     return candidate
-
-
-def _write_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view = view[written:]
-        offset += written

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import git
 from .._errors import BusyError, InvalidArgumentError, NotFoundError
-from ._directory import STORE_FORMAT, SUMMARY
+from ._directory import STORE_FORMAT, SUMMARY, lock_holder, lock_store
 from ._journal import segments
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -95,7 +95,7 @@ def holder(path: str | os.PathLike[str]) -> int | None:
     except OSError as exc:
         if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
             raise
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        text = lock_holder(fd)
         return int(text) if text.isdigit() else -1
     finally:
         os.close(fd)
@@ -164,14 +164,11 @@ def discard(name: str) -> StoreInfo:
     except FileNotFoundError:
         raise NotFoundError("no workspace has this name", name) from None
     info = describe(path, name)
-    fd = os.open(path / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BusyError(
-                f"the workspace is in use by process {info.pid}; unmount it first", name
-            ) from None
+        fd = lock_store(str(path))
+    except BusyError as exc:
+        raise BusyError(f"{exc.strerror}; unmount it first", name) from None
+    try:
         # Renamed away first, under the lock: no daemon can open it half deleted.
         doomed = path.with_name(f".discarding-{name}-{secrets.token_hex(4)}")
         os.rename(path, doomed)

@@ -42,6 +42,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from ..posix import write_all
+
 log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 4 << 20
@@ -224,12 +226,6 @@ def _claimed(fd: int, diversion: Callable[[], int], *, keep: bool) -> Iterator[i
             os.close(private)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _pollable(fd: int) -> bool:
     """True for a pipe or socket: the event loop can wait on it, so no thread needs to
     block in ``read``/``write`` (one hop to a worker thread and back each way is about
@@ -263,7 +259,7 @@ async def _read_block(fd: int, pollable: bool) -> bytes:
 
 async def _send(fd: int, data: bytes, pollable: bool) -> None:
     if not pollable:
-        await anyio.to_thread.run_sync(_write_all, fd, data)
+        await anyio.to_thread.run_sync(write_all, fd, data)
         return
     view = memoryview(data)
     while view:
