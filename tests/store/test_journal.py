@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from support.interpreter import child_env
 from workspacefs import NoSpaceError, StoreDamagedError, StoreError
 from workspacefs.store import Journal, Kind, cut_after, read_journal, segments
+from workspacefs.store._journal import HEADROOM
 
 
 def payloads(count: int) -> list[bytes]:
@@ -237,3 +238,18 @@ def test_a_payload_over_the_limit_is_refused_before_anything_is_written(
     journal.append(Kind.CHANGES, bytes(100))
     journal.close()
     assert [len(r.payload) for r in read_journal(str(tmp_path)).records] == [100]
+
+
+def test_lengthen_keeps_zeros_ahead_so_appends_leave_the_length_alone(tmp_path: Path) -> None:
+    journal = write(tmp_path, payloads(10), segment_bytes=64 << 20)
+    (_, segment), *_ = segments(str(tmp_path))
+    journal.append(Kind.CHANGES, bytes(900_000))  # within the first megabyte of zeros
+    journal.lengthen()
+    length = os.stat(segment).st_size
+    assert length >= 2 * HEADROOM
+    for payload in [bytes(200_000)] * 5:  # a megabyte more: past the zeros made at first
+        journal.append(Kind.CHANGES, payload)
+    journal.sync()
+    assert os.stat(segment).st_size == length
+    journal.close()
+    assert len(read_journal(str(tmp_path)).records) == 16

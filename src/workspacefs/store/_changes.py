@@ -7,9 +7,12 @@ freezes the live tree (O(1)), then outside the tree lock writes what each change
 inode *is* in that state: its attributes, a directory's entries, a link's target,
 and the file chunks that are not the very chunks the previous state held
 (copy-on-write replaces a chunk on its first write after a freeze, so identity tells
-what changed). Replaying puts those states back, which needs no operation's logic
-and is idempotent: applied to the state its predecessors built, a group of records
-gives exactly the frozen state it was written from.
+what changed). A changed chunk is written as the bytes that differ from the chunk it
+replaced, with the lengths of the head and tail they share: an append or a page
+rewritten in a 64 KiB chunk costs its own bytes, not the chunk's (a database's
+commit is a few KiB). Replaying puts those states back, which needs no operation's
+logic and is idempotent: applied to the state its predecessors built, a group of
+records gives exactly the frozen state it was written from.
 
 A change set is written as a *group* of records of at most ``PART_BYTES`` each, the
 last one marked final; replay applies a group only once its final record is read, so
@@ -19,7 +22,8 @@ entries of the next ones.
 
 Record layout (little-endian): ``next_ino u64, file_count u64, total_bytes u64,
 final u8, count u32``, then ``count`` entries, each ``ino u64, kind u8`` and the
-kind's part (see ``_Writer.node``). Strings are UTF-8 with surrogate escapes,
+kind's part (see ``_Writer.node``); a chunk is ``index u64, head u32, tail u32`` and
+the bytes between (``_Writer.chunks``). Strings are UTF-8 with surrogate escapes,
 prefixed by their length (u32).
 """
 
@@ -55,6 +59,7 @@ _U64 = struct.Struct("<Q")
 _U32_AT = _U32.unpack_from
 _U64_AT = _U64.unpack_from
 _FILE = struct.Struct("<QBI")  # size, how, dropped count (then the chunks' count, below)
+_CHUNK = struct.Struct("<QII")  # index, head and tail kept from the chunk it replaces
 
 
 def encode_changes(
@@ -151,6 +156,7 @@ class _Writer:
             return
         node.load()  # content not loaded yet is written as its bytes (within the budget)
         chunks = node.chunks
+        previous: dict[int, Chunk] = {}
         if old is None or old.lazy is not None:
             how, listed, dropped = WHOLE, sorted(chunks), []
         else:
@@ -161,21 +167,28 @@ class _Writer:
         self.out += _FILE.pack(node.size, how, len(dropped))
         for index in dropped:
             self.out += _U64.pack(index)
-        yield from self.chunks(ino, listed, chunks)
+        yield from self.chunks(ino, listed, chunks, previous)
 
-    def chunks(self, ino: int, listed: list[int], chunks: dict[int, Chunk]) -> Iterator[bytes]:
-        """``listed`` chunks as a count and ``index u64, bytes`` each, split where a
-        record is full: the rest goes in a ``CHUNKS`` entry of the next record."""
+    def chunks(
+        self, ino: int, listed: list[int], chunks: dict[int, Chunk], previous: dict[int, Chunk]
+    ) -> Iterator[bytes]:
+        """``listed`` chunks as a count and each as its index, the head and tail it
+        shares with the chunk it replaced in ``previous`` (none if new), and the
+        bytes between; split where a record is full: the rest goes in a ``CHUNKS``
+        entry of the next record."""
         start = 0
         while True:
             room = 1
             if start < len(listed):
-                room = max(1, (PART_BYTES - len(self.out)) // (len(chunks[listed[start]]) + 12))
+                room = max(1, (PART_BYTES - len(self.out)) // (len(chunks[listed[start]]) + 20))
             batch = listed[start : start + room]
             self.out += _U32.pack(len(batch))
             for index in batch:
-                self.out += _U64.pack(index)
-                _put_bytes(self.out, chunks[index])
+                chunk = chunks[index]
+                replaced = previous.get(index)
+                head, tail = (0, 0) if replaced is None else shared_ends(replaced, chunk)
+                self.out += _CHUNK.pack(index, head, tail)
+                _put_bytes(self.out, memoryview(chunk)[head : len(chunk) - tail])
             start += len(batch)
             if start >= len(listed):
                 return
@@ -294,9 +307,62 @@ class ChangesReplay:
 
 
 def _read_chunks(reader: _Reader, chunks: dict[int, Chunk], tree: Tree) -> None:
+    """Read a count of chunks into ``chunks``, each over the chunk it replaces there."""
     for _ in range(reader.u32()):
-        index = reader.u64()
-        chunks[index] = Chunk(tree.budget, reader.raw())
+        index, head, tail = reader.unpack(_CHUNK)
+        middle = reader.raw()
+        if not head and not tail:
+            chunks[index] = Chunk(tree.budget, middle)
+            continue
+        replaced = chunks.get(index)
+        if replaced is None or head + tail > len(replaced):
+            raise ValueError(f"chunk {index} keeps bytes of a chunk it does not have")
+        chunks[index] = Chunk(
+            tree.budget, replaced[:head] + middle + replaced[len(replaced) - tail :]
+        )
+
+
+_BLOCK = 4096
+"""``shared_ends`` compares this much at a time (a slice comparison is a memcmp)."""
+
+
+def shared_ends(old: Chunk, new: Chunk) -> tuple[int, int]:
+    """How many bytes ``new`` shares with ``old`` at its start and at its end (not
+    overlapping), to within 64 bytes: blocks compared first, then halves of the
+    first block that differs."""
+    limit = min(len(old), len(new))
+    head = _common_prefix(old, new, limit)
+    if len(old) != len(new):
+        return head, 0  # a chunk that grew or shrank: its tail moved
+    # The same scan on the bytes reversed, within what the head left.
+    tail, room = 0, limit - head
+    while (
+        tail + _BLOCK <= room
+        and old[limit - tail - _BLOCK : limit - tail] == new[limit - tail - _BLOCK : limit - tail]
+    ):
+        tail += _BLOCK
+    low, high = tail, min(tail + _BLOCK, room)
+    while high - low > 64:
+        middle = (low + high) // 2
+        if old[limit - middle : limit - tail] == new[limit - middle : limit - tail]:
+            low = middle
+        else:
+            high = middle
+    return head, low
+
+
+def _common_prefix(old: Chunk, new: Chunk, limit: int) -> int:
+    start = 0
+    while start + _BLOCK <= limit and old[start : start + _BLOCK] == new[start : start + _BLOCK]:
+        start += _BLOCK
+    low, high = start, min(start + _BLOCK, limit)
+    while high - low > 64:
+        middle = (low + high) // 2
+        if old[start:middle] == new[start:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _kind_of(node: Node) -> int:
@@ -315,7 +381,7 @@ def _int64(value: int) -> int:
     return min(max(value, -(1 << 63)), (1 << 63) - 1)
 
 
-def _put_bytes(out: bytearray, data: bytes | bytearray) -> None:
+def _put_bytes(out: bytearray, data: bytes | bytearray | memoryview) -> None:
     out += _U32.pack(len(data))
     out += data
 

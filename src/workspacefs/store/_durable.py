@@ -42,7 +42,7 @@ from .._errors import (
     StoreError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
-from ..tree import TreeView, Version
+from ..tree import TreeView, Version, collector_paused, thaw
 from ._changes import ChangesReplay, encode_changes
 from ._checkpoint import (
     CHECKPOINTS,
@@ -347,6 +347,7 @@ class DurableWorkspace:
         while not self._stop.wait(self.interval):
             try:
                 self.flush(sync=True)
+                self._journal.lengthen()
                 if self._checkpoints and self._since_checkpoint > CHECKPOINT_BYTES:
                     self._checkpoint_in_background()
             except Exception:
@@ -401,6 +402,7 @@ class DurableWorkspace:
                 for _, segment in segments(self.store.journal):
                     os.unlink(segment)
             self.store.close()
+            thaw()  # what opening froze (``collector_paused``)
 
     def __enter__(self) -> DurableWorkspace:
         return self
@@ -440,39 +442,54 @@ def open_workspace(
     """
     store = StoreDirectory(path)
     try:
-        reading = read_journal(store.journal)
-        if (reading.records or os.path.isdir(os.path.join(store.path, CHECKPOINTS))) and (
-            initial is not None
-        ):
-            raise AlreadyExistsError(
-                "the store holds a workspace already: open it without a source to resume "
-                "it, or discard it first",
-                store.path,
-            )
-        found = newest_checkpoint(store.path)
-        if found is not None:
-            reading = read_journal(store.journal, after=found.covers)
-        fresh = found is None and not reading.records
-        if fresh:
-            store.set_base(base)
-        blobs = Blobs(store_repository(store.path, store.base()))
-        if fresh and initial is not None:
-            fs = initial()
-            store.workspace_id(fs.workspace_id)
-        else:
-            new_id = store.workspace_id(uuid.uuid4().hex)
-            fs = InMemoryFilesystem(workspace_id=new_id, **options)
-        replay = _Replay(fs, blobs)
-        if found is not None:
-            replay.read(found.reading)
-            if found.reading.damage is not None:
-                raise StoreDamagedError(found.reading.damage.reason, store.path)
-        records = replay.read(reading)
-        snapshots = len(replay.kept)
-        journal = Journal.resume(store.journal, reading)
+        with collector_paused():  # building every inode, then leaving them to refcounts
+            return _open(store, durability, interval, initial, base, checkpoints, options)
     except BaseException:
         store.close()
         raise
+
+
+def _open(
+    store: StoreDirectory,
+    durability: Durability,
+    interval: float,
+    initial: Callable[[], InMemoryFilesystem] | None,
+    base: str | None,
+    checkpoints: bool,
+    options: dict[str, Any],
+) -> tuple[DurableWorkspace, Recovery]:
+    """``open_workspace`` on a store it has locked (closed by the caller on failure)."""
+    path = store.path
+    reading = read_journal(store.journal)
+    if (reading.records or os.path.isdir(os.path.join(store.path, CHECKPOINTS))) and (
+        initial is not None
+    ):
+        raise AlreadyExistsError(
+            "the store holds a workspace already: open it without a source to resume "
+            "it, or discard it first",
+            store.path,
+        )
+    found = newest_checkpoint(store.path)
+    if found is not None:
+        reading = read_journal(store.journal, after=found.covers)
+    fresh = found is None and not reading.records
+    if fresh:
+        store.set_base(base)
+    blobs = Blobs(store_repository(store.path, store.base()))
+    if fresh and initial is not None:
+        fs = initial()
+        store.workspace_id(fs.workspace_id)
+    else:
+        new_id = store.workspace_id(uuid.uuid4().hex)
+        fs = InMemoryFilesystem(workspace_id=new_id, **options)
+    replay = _Replay(fs, blobs)
+    if found is not None:
+        replay.read(found.reading)
+        if found.reading.damage is not None:
+            raise StoreDamagedError(found.reading.damage.reason, store.path)
+    records = replay.read(reading)
+    snapshots = len(replay.kept)
+    journal = Journal.resume(store.journal, reading)
     if reading.damage is not None:
         level = logging.WARNING if reading.damage.torn else logging.ERROR
         log.log(
@@ -500,7 +517,6 @@ def open_workspace(
     except BaseException:  # ``always`` syncs at once: the disk may be full
         with contextlib.suppress(OSError):
             journal.close()
-        store.close()
         raise
     return durable, recovery
 

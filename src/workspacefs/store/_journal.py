@@ -45,6 +45,8 @@ SEGMENT_BYTES = 64 << 20
 SUFFIX = ".wal"
 _ZEROS = bytes(1 << 20)
 """What a segment is made and lengthened with ahead of its records (``_extend``)."""
+HEADROOM = 2 << 20
+"""The synced zeros ``lengthen`` keeps ahead of the records, at least."""
 
 
 def segment_name(first_sequence: int) -> str:
@@ -339,6 +341,29 @@ class Journal:
             write_all(self._fd, _ZEROS, length)
             length += len(_ZEROS)
         self._allocated = length
+
+    def lengthen(self) -> None:
+        """Keep ``HEADROOM`` bytes of zeros, on disk, ahead of the records: for a thread
+        off the writers' path (the interval's), so that a durability point writes only
+        records, never a megabyte of zeros and the file's new length (which made one
+        sync in thirty a millisecond slower under 35 KiB records). A writer that gets
+        ahead of it still lengthens the file itself (``append``). Errors are left to
+        that writer, which reports them."""
+        with self._write_lock:
+            if self._closed or self._failed is not None or self._fd < 0:
+                return
+            if not self._zeros_ahead or self._allocated - self._size >= HEADROOM:
+                return
+            try:
+                self._extend(self._size + 2 * HEADROOM)
+                fd = os.dup(self._fd)  # synced outside the lock, whatever a rotation does
+            except OSError:
+                return
+        try:
+            with contextlib.suppress(OSError):
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
 
     def remove_through(self, sequence: int) -> list[str]:
         """Delete the segment files holding only records up to ``sequence`` (covered by

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import xxhash
 
 MAGIC = b"WSFSJRNL"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FILE_HEADER = struct.Struct("<8sH6x")
 """A segment file's first bytes: ``MAGIC`` and the format version."""
 

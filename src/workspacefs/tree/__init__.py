@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from ._causes import set_cause as set_cause
     from ._chunks import CHUNK_SIZE as CHUNK_SIZE
     from ._chunks import Chunk as Chunk
+    from ._collector import collector_paused as collector_paused
+    from ._collector import thaw as thaw
     from ._diff import PathDiff as PathDiff
     from ._diff import changed_entries as changed_entries
     from ._diff import diff_versions as diff_versions
@@ -72,6 +74,8 @@ _EXPORTS = {
     "set_cause": "._causes",
     "CHUNK_SIZE": "._chunks",
     "Chunk": "._chunks",
+    "collector_paused": "._collector",
+    "thaw": "._collector",
     "PathDiff": "._diff",
     "changed_entries": "._diff",
     "diff_versions": "._diff",
