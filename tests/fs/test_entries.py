@@ -1,12 +1,15 @@
 """Listings in pages: a walk in git's order, resumed after any entry, gives the rest of the
-walk, and the pages of ``TreeFilesystem.entries`` make up the whole listing."""
+walk, and the pages of ``entries`` make up the whole listing, in memory and on the host."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from workspacefs import InMemoryFilesystem
 from workspacefs.fs import MAX_ENTRIES, TreeEntry, tree_entries, tree_key
+from workspacefs.host import HostFilesystem
 
 # Names where a directory's own order ("a/") and its name ("a") disagree with "a-b".
 PATHS = ["a-b.txt", "a/x.txt", "a/y/z.txt", "a.txt", "a0/q", "b", "é/è", "Z", "a b", "a/y0"]
@@ -65,3 +68,37 @@ def test_bad_pages_are_refused() -> None:
         fs.entries("missing")
     with pytest.raises(PermissionError):
         fs.entries("../x")
+
+
+def host_copy(root: Path) -> HostFilesystem:
+    """The same files as ``workspace`` in a host directory."""
+    for number, path in enumerate(PATHS):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(str(number))
+    (root / "empty").mkdir()
+    (root / "link").symlink_to("/usr/bin/python3")
+    return HostFilesystem(str(root), mount_point="/workspace")
+
+
+def _shown(entries: list[TreeEntry]) -> list[tuple[str, str, int, str | None]]:
+    return [(e.path, e.kind, e.size, e.target) for e in entries]  # modes follow the umask
+
+
+def test_a_host_directory_pages_its_listing_as_the_tree_does(tmp_path: Path) -> None:
+    host, memory = host_copy(tmp_path), workspace()
+    assert _shown(host.entries()) == _shown(memory.entries())
+    for after in ("", "a/", "a/y/z.txt", "b"):
+        assert _shown(host.entries(after=after, limit=3)) == _shown(
+            memory.entries(after=after, limit=3)
+        )
+    assert _shown(host.entries("/workspace/a", recursive=False)) == _shown(
+        memory.entries("/workspace/a", recursive=False)
+    )
+    with pytest.raises(NotADirectoryError):
+        host.entries("b")
+    with pytest.raises(FileNotFoundError):
+        host.entries("missing")
+    with pytest.raises(PermissionError):
+        host.entries("../x")
+    with pytest.raises(ValueError, match="limit"):
+        host.entries(limit=0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import itertools
 import operator
 import os
 from collections.abc import Iterator, Sequence
@@ -44,6 +45,7 @@ from .._errors import (
 )
 from ._backend import Backend, Entry, Kind
 from ._conditional import token_size, unchanged
+from ._entries import MAX_ENTRIES, TreeEntry, depth_first
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
 from ._recorded import recorded_time
@@ -255,6 +257,37 @@ class BackendFilesystem:
             if self._existing(at, norm).kind is not Kind.SYMLINK:
                 raise InvalidArgumentError("not a symlink", display(norm))
             return self._backend.readlink(at.parent, at.name)
+
+    def entries(
+        self, path: str = ".", *, after: str = "", limit: int = MAX_ENTRIES, recursive: bool = True
+    ) -> list[TreeEntry]:
+        """A page of the listing below the directory ``path``: at most ``limit`` entries
+        with their sizes and modes, links not followed, depth first in git's order from
+        after the key ``after`` (pass the last entry's ``tree_key`` for the next page);
+        with ``recursive`` False, its own entries only. A listing tool's sizes without a
+        ``stat`` per entry.
+
+        Raises:
+            FileNotFoundError: Nothing is at ``path``.
+            NotADirectoryError: ``path`` is no directory.
+            ValueError: ``limit`` is below 1 or over ``MAX_ENTRIES``.
+        """
+        norm = self._normalize(path)
+        if limit < 1:
+            raise InvalidArgumentError("limit must be at least 1", display(norm))
+        self._limits.check("entries limit", limit, MAX_ENTRIES)
+        with self._walk() as walk:
+            top = walk.entries(norm)
+            if top is None:
+                self.list(norm)  # raises what is wrong with the path
+                raise NotADirectoryFsError("not a directory", display(norm))
+
+            def children(entry: TreeEntry | None) -> list[TreeEntry]:
+                if entry is None:
+                    return top
+                return (walk.entries(entry.path) or []) if recursive else []
+
+            return list(itertools.islice(depth_first(children, after=after), limit))
 
     def list(self, path: str = ".") -> Sequence[FileEntry]:
         """The entries of a directory, sorted by name."""

@@ -21,11 +21,18 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 
 from ._backend import Backend, Entry, Handle, Kind
+from ._entries import EntryKind, TreeEntry
 from ._paths import join
 from ._resolve import locate
 from ._search import NOT_LISTED, Listing
 
 _kind_field = operator.itemgetter(1)
+_ENTRY_KINDS: dict[Kind, EntryKind] = {
+    Kind.FILE: "file",
+    Kind.DIRECTORY: "directory",
+    Kind.SYMLINK: "symlink",
+    Kind.OTHER: "other",
+}
 
 
 def _on_path(directory: str, path: str) -> bool:
@@ -81,6 +88,26 @@ class Walk:
                         target = self._resolved(join(path, name))
                         links[name] = None if target is None else target.kind
         return Listing(key, entries, links)
+
+    def entries(self, path: str) -> list[TreeEntry] | None:
+        """The directory ``path``'s own entries, links not followed, with their sizes and
+        modes: one ``lstat`` each in the directory the walk holds, no resolution from
+        the root. None if ``path`` is no directory."""
+        listing = self.scan(path)
+        if listing is NOT_LISTED:
+            return None
+        backend, directory = self._backend, self._open[path]
+        found = []
+        with backend.reading():
+            for name, _ in listing.entries:
+                entry = backend.lookup(directory, name)
+                if entry is None:
+                    continue  # gone since it was listed
+                kind = _ENTRY_KINDS[entry.kind]
+                size = entry.size if kind in ("file", "symlink") else 0
+                target = backend.readlink(directory, name) if kind == "symlink" else None
+                found.append(TreeEntry(join(path, name), kind, size, entry.mode, target))
+        return found
 
     def read_blocks(self, path: str) -> Iterable[bytes]:
         """The content of the regular file ``path`` in blocks; nothing if it is not one."""
