@@ -29,6 +29,7 @@ from workspacefs import (
 )
 from workspacefs.archive import export_archive, import_archive
 from workspacefs.fs import Kind, LinkReach, link_reach
+from workspacefs.minimal import FilesystemSnapshot, InMemoryBackend
 from workspacefs.tree import ROOT_INO, Directory, File, Symlink, Tree
 
 from .test_archive import picture
@@ -165,6 +166,29 @@ def test_archive_snapshots_restore_exactly(case: str, tmp_path: Path) -> None:
     spoil(fs)
     manager.rollback("cp")
     assert picture(fs) == before
+
+
+@pytest.mark.parametrize("case", ["modes", "everything"])
+def test_seed_003_snapshot_manager_restores_exactly(case: str, tmp_path: Path) -> None:
+    backend = InMemoryBackend()
+    fs = backend.backend
+    assert isinstance(fs, InMemoryFilesystem)
+    CASES[case](fs)
+    before = picture(fs)
+    manager = FilesystemSnapshot(backend, tmp_path / "snaps")
+    manager.snapshot("cp")
+    spoil(fs)
+    manager.rollback("cp")
+    assert picture(fs) == before
+
+
+def test_restoring_any_other_archive_drops_special_modes(tmp_path: Path) -> None:
+    fs = workspace("modes")
+    manager = ArchiveSnapshots(fs, tmp_path / "snaps")
+    manager.snapshot("cp")
+    manager.restore(tmp_path / "snaps" / "cp.zip")  # a path: as from elsewhere
+    modes = {e.name: stat.S_IMODE(fs.stat(e.path).mode) for e in fs.list("modes")}
+    assert (modes["setuid"], modes["group"], modes["shared"]) == (0o755, 0o750, 0o1777)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

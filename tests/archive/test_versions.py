@@ -180,6 +180,43 @@ def test_special_modes_are_sanitised_on_import_to_a_host_directory(tmp_path: Pat
     assert stat.S_IMODE(os.lstat(root / "sticky").st_mode) == 0o1777  # it only restricts
 
 
+SPECIAL_FILE = ("files/sticky-file", b"x", stat.S_IFREG | 0o1644)
+
+
+def memory_modes(fs: InMemoryFilesystem) -> dict[str, int]:
+    with fs.tree.lock:
+        return {
+            entry.name: stat.S_IMODE(fs.tree.node(fs.tree.resolve_path(entry.path) or 0).mode)
+            for entry in fs.list(".")
+        }
+
+
+def test_special_modes_are_sanitised_on_import_into_memory(tmp_path: Path) -> None:
+    # One rule (fs.sanitised_mode) on every import path: an archive from elsewhere
+    # brings no setuid or setgid bit in, nor a file's sticky bit; a directory keeps its
+    # sticky bit (it only restricts). Through the function, the method and a daemon.
+    archive = make_archive(tmp_path / "special.zip", [*SPECIAL, SPECIAL_FILE])
+    sanitised = {"suid": 0o755, "shared": 0o777, "sticky": 0o1777, "sticky-file": 0o644}
+    fs = InMemoryFilesystem()
+    import_archive(fs, archive)
+    assert memory_modes(fs) == sanitised
+    again = InMemoryFilesystem()
+    again.import_archive(archive)
+    assert memory_modes(again) == sanitised
+
+
+def test_special_modes_are_kept_in_memory_only_on_request(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "special.zip", [*SPECIAL, SPECIAL_FILE])
+    fs = InMemoryFilesystem()
+    import_archive(fs, archive, special_modes=True)
+    assert memory_modes(fs) == {
+        "suid": 0o4755,
+        "shared": 0o2777,
+        "sticky": 0o1777,
+        "sticky-file": 0o1644,
+    }
+
+
 def test_special_modes_are_kept_only_on_request_and_never_for_root(tmp_path: Path) -> None:
     archive = make_archive(tmp_path / "special.zip", SPECIAL)
     root = tmp_path / "root"

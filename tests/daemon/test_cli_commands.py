@@ -24,6 +24,7 @@ from support.daemon import (
     serve_debug,
     stop_debug,
 )
+from support.own_tree import escape_attempts, probe
 from support.polling import eventually
 
 COMMANDS = [
@@ -388,6 +389,26 @@ def test_run_hides_the_host_and_limits_memory(workspace: Path, tmp_path: Path) -
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["no-shadow", "no-private", "0", str(300 << 20)]
+
+
+@pytest.mark.container
+def test_run_reaches_no_snapshot_and_no_fork(workspace: Path) -> None:
+    # `workspacefs run` binds the daemon's own mount, which serves the workspace's
+    # history and every fork to its owner: the container gets neither.
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    (workspace / "secret.env").write_text("API_KEY=hunter2\n")
+    cli_json("snapshot", "--tag", "old", cwd=workspace)
+    (workspace / "secret.env").unlink()
+    cli_ok("fork", "--name", "other", cwd=workspace)
+    (workspace / ".forks" / "other" / "theirs.txt").write_text("another agent's\n")
+    fork_before = sorted(os.listdir(workspace / ".forks" / "other"))
+    attempts = escape_attempts("/workspace", "old", "other", "theirs.txt")
+    result = cli("run", "--mountpoint", str(workspace), "--", "/bin/sh", "-c", probe(attempts))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:-1] == []
+    assert sorted(os.listdir(workspace / ".forks" / "other")) == fork_before
+    assert "to-fork" in os.listdir(workspace)  # the container did write, in its own tree
 
 
 def _conmon_directories() -> set[str]:

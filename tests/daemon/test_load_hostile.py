@@ -17,6 +17,7 @@ import pytest
 from support.daemon import cli, cli_ok, stop
 from support.forged_repos import DIR, FILE, Forge, bomb, record
 from support.memory_limit import MemoryLimit, memory_limit
+from workspacefs import InMemoryFilesystem
 from workspacefs.daemon import MountRecord
 
 MIB = 1 << 20
@@ -235,3 +236,39 @@ def test_what_a_repository_records_is_shown_sanely(
     kept = MountRecord.from_dict(json.loads(asked))
     mounted.append(kept)
     assert stat.S_IMODE(os.stat(point / "tool").st_mode) == 0o4755  # asked for
+
+
+def test_an_archive_brings_no_set_id_bit_unless_asked(
+    tmp_path: Path, mounted: list[MountRecord]
+) -> None:
+    # The rule of git sources holds for archives: `mount --from FILE.zip` and
+    # `workspacefs import` drop setuid and setgid bits; --special-modes keeps them.
+    made = InMemoryFilesystem()
+    made.write("tool", "#!/bin/sh\n")
+    made.mkdir("shared")
+    with made.tree.lock:
+        made.tree.setattr(made.tree.resolve_path("tool") or 0, mode=0o4755)
+        made.tree.setattr(made.tree.resolve_path("shared") or 0, mode=0o2775)
+    archive = tmp_path / "special.zip"
+    made.export_archive(archive)
+    point = tmp_path / "ws"
+    point.mkdir()
+
+    def modes() -> tuple[int, int]:
+        return stat.S_IMODE(os.stat(point / "tool").st_mode), stat.S_IMODE(
+            os.stat(point / "shared").st_mode
+        )
+
+    found = MountRecord.from_dict(
+        json.loads(cli_ok("mount", str(point), "--from", str(archive), "--json"))
+    )
+    mounted.append(found)
+    assert modes() == (0o755, 0o775)
+    (point / "tool").chmod(0o4755)
+    cli_ok("import", str(point), str(archive))
+    assert modes() == (0o755, 0o775)
+    stop(found)
+    mounted.clear()
+    asked = cli_ok("mount", str(point), "--from", str(archive), "--special-modes", "--json")
+    mounted.append(MountRecord.from_dict(json.loads(asked)))
+    assert modes() == (0o4755, 0o2775)

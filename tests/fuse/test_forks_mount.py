@@ -98,6 +98,41 @@ def test_forks_are_hidden_from_listings(mounted: Mounted, origin: InMemoryFilesy
     assert caught.value.errno == errno.EROFS
 
 
+def test_no_root_gets_a_hidden_name_through_the_mount(
+    mounted: Mounted, origin: InMemoryFilesystem
+) -> None:
+    """Neither a fork's root nor the workspace's gets a new entry named ``.forks`` or
+    ``.snapshots`` through the mount (a container has those masked, and a real entry
+    would take the mask's place); the API, the owner's door, still may."""
+    fork = origin.fork()
+    path = Path(mounted.handle.add_fork("f", fork))
+    for root in (path, mounted.root):
+        (root / "d").mkdir()
+        (root / "file").write_text("x")
+        for name in (".forks", ".snapshots"):
+            target = root / name
+            attempts: list[Callable[[Path, Path], object]] = [
+                lambda _, at: os.mkdir(at),
+                lambda _, at: at.write_text("x"),
+                lambda _, at: os.symlink("d", at),
+                lambda root, at: os.link(root / "file", at),
+                lambda root, at: os.rename(root / "d", at),
+                lambda _, at: os.mkfifo(at),
+            ]
+            for attempt in attempts:
+                with pytest.raises(OSError) as caught:
+                    attempt(root, target)
+                if root == path:  # the workspace's root has the hidden directory there
+                    assert caught.value.errno == errno.EPERM
+    assert sorted(e.name for e in fork.list(".")) == ["d", "file", "src"]
+    assert sorted(e.name for e in origin.list(".")) == ["d", "file", "src"]
+    assert sh("mkdir -p sub/.forks && ls -a sub", path).split() == [".", "..", ".forks"]
+    fork.write(".forks/real.txt", "the API may")
+    assert os.listdir(path / ".forks") == ["real.txt"]
+    os.rename(path / "file", path / ".forks" / "moved")  # in it, anything goes
+    assert fork.exists(".forks/moved")
+
+
 def test_api_writes_to_forks_are_seen_through_their_paths(
     mounted: Mounted, origin: InMemoryFilesystem
 ) -> None:

@@ -1,20 +1,26 @@
 """Another local user, to show what the workspace's owner keeps to themselves.
 
-The tests run as root; ``nobody`` (65534) stands for any other user. pytest's
+The tests run as root; ``nobody`` (65534) stands for any other user, and
+``created_user()`` makes a real one (``useradd``) for the trust tier. pytest's
 temporary directories are closed to others (``/tmp/pytest-of-root`` is 0700),
 so a test that asks what another user can reach works in ``open_directory()``,
-where only the modes under test stand in the way.
+where only the modes under test stand in the way. Root passes every mode and
+socket check, so the other user is never root.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
+import secrets
 import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,9 +35,11 @@ needs_root = pytest.mark.skipif(
 )
 
 
-def as_nobody(*command: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` as nobody (no supplementary groups), from ``/``."""
-    setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+def run_as(
+    uid: int, gid: int, *command: str | os.PathLike[str]
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` as ``uid:gid`` (no supplementary groups), from ``/``."""
+    setpriv = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
     return subprocess.run(
         [*setpriv, *map(str, command)],
         capture_output=True,
@@ -41,6 +49,63 @@ def as_nobody(*command: str | os.PathLike[str]) -> subprocess.CompletedProcess[s
         timeout=60,
         cwd="/",
     )
+
+
+def as_nobody(*command: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` as nobody (no supplementary groups), from ``/``."""
+    return run_as(NOBODY, NOBODY, *command)
+
+
+@dataclass(frozen=True)
+class OtherUser:
+    """A local user that is not root: its name, uid and gid."""
+
+    name: str
+    uid: int
+    gid: int
+
+    def run(self, *command: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+        """Run ``command`` as this user (no supplementary groups), from ``/``."""
+        return run_as(self.uid, self.gid, *command)
+
+    def refused(self, *command: str | os.PathLike[str]) -> bool:
+        """Whether ``command``, run as this user, fails with "Permission denied"."""
+        done = self.run(*command)
+        return done.returncode != 0 and "Permission denied" in done.stderr
+
+
+needs_useradd = pytest.mark.skipif(
+    os.geteuid() != 0 or not (shutil.which("useradd") and shutil.which("setpriv")),
+    reason="needs root, useradd and setpriv to make another user and run commands as it",
+)
+
+_LOCKED = 10
+"""useradd's and userdel's exit status when another process holds /etc/passwd's lock."""
+
+
+def _account(*command: str) -> None:
+    """Run ``useradd``/``userdel``, again while another process holds the lock."""
+    for _ in range(50):
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+        if done.returncode != _LOCKED:
+            break
+        time.sleep(0.1)
+    assert done.returncode == 0, (command, done.stderr)
+
+
+@contextlib.contextmanager
+def created_user() -> Iterator[OtherUser]:
+    """A new local user with a group of its own, no home and no login shell; removed,
+    group and all, when the block ends."""
+    name = f"wsfs-trust-{secrets.token_hex(4)}"
+    _account("useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name)
+    try:
+        entry = pwd.getpwnam(name)
+        assert entry.pw_uid != 0
+        assert entry.pw_gid != 0
+        yield OtherUser(name, entry.pw_uid, entry.pw_gid)
+    finally:
+        _account("userdel", name)
 
 
 def refused(*command: str | os.PathLike[str]) -> bool:

@@ -60,24 +60,56 @@ def import_archive(
     path: str | os.PathLike[str],
     *,
     limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+    special_modes: bool = False,
 ) -> int:
     """Replace the content of ``filesystem`` with the archive at ``path``; the file count.
 
     Every entry is checked before anything changes; a hostile or damaged
     archive raises (``ArchiveError``, ``PathEscapeError``, ``LimitExceededError``)
-    and leaves the workspace exactly as it was.
+    and leaves the workspace exactly as it was. An archive holds no devices,
+    fifos or sockets (refused); setuid and setgid bits and a file's sticky bit
+    are dropped unless ``special_modes`` (``fs.sanitised_mode``): an archive
+    from elsewhere brings no privileges in.
+
+    Args:
+        filesystem: The workspace to replace.
+        path: The archive.
+        limits: What the archive may hold.
+        special_modes: Keep every mode bit as recorded, for an archive this
+            program wrote of the same workspace (``ArchiveSnapshots.rollback``,
+            session checkpoints and dumps pass it, so those restore exactly).
+            Only where this layer imports (an in-memory workspace); a backend
+            that imports archives itself has its own rule and argument
+            (``HostFilesystem.import_archive(special_modes=)``, never as root).
 
     Raises:
         ReadOnlyError: ``filesystem`` is read-only (or a snapshot view).
+        InvalidArgumentError: ``special_modes`` for a backend that imports itself.
     """
     if isinstance(filesystem, TreeFilesystem):
         if filesystem.read_only or not isinstance(filesystem, InMemoryFilesystem):
             raise ReadOnlyError("read-only filesystem", os.fspath(path))
-        return read_archive(TreeArchiveTarget(filesystem), path, limits=limits)
+        target = TreeArchiveTarget(filesystem, special_modes=special_modes)
+        return read_archive(target, path, limits=limits)
     backend = _archivable(filesystem)
+    if special_modes:
+        raise InvalidArgumentError(
+            f"{type(filesystem).__name__} imports archives itself: keeping special modes is "
+            "its own argument, if it has one",
+            None,
+        )
     if limits is DEFAULT_ARCHIVE_LIMITS:  # so a backend written to seed 003 (no limits) serves
         return backend.import_archive(path)
     return backend.import_archive(path, limits=limits)
+
+
+def restore_own_archive(filesystem: ArchiveBackend, path: str | os.PathLike[str]) -> int:
+    """Put back an archive this program wrote of ``filesystem`` (a snapshot, a checkpoint,
+    a session dump) exactly, special modes included, where this layer imports (an
+    in-memory workspace); a backend that imports itself applies its own rule. The file
+    count."""
+    keep = isinstance(filesystem, TreeFilesystem)
+    return import_archive(filesystem, path, special_modes=keep)
 
 
 class _Verbs:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 
 from .._errors import NoSpaceError, NotFoundError
-from ..fs import InMemoryFilesystem, TreeFilesystem
+from ..fs import InMemoryFilesystem, TreeFilesystem, sanitised_mode
 from ..tree import ROOT_INO, Directory, File, Symlink, Tree, TreeView
 from ._types import Entry, Reader, file_content, symlink_target
 
@@ -67,10 +67,18 @@ class _AbortedError(Exception):
 
 class TreeArchiveTarget:
     """Import side: empties the live tree and fills it in one transaction of
-    the workspace, which undoes everything in O(1) on abort."""
+    the workspace, which undoes everything in O(1) on abort.
 
-    def __init__(self, filesystem: InMemoryFilesystem) -> None:
+    Args:
+        filesystem: The live workspace.
+        special_modes: Keep setuid and setgid bits and a file's sticky bit as
+            the archive records them; without it they are dropped
+            (``fs.sanitised_mode``, the rule of every import path).
+    """
+
+    def __init__(self, filesystem: InMemoryFilesystem, *, special_modes: bool = False) -> None:
         self._fs = filesystem
+        self._special = special_modes
         self._transaction: AbstractContextManager[Tree] | None = None
         self._tree: Tree | None = None
         self._times: list[tuple[int, int]] = []
@@ -104,24 +112,21 @@ class TreeArchiveTarget:
         parent_path, _, name = entry.path.rpartition("/")
         parent = tree.make_dirs(parent_path, 0o755, *self._owner)
         kind = _stat.S_IFMT(entry.mode)
+        mode = sanitised_mode(entry.mode, self._special)
         existing = tree.directory(parent).entries.get(name)
         if kind == _stat.S_IFDIR:
-            ino = (
-                existing
-                if existing is not None
-                else tree.mkdir(parent, name, entry.mode, *self._owner)
-            )
+            ino = existing if existing is not None else tree.mkdir(parent, name, mode, *self._owner)
         elif kind == _stat.S_IFLNK:
             ino = tree.symlink(parent, name, symlink_target(entry), *self._owner)
         else:
             data = file_content(entry, content)
-            ino = tree.create(parent, name, entry.mode, *self._owner)
+            ino = tree.create(parent, name, mode, *self._owner)
             offset = 0
             while block := data.read(1 << 20):
                 tree.write(ino, offset, block)
                 offset += len(block)
         if kind != _stat.S_IFLNK:
-            tree.setattr(ino, mode=entry.mode)
+            tree.setattr(ino, mode=mode)
         self._times.append((ino, entry.mtime_ns))
 
     def commit(self) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .._errors import InvalidArgumentError, InvalidContentError, SnapshotNotFoundError
 from ..posix import make_private_directory, write_private_file
-from ._backends import ArchiveBackend, export_archive, import_archive
+from ._backends import ArchiveBackend, export_archive, restore_own_archive
 from ._snapshots import ArchiveSnapshots, checked_id
 
 JsonState = dict[str, Any]
@@ -149,7 +149,8 @@ def load_session(
     session: Session,
     filesystem: ArchiveBackend,
 ) -> FilesystemSnapshotRef:
-    """Resume a dumped session into ``session`` and ``filesystem`` (any backend)."""
+    """Resume a dumped session into ``session`` and ``filesystem`` (any backend), the
+    workspace exactly as dumped (``restore_own_archive``)."""
     folder = Path(directory)
     journal = folder / f"{checked_id(session_id, 'session id')}.jsonl"
     if not journal.exists():
@@ -161,6 +162,6 @@ def load_session(
         state = {item["key"]: item["value"] for item in items if item["kind"] == "state"}
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise InvalidContentError(f"malformed session dump: {exc}", str(journal)) from None
-    import_archive(filesystem, folder / f"{session_id}.fs.zip")
+    restore_own_archive(filesystem, folder / f"{session_id}.fs.zip")
     session.rollback_state(state)
     return ref

@@ -13,7 +13,7 @@ from pathlib import Path
 from .._errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
 from ..fs import check_name
 from ..posix import check_own_directory, make_private_directory
-from ._backends import ArchiveBackend, export_archive, import_archive
+from ._backends import ArchiveBackend, export_archive, import_archive, restore_own_archive
 from ._types import MANIFEST
 
 
@@ -106,11 +106,13 @@ class ArchiveSnapshots:
         return read_info(snapshot_id, path)
 
     def rollback(self, snapshot_id: str) -> int:
-        """Return the filesystem to snapshot ``snapshot_id``; the file count."""
-        return import_archive(self._fs, self.get(snapshot_id).archive_path)
+        """Return the filesystem to snapshot ``snapshot_id`` exactly, setuid and setgid
+        bits included (``restore_own_archive``); the file count."""
+        return restore_own_archive(self._fs, self.get(snapshot_id).archive_path)
 
     def restore(self, archive_path: str | os.PathLike[str]) -> int:
-        """Return the filesystem to any archive; the file count."""
+        """Return the filesystem to any archive, as from elsewhere (special modes
+        dropped, ``import_archive``); the file count."""
         return import_archive(self._fs, archive_path)
 
     def get(self, snapshot_id: str) -> SnapshotInfo:

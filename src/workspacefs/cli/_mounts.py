@@ -90,7 +90,8 @@ def mount(
         bool,
         typer.Option(
             "--special-modes",
-            help="Keep the setuid/setgid/sticky bits and device nodes REPO.git records.",
+            help="Keep the setuid/setgid/sticky bits (and device nodes) REPO.git or "
+            "FILE.zip records.",
         ),
     ] = False,
     blame_full_commands: Annotated[

@@ -65,8 +65,8 @@ def load_source(
     limits: git.LoadLimits = git.DEFAULT_LOAD_LIMITS,
     special_modes: bool = False,
 ) -> InMemoryFilesystem:
-    """A new live workspace holding what ``source`` names; ``limits`` and
-    ``special_modes`` apply to a git source (``git.load``)."""
+    """A new live workspace holding what ``source`` names; ``limits`` applies to a git
+    source (``git.load``), ``special_modes`` to a git source and an archive."""
     if source.kind == "git":
         assert source.path is not None
         try:
@@ -95,5 +95,5 @@ def load_source(
             fs.snapshot(tag=LOADED_TAG)
         elif source.kind == "archive":
             assert source.path is not None
-            import_archive(fs, source.path)
+            import_archive(fs, source.path, special_modes=special_modes)
     return fs

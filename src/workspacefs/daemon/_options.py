@@ -25,7 +25,8 @@ class DaemonOptions:
             (``mount(latency_hint=...)``; root only).
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the device
-            nodes a git source records (``git.load(special_modes=True)``).
+            nodes a git source records (``git.load(special_modes=True)``), and the
+            bits an archive records (``archive.import_archive(special_modes=True)``).
         blame_full_commands: Blame keeps writers' full command lines, secrets
             included (``InMemoryFilesystem(blame_full_commands=True)``).
         name: The workspace's name: its store is ``store.store_of(name)``, resumed

@@ -162,7 +162,7 @@ def start(
             (root only; see ``workspacefs.fuse.mount``).
         load_limits: ``NAME=N`` settings of ``git.LoadLimits`` for a git source.
         special_modes: Keep the setuid, setgid and sticky bits and the devices a
-            git source records.
+            git source records, and the bits an archive records.
         blame_full_commands: Blame keeps writers' full command lines, secrets
             included (default: masked, see ``Cause.redacted``).
         name: The workspace's name; a stopped workspace of that name is resumed

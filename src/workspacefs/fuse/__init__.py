@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._mount import refuse_if_mounted_inside as refuse_if_mounted_inside
     from ._mount import unavailable_reason as unavailable_reason
     from ._operations import WorkspaceOperations as WorkspaceOperations
+    from ._served import HIDDEN_NAMES as HIDDEN_NAMES
     from ._stats import RequestStats as RequestStats
 
 _EXPORTS = {
@@ -34,6 +35,7 @@ _EXPORTS = {
     "refuse_if_mounted_inside": "._mount",
     "unavailable_reason": "._mount",
     "WorkspaceOperations": "._operations",
+    "HIDDEN_NAMES": "._served",
     "RequestStats": "._stats",
 }
 

@@ -29,9 +29,9 @@ from .._errors import AlreadyExistsError, NotFoundError
 from ..fs import check_name
 from ..tree import ROOT_INO, Node, TreeView
 from ._attributes import CachePolicy, entry_attributes
-from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
+from ._served import FORKS_NAME, HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
 
-NAME = b".forks"
+NAME = FORKS_NAME.encode()
 _BASE = 1 << 61
 _SLOTS = 1 << (61 - LOCAL_BITS)  # slots fit below 2**62, where the hidden directories are
 _TIMEOUT = 1.0  # forks come and go with API calls

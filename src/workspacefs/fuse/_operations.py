@@ -56,7 +56,7 @@ from ._features import OPEN_FREE, capability
 from ._forks_dir import ForksDir
 from ._listings import Listings
 from ._privileges import without_privileges
-from ._served import HIDDEN_INOS, ServedTree
+from ._served import HIDDEN_INOS, HIDDEN_NAMES, ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
 from ._trees import OTHER_TREES, ServedTrees
@@ -129,6 +129,7 @@ OPEN_PROBE = b".workspacefs-open-probe"
 lookup of this name with an empty file of the mount's own, unless a real entry
 has the name."""
 _PROBE_INO = InodeT(HIDDEN_INOS + 2)  # among the hidden directories' numbers: never routed
+_RESERVED = frozenset(name.encode() for name in HIDDEN_NAMES)
 
 
 @dataclass(slots=True)
@@ -324,6 +325,27 @@ class WorkspaceOperations(pyfuse3.Operations):
                 mode |= _stat.S_ISGID
         return mode & ~ctx.umask, ctx.uid, gid
 
+    @staticmethod
+    def _check_new_name(served: ServedTree, parent: InodeT, name: bytes) -> None:
+        """Refuse (EPERM) a new root entry named ``.snapshots`` or ``.forks``; the
+        caller holds ``served.lock``.
+
+        A container bound to the workspace has those two masked by a mount of its
+        own over the kernel's entry (docs/sandbox.md). A real entry appearing at
+        the root would change what that entry is, and the kernel detaches what is
+        mounted on an entry it drops: the hidden directory would come back
+        unmasked when the real one went. So no root gets one through the mount: a
+        fork's (which serves neither, so that a try's container could otherwise
+        make one for an accept to bring to the workspace) as well as the
+        workspace's. The API and imports, the owner's doors, still may.
+        """
+        if (
+            parent == ROOT_INO
+            and name in _RESERVED
+            and served.view.find(ROOT_INO, decode(name)) is None
+        ):
+            raise FUSEError(errno.EPERM)
+
     # -- lookups and attributes ------------------------------------------------
 
     @fuse_errors
@@ -482,6 +504,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(ctx)
         served, tree, (parent,) = self._writable(parent_inode)
         with served.lock:
+            self._check_new_name(served, parent, name)
             mode, uid, gid = self._owner(served, parent, ctx, mode)
             return self._reply(served, tree.mknod(parent, decode(name), mode, rdev, uid, gid))
 
@@ -492,6 +515,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(ctx)
         served, tree, (parent,) = self._writable(parent_inode)
         with served.lock:
+            self._check_new_name(served, parent, name)
             mode, uid, gid = self._owner(served, parent, ctx, mode | _stat.S_IFDIR)
             return self._reply(served, tree.mkdir(parent, decode(name), mode, uid, gid))
 
@@ -502,6 +526,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(ctx)
         served, tree, (parent,) = self._writable(parent_inode)
         with served.lock:
+            self._check_new_name(served, parent, name)
             _, uid, gid = self._owner(served, parent, ctx, 0)
             ino = tree.symlink(parent, decode(name), decode(target), uid, gid)
             return self._reply(served, ino)
@@ -517,6 +542,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(ctx)
         served, tree, (local, parent) = self._writable(inode, new_parent_inode)
         with served.lock:
+            self._check_new_name(served, parent, new_name)
             tree.link(local, parent, decode(new_name))
             return self._reply(served, local)
 
@@ -547,6 +573,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(ctx)
         served, tree, (old, new) = self._writable(parent_inode_old, parent_inode_new)
         with served.lock:
+            self._check_new_name(served, new, name_new)
             tree.rename(old, decode(name_old), new, decode(name_new), flags)
 
     # -- files -----------------------------------------------------------------
@@ -636,6 +663,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._causes.attribute(ctx)
         served, tree, (parent,) = self._writable(parent_inode)
         with served.lock:
+            self._check_new_name(served, parent, name)
             mode, uid, gid = self._owner(served, parent, ctx, mode)
             ino = tree.create(parent, decode(name), mode, uid, gid)
             entry = self._reply(served, ino)

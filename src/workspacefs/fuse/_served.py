@@ -26,6 +26,13 @@ LOCAL_MASK = (1 << LOCAL_BITS) - 1
 HIDDEN_INOS = 1 << 62
 """The hidden directories' own inode numbers (``/.snapshots``, ``/.forks``, the open
 probe) start here, above every served tree's range."""
+SNAPSHOTS_NAME = ".snapshots"
+FORKS_NAME = ".forks"
+HIDDEN_NAMES = (SNAPSHOTS_NAME, FORKS_NAME)
+"""The directories a mount serves at the workspace's root besides the tree's own
+entries (found by name, never listed). A container must reach neither: every
+container the project starts has them masked (``sandbox.run_arguments``), and no
+tree's root gets a new entry of these names through the mount."""
 
 
 class ServedTree:

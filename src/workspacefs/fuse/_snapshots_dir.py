@@ -30,9 +30,9 @@ from .._errors import SnapshotNotFoundError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
-from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
+from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, SNAPSHOTS_NAME, ServedTree
 
-_NAME = b".snapshots"
+_NAME = SNAPSHOTS_NAME.encode()
 _BASE = 1 << 60
 _SLOT_MASK = (1 << (60 - LOCAL_BITS)) - 1  # slots fit below 2**60, where forks start
 _TIMEOUT = 1.0  # snapshots come and go with API calls that invalidate nothing here

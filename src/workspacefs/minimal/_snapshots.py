@@ -86,10 +86,9 @@ class FilesystemSnapshot:
         Raises:
             KeyError: No snapshot with this id was taken here.
         """
-        info = self._snapshots.get(snapshot_id)
-        if info is None:
+        if snapshot_id not in self._snapshots:
             raise KeyError(f"Snapshot not found: {snapshot_id}")
-        return self._archives.restore(info.archive_path)
+        return self._archives.rollback(snapshot_id)  # its own archive: exactly
 
     def restore(self, archive_path: str | os.PathLike[str]) -> int:
         """Restore the filesystem from any archive (e.g. a saved session's); the number

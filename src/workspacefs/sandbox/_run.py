@@ -3,7 +3,8 @@ commands on a workspace mounted elsewhere (``workspacefs run``).
 
 Every container the project starts gets its options here, so the security defaults of
 ``docs/sandbox.md`` (no network, no new privileges, memory, CPU and process limits, the
-host's own state hidden from an overlay of ``/``) hold for each of them.
+host's own state hidden from an overlay of ``/``, the mount's ``/.snapshots`` and
+``/.forks`` masked) hold for each of them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Unpack
 
+from ..fuse import HIDDEN_NAMES
 from ._config import SandboxConfig, SandboxOptions, default_cpus
 from ._podman import SECURITY_OPTIONS, podman_command, podman_env
 from ._rootfs import RootFilesystem, root_filesystem
@@ -36,12 +38,27 @@ def run_arguments(
         f"--pids-limit={config.pids_limit}",
         f"--cpus={config.cpus if config.cpus is not None else default_cpus()}",
         f"--volume={volume}:{config.workdir}:{access}",
+        masked(config.workdir),
         f"--workdir={config.workdir}",
     ]
     if config.user is not None:
         args.append(f"--user={config.user}")
     args += [f"--env={key}={value}" for key, value in config.env]
     return args + root.options() + root.target()
+
+
+def masked(workdir: str) -> str:
+    """The option that hides the mount's ``/.snapshots`` and ``/.forks`` under ``workdir``.
+
+    A container sees its own tree only: not the workspace's history, not its forks
+    (another agent's, or a pending try whose result would take the container's writes).
+    The OCI runtime covers each with an empty read-only tmpfs in the container's own
+    mount namespace, which a process without ``CAP_SYS_ADMIN`` cannot unmount (nor,
+    locked into a new user namespace, there either). A fork's root serves neither, so
+    on a fork there is nothing to cover and the runtime skips it; the mount never lets
+    a root entry of those names be made (see ``fuse.HIDDEN_NAMES``).
+    """
+    return "--security-opt=mask=" + ":".join(f"{workdir}/{name}" for name in HIDDEN_NAMES)
 
 
 def run_command(
