@@ -108,3 +108,47 @@ def test_a_write_is_not_stalled_by_walks() -> None:
     # loaded machine may still deschedule a thread now and then: allow 2% stragglers.
     slow = sorted(latency for latency in latencies if latency >= 0.050)
     assert len(slow) <= len(latencies) // 50, f"writes over 50 ms: {slow}"
+
+
+def test_a_walk_of_the_live_tree_reads_a_freeze_of_it_without_the_lock() -> None:
+    fs = InMemoryFilesystem()
+    for i in range(20):
+        fs.write(f"d/f{i}.txt", "needle\n")
+    holding, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with fs.tree.lock:
+            directory = fs.tree.resolve_path("d")
+            assert directory is not None
+            fs.tree.unlink(directory, "f0.txt")
+            holding.set()
+            release.wait(10)
+
+    with fs._walk() as walk:  # what a listing, glob or grep walks: frozen as it starts
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        assert holding.wait(5)
+        try:
+            listing = finishes_within(5.0, lambda: walk.scan("d"))
+            content = finishes_within(5.0, lambda: b"".join(walk.read_blocks("d/f0.txt")))
+        finally:
+            release.set()
+            thread.join(5)
+    assert len(listing.entries) == 20  # type: ignore[attr-defined]
+    assert content == b"needle\n"
+
+
+def test_long_readers_pause_only_while_a_mount_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspacefs.tree import _turns
+
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)  # the module _turns sleeps with
+    monkeypatch.setattr(_turns, "_last_request", -_turns.BUSY_NS)
+    _turns.make_way()
+    assert slept == []  # no mount: never
+    _turns.mount_request()
+    _turns.make_way()
+    assert slept == [_turns.PAUSE]  # a request just now: once, a moment
+    monkeypatch.setattr(_turns, "_last_request", time.monotonic_ns() - 2 * _turns.BUSY_NS)
+    _turns.make_way()
+    assert slept == [_turns.PAUSE]  # the mount idle since

@@ -127,6 +127,15 @@ def _is_dir(entry: Entry | None) -> bool:
     return entry is not None and entry.kind is Kind.DIRECTORY
 
 
+def resolved(backend: Backend, norm: str) -> Entry | None:
+    """What ``norm`` leads to in ``backend`` (links followed), None if nothing inside does."""
+    try:
+        with locate(backend, norm) as at:
+            return at.entry
+    except (OSError, ValueError):
+        return None
+
+
 class BackendFilesystem:
     """The protocol's verbs over one backend; subclasses add snapshots and the like."""
 
@@ -165,13 +174,10 @@ class BackendFilesystem:
 
     def _resolved(self, norm: str) -> Entry | None:
         """What ``norm`` leads to (links followed), None if nothing inside does."""
-        try:
-            with locate(self._backend, norm) as at:
-                return at.entry
-        except (OSError, ValueError):
-            return None
+        return resolved(self._backend, norm)
 
     def _walk(self) -> Walk:
+        """A walk (a listing, a glob, a grep) over the backend."""
         return Walk(self._backend, self._resolved)
 
     def _existing(self, at: Location, norm: str) -> Entry:

@@ -20,6 +20,7 @@ import operator
 from collections.abc import Callable, Iterable
 from types import TracebackType
 
+from ..tree import make_way
 from ._backend import Backend, Entry, Handle, Kind
 from ._entries import EntryKind, TreeEntry
 from ._paths import join
@@ -71,6 +72,7 @@ class Walk:
 
     def scan(self, path: str) -> Listing:
         """The directory ``path``, links followed; ``NOT_LISTED`` if it is not one."""
+        make_way()  # to a mount of this process (``tree._turns``)
         backend = self._backend
         with backend.reading():
             try:
@@ -111,6 +113,7 @@ class Walk:
 
     def read_blocks(self, path: str) -> Iterable[bytes]:
         """The content of the regular file ``path`` in blocks; nothing if it is not one."""
+        make_way()
         parent, _, name = path.rpartition("/")
         directory = self._open.get(parent)
         if directory is not None and name:  # just listed: open it there, no link followed

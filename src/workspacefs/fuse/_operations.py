@@ -42,7 +42,16 @@ import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
-from ..tree import NAME_MAX, ROOT_INO, Cause, Directory, Tree, TreeView, current_cause
+from ..tree import (
+    NAME_MAX,
+    ROOT_INO,
+    Cause,
+    Directory,
+    Tree,
+    TreeView,
+    current_cause,
+    mount_request,
+)
 from ._attributes import (
     BLOCK_SIZE,
     DEFAULT_CACHE,
@@ -91,6 +100,7 @@ def fuse_errors(
     @functools.wraps(handler)
     async def wrapper(self: WorkspaceOperations, /, *args: P.args, **kwargs: P.kwargs) -> R:
         started = _now()
+        mount_request()  # long readers in this process make way (``tree._turns``)
         try:
             if changing and self._before_change is not None:
                 self._before_change()  # a store that can take no more: refused, unchanged

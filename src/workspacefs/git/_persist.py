@@ -49,7 +49,7 @@ from .._errors import (
     SnapshotNotFoundError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, PersistedSnapshot
-from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version
+from ..tree import ROOT_INO, Directory, File, Node, Special, Symlink, Tree, Version, make_way
 from ._directories import default_repository
 from ._history import (
     INLINE_HISTORY,
@@ -188,6 +188,7 @@ class _Writer:
     def blob_for(self, ino: int, node: File | Symlink) -> pygit2.Oid:
         if ino in self.blobs:  # written ahead, in parallel
             return self.blobs[ino][1]
+        make_way()
         key = content_key(node)
         found = reusable_blob(self.state, self.changed, self.odb, ino, node)
         if found is not None:
@@ -218,7 +219,7 @@ class _Writer:
         ]
         unique = list(dict(nodes).items())  # hard links: one blob per inode
         small = [(i, n) for i, n in unique if not (isinstance(n, File) and n.size > STREAM_ABOVE)]
-        data = ((ObjectType.BLOB, blob_bytes(node)) for _, node in small)
+        data = ((ObjectType.BLOB, _made_way(blob_bytes(node))) for _, node in small)
         for (ino, node), oid in zip(small, pack.add_many(data), strict=True):
             self.blobs[ino] = (content_key(node), oid)
             self.objects += 1
@@ -235,6 +236,7 @@ class _Writer:
         dirty = self.dirty_directories()
         hard_links: dict[int, int] = {}
         for count, ino in enumerate(dirty, start=1):
+            make_way()  # to a mount of this process (``tree._turns``)
             directory = version.node(ino)
             assert isinstance(directory, Directory)
             entries, meta_entries, meta = self.list_directory(directory, hard_links)
@@ -405,6 +407,12 @@ def refuse_oversized(
             "workspacefs persist --max-file-size SIZE)",
             paths[0],
         )
+
+
+def _made_way(data: bytes) -> bytes:
+    """``data``, once a mount of this process is not busy (``tree._turns``)."""
+    make_way()
+    return data
 
 
 def blob_bytes(node: File | Symlink) -> bytes:

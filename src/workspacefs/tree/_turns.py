@@ -1,0 +1,36 @@
+"""Turns between a mount and the long readers of the same process.
+
+A mount's requests are answered by one thread while a long reader -- a grep of the
+whole tree that a client of the daemon asked for -- computes in another, and both
+need the GIL, which the interpreter hands over only once a switch interval (0.5 ms
+in the daemon) and a request takes it several times: a create, write and close on
+the mount took up to 3 ms at the 99th percentile while a client grepped 5,000 files.
+So long readers make way: if the mount has answered a request within the last
+``BUSY_NS``, a reader sleeps ``PAUSE`` seconds (the GIL released) before its next
+file or directory, and the mount's requests run meanwhile without waiting. Once per
+item, never longer: a mount busy without end slows a reader, it does not stop it.
+Nothing pauses in a process that serves no mount, or while its mount is idle.
+"""
+
+from __future__ import annotations
+
+import time
+
+BUSY_NS = 2_000_000
+"""How long after a mount's request it counts as busy."""
+PAUSE = 0.0002
+"""How long a long reader sleeps, each time, while the mount is busy."""
+
+_last_request = -BUSY_NS
+
+
+def mount_request() -> None:
+    """Note that a mount is answering a request now (its handlers call this)."""
+    global _last_request
+    _last_request = time.monotonic_ns()
+
+
+def make_way() -> None:
+    """For a long reader, between items: sleep a moment if a mount is busy."""
+    if time.monotonic_ns() - _last_request < BUSY_NS:
+        time.sleep(PAUSE)
