@@ -32,6 +32,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.close_after_answer = False
         self.closed = threading.Event()
 
+    def shutdown_request(self, request: object) -> None:
+        super().shutdown_request(request)  # type: ignore[arg-type]
+        self.closed.set()  # once the socket is closed, not when its handler ends
+
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     """Echoes the JSON body back; with ``close_after_answer``, then drops the connection
@@ -54,10 +58,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(answer)
         self.wfile.flush()
         self.close_connection = self.server.close_after_answer
-
-    def finish(self) -> None:
-        super().finish()
-        self.server.closed.set()
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -173,3 +173,33 @@ def test_a_stopped_daemon_is_unreachable(daemons: Daemons) -> None:
     with pytest.raises(DaemonUnreachableError):
         other.exists("a.txt")
     other.close()
+
+
+def test_a_full_listen_backlog_is_waited_out(tmp_path: Path) -> None:
+    # A Unix socket's connect fails at once (EAGAIN) while the server's backlog is
+    # full: callers connecting together before the server accepts must all get in.
+    class Slow(_Server):
+        request_queue_size = 1
+
+    served = Slow(str(tmp_path / "s.sock"))
+    pool = _pool(served)
+    answers: list[object] = []
+    threads = [
+        threading.Thread(target=lambda n=n: answers.append(_post(pool, n))) for n in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)  # the callers meet the full backlog before anything is accepted
+    server_thread = threading.Thread(target=served.serve_forever, daemon=True)
+    server_thread.start()
+    try:
+        for thread in threads:
+            thread.join(10)
+        assert sorted(answers, key=str) == sorted(
+            ({"path": f"/v/{n}", "body": {"n": n}} for n in range(6)), key=str
+        )
+    finally:
+        served.shutdown()
+        served.server_close()
+        server_thread.join()
+        pool.close()

@@ -13,6 +13,7 @@ import http.client
 import select
 import socket
 import threading
+import time
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -24,15 +25,27 @@ class _UnixConnection(http.client.HTTPConnection):
         self.connect_timeout = connect_timeout
 
     def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.connect_timeout)
-            sock.connect(self.path)
-            sock.settimeout(self.timeout)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock = sock
+        # A Unix socket with a timeout is non-blocking, and its connect does not wait
+        # for room in a full listen backlog (many threads connecting at once): it fails
+        # with EAGAIN at once, so that is retried until the connect timeout.
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(self.connect_timeout)
+                sock.connect(self.path)
+                sock.settimeout(self.timeout)
+            except BlockingIOError:
+                sock.close()
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.001)
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            self.sock = sock
+            return
 
 
 def _reusable(connection: _UnixConnection) -> bool:
