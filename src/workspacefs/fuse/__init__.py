@@ -7,6 +7,8 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._attributes import CachePolicy as CachePolicy
     from ._causes import RequestCauses as RequestCauses
+    from ._connection import Connection as Connection
+    from ._connection import libfuse_path as libfuse_path
     from ._invalidate import invalidate as invalidate
     from ._mount import Mount as Mount
     from ._mount import fuse_mounts as fuse_mounts
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "CachePolicy": "._attributes",
     "RequestCauses": "._causes",
+    "Connection": "._connection",
+    "libfuse_path": "._connection",
     "invalidate": "._invalidate",
     "Mount": "._mount",
     "fuse_mounts": "._mount",
