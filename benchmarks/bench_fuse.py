@@ -506,6 +506,11 @@ def main(argv: list[str] | None = None) -> int:
         help="let idle CPUs sleep while the mount serves (see fuse/_latency.py)",
     )
     parser.add_argument(
+        "--no-killpriv",
+        action="store_true",
+        help="let the kernel clear set-ID bits itself (no HANDLE_KILLPRIV_V2; see docs/fuse.md)",
+    )
+    parser.add_argument(
         "--cold",
         action="store_true",
         help="drop the kernel's caches before each '(first)' workload (root)",
@@ -528,7 +533,12 @@ def main(argv: list[str] | None = None) -> int:
         fs = InMemoryFilesystem()
         open_free = False if args.no_open_free else None
         with mount(
-            fs, mnt, allow_other=True, open_free=open_free, latency_hint=not args.no_latency_hint
+            fs,
+            mnt,
+            allow_other=True,
+            open_free=open_free,
+            handle_killpriv=False if args.no_killpriv else None,
+            latency_hint=not args.no_latency_hint,
         ) as handle:
             trip = round_trip(handle, mnt, shm, work, 20_000 if args.quick else 200_000)
             if not args.workloads_only:
@@ -543,6 +553,9 @@ def main(argv: list[str] | None = None) -> int:
             total = handle.stats()
             mode = "open-free" if handle.open_free else "opens with requests"
             mode += ", CPU latency hint" if handle.latency_hint else ", no CPU latency hint"
+            connection = handle.connection
+            if connection is not None:
+                mode += f"; libfuse {connection.libfuse}: {', '.join(connection.capabilities)}"
     python = sys.version.split()[0]
     # Idle vCPUs halt, and a request wakes one on each side: the mount's
     # figures depend on how busy the machine was, tmpfs's do not.

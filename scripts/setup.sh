@@ -160,11 +160,13 @@ else
 fi
 if [[ $libfuse == built ]]; then
     libfuse_tag="built $want_libfuse"
+    libfuse_name="$LIBFUSE_VERSION in .venv/libfuse"
     # pyfuse3's build asks pkg-config; the rpath makes it load this libfuse at run time.
     pyfuse3_env=(PKG_CONFIG_PATH="$libfuse_prefix/lib/pkgconfig"
                  LDFLAGS="-Wl,-rpath,$libfuse_prefix/lib ${LDFLAGS:-}")
 else
     libfuse_tag="system $system_libfuse"
+    libfuse_name="the system's $system_libfuse"
     pyfuse3_env=()
 fi
 
@@ -179,7 +181,7 @@ PYFUSE3_VERSION=3.5.0
 want_pyfuse3="$PYFUSE3_VERSION $(cat patches/pyfuse3/*.patch | sha256sum | cut -d' ' -f1) $libfuse_tag"
 pyfuse3_stamp=.venv/.pyfuse3-patched
 build_pyfuse3() {
-    echo "setup: building pyfuse3 $PYFUSE3_VERSION with patches/pyfuse3 (libfuse: $libfuse_tag)"
+    echo "setup: building pyfuse3 $PYFUSE3_VERSION with patches/pyfuse3 (libfuse $libfuse_name)"
     local build
     build=$(mktemp -d)
     .venv/bin/python -m pip download -q --no-binary :all: --no-deps -d "$build" "pyfuse3==$PYFUSE3_VERSION"

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ._causes import RequestCauses as RequestCauses
     from ._connection import Connection as Connection
     from ._connection import libfuse_path as libfuse_path
+    from ._features import libfuse_version as libfuse_version
     from ._invalidate import invalidate as invalidate
     from ._mount import Mount as Mount
     from ._mount import fuse_mounts as fuse_mounts
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ._mount import refuse_if_mounted_inside as refuse_if_mounted_inside
     from ._mount import unavailable_reason as unavailable_reason
     from ._operations import WorkspaceOperations as WorkspaceOperations
+    from ._probe import probe_connection as probe_connection
     from ._stats import RequestStats as RequestStats
 
 _EXPORTS = {
@@ -27,6 +29,7 @@ _EXPORTS = {
     "RequestCauses": "._causes",
     "Connection": "._connection",
     "libfuse_path": "._connection",
+    "libfuse_version": "._features",
     "invalidate": "._invalidate",
     "Mount": "._mount",
     "fuse_mounts": "._mount",
@@ -38,6 +41,7 @@ _EXPORTS = {
     "refuse_if_mounted_inside": "._mount",
     "unavailable_reason": "._mount",
     "WorkspaceOperations": "._operations",
+    "probe_connection": "._probe",
     "RequestStats": "._stats",
 }
 

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._features import capability, libfuse_version
+from ._features import capability, libfuse_version, version_tuple
 
 CAPABILITIES: Final = (
     "ASYNC_READ",
@@ -48,6 +48,11 @@ CAPABILITIES: Final = (
     "OVER_IO_URING",
 )
 """The ``FUSE_CAP_*`` names, in the order of their bits."""
+
+
+FORWARDS_ALL: Final = (3, 17)
+"""Before this libfuse asks the kernel for PARALLEL_DIROPS and HANDLE_KILLPRIV by
+default, but leaves them out of its INIT reply (3.14's do_init, Debian 12's)."""
 
 
 def capability_names(bits: int) -> tuple[str, ...]:
@@ -89,11 +94,15 @@ class Connection:
         """The connection ``conn`` (pyfuse3's ``ConnectionInfo``) describes, once the
         mount has set what it wants."""
         capable, want = int(conn.capable), int(conn.want)
+        version = libfuse_version()
+        negotiated = capable & want
+        if version is None or version_tuple(version) < FORWARDS_ALL:
+            negotiated &= ~(capability("PARALLEL_DIROPS") | capability("HANDLE_KILLPRIV"))
         return cls(
-            libfuse=libfuse_version(),
+            libfuse=version,
             library=libfuse_path(),
             protocol=f"{conn.proto_major}.{conn.proto_minor}",
-            capabilities=capability_names(capable & want),
+            capabilities=capability_names(negotiated),
             declined=capability_names(capable & ~want),
         )
 
@@ -106,11 +115,3 @@ class Connection:
             "capabilities": list(self.capabilities),
             "declined": list(self.declined),
         }
-
-    def describe(self) -> str:
-        """One line for people."""
-        where = f" ({self.library})" if self.library else ""
-        return (
-            f"libfuse {self.libfuse or '?'}{where}, protocol {self.protocol}: "
-            f"{', '.join(self.capabilities) or 'no capabilities'}"
-        )

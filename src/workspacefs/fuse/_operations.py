@@ -268,6 +268,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         # Lookups and readdirs of one directory need not wait for each other in
         # the kernel (they are served one by one here anyway, under the tree lock).
         conn.want |= conn.capable & capability("PARALLEL_DIROPS")
+        # The first HANDLE_KILLPRIV would leave every write's set-ID bits to us with
+        # no word on the writer (libfuse 3.14 asks for it by default, but never
+        # passes it on to the kernel).
+        conn.want &= ~capability("HANDLE_KILLPRIV")
         if self._handle_killpriv:
             # Set-ID bits are ours to clear, when the kernel says: no more
             # security.capability GETXATTR before page-cache writes, nor a GETATTR
