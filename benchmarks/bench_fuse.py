@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workspacefs import InMemoryFilesystem, Mount, mount
-from workspacefs.fuse import RequestStats
+from workspacefs.fuse import RequestStats, libfuse_path
 
 from ._common import GIT_ENV, Result, scratch_dir
 
@@ -203,18 +203,36 @@ def io_benchmarks(handle: Mount, mnt: Path, shm: Path, size_mb: int, small: int)
 FLOOR_SOURCE = Path(__file__).with_name("fuse_floor.c")
 
 
+def libfuse_build_flags() -> list[str]:
+    """gcc's flags for the libfuse the mount uses (the one pyfuse3 loaded): the
+    project's own build of scripts/setup.sh (its pkg-config file, and an rpath to
+    it), else the system's. So the C reference server and the mount speak to the
+    kernel through the same libfuse."""
+    env, rpath = dict(os.environ), []
+    library = libfuse_path()
+    if library is not None:
+        directory = Path(library).parent
+        if (directory / "pkgconfig" / "fuse3.pc").is_file():
+            env["PKG_CONFIG_PATH"] = str(directory / "pkgconfig")
+            rpath = [f"-Wl,-rpath,{directory}"]
+    flags = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "fuse3"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.split()
+    return flags + rpath
+
+
 @contextmanager
 def floor_server(work: Path) -> Iterator[Path | None]:
-    """The C reference server (``fuse_floor.c``) mounted at ``work/floor``; None where
-    it cannot be built or mounted (no gcc, no libfuse 3 headers)."""
+    """The C reference server (``fuse_floor.c``) mounted at ``work/floor``, built
+    against the mount's libfuse; None where it cannot be built or mounted (no gcc, no
+    libfuse 3 headers)."""
     binary, mnt = work / "fuse_floor", work / "floor"
     try:
-        flags = subprocess.run(
-            ["pkg-config", "--cflags", "--libs", "fuse3"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.split()
+        flags = libfuse_build_flags()
         subprocess.run(
             ["gcc", "-O2", "-o", str(binary), str(FLOOR_SOURCE), *flags],
             check=True,
@@ -488,6 +506,11 @@ def main(argv: list[str] | None = None) -> int:
         help="let idle CPUs sleep while the mount serves (see fuse/_latency.py)",
     )
     parser.add_argument(
+        "--no-killpriv",
+        action="store_true",
+        help="let the kernel clear set-ID bits itself (no HANDLE_KILLPRIV_V2; see docs/fuse.md)",
+    )
+    parser.add_argument(
         "--cold",
         action="store_true",
         help="drop the kernel's caches before each '(first)' workload (root)",
@@ -510,7 +533,12 @@ def main(argv: list[str] | None = None) -> int:
         fs = InMemoryFilesystem()
         open_free = False if args.no_open_free else None
         with mount(
-            fs, mnt, allow_other=True, open_free=open_free, latency_hint=not args.no_latency_hint
+            fs,
+            mnt,
+            allow_other=True,
+            open_free=open_free,
+            handle_killpriv=False if args.no_killpriv else None,
+            latency_hint=not args.no_latency_hint,
         ) as handle:
             trip = round_trip(handle, mnt, shm, work, 20_000 if args.quick else 200_000)
             if not args.workloads_only:
@@ -525,6 +553,9 @@ def main(argv: list[str] | None = None) -> int:
             total = handle.stats()
             mode = "open-free" if handle.open_free else "opens with requests"
             mode += ", CPU latency hint" if handle.latency_hint else ", no CPU latency hint"
+            connection = handle.connection
+            if connection is not None:
+                mode += f"; libfuse {connection.libfuse}: {', '.join(connection.capabilities)}"
     python = sys.version.split()[0]
     # Idle vCPUs halt, and a request wakes one on each side: the mount's
     # figures depend on how busy the machine was, tmpfs's do not.

@@ -26,6 +26,7 @@ from support.daemon import (
 )
 from support.own_tree import escape_attempts, probe
 from support.polling import eventually
+from workspacefs.fuse._features import KILLPRIV_V2, OPEN_FREE, libfuse_version
 
 COMMANDS = [
     "mount",
@@ -84,6 +85,36 @@ def test_status_shows_the_kernel_requests_of_the_mount(workspace: Path) -> None:
     # The daemon (root here) keeps idle CPUs quick to wake while its mount serves.
     assert after["latency_hint"] == os.access("/dev/cpu_dma_latency", os.W_OK)
     assert ("CPU latency hint" in line) == after["latency_hint"]
+
+
+@pytest.mark.skipif(not OPEN_FREE, reason="a stock pyfuse3 never shows the connection")
+def test_status_and_doctor_name_the_libfuse_and_the_capabilities(workspace: Path) -> None:
+    status = cli_json("status", str(workspace))
+    assert isinstance(status, dict)
+    fuse = status["fuse"]
+    assert fuse["libfuse"] == libfuse_version()  # the daemon's pyfuse3 is this one's
+    assert "libfuse3.so" in fuse["library"]
+    assert fuse["protocol"].startswith("7.")
+    # Taken wherever libfuse passes the kernel's requests on (scripts/setup.sh's 3.18.3).
+    assert ("HANDLE_KILLPRIV_V2" in fuse["capabilities"]) == KILLPRIV_V2
+    line = next(
+        line for line in cli_ok("status", str(workspace)).splitlines() if line.startswith("fuse ")
+    )
+    assert f"libfuse {fuse['libfuse']} ({fuse['library']}), protocol {fuse['protocol']}: " in line
+    assert line.endswith(", ".join(fuse["capabilities"]))
+    # doctor mounts a workspace of its own for a moment to see what the kernel agrees to.
+    report = cli("doctor", "--json")
+    checks = {check["name"]: check for check in json.loads(report.stdout)}
+    assert checks["libfuse"] == {
+        "name": "libfuse",
+        "status": "ok",
+        "detail": f"{fuse['libfuse']} ({fuse['library']})",
+    }
+    capabilities = checks["fuse capabilities"]
+    assert capabilities["status"] == ("ok" if KILLPRIV_V2 else "warning")
+    assert capabilities["detail"].startswith(
+        f"protocol {fuse['protocol']}: {', '.join(fuse['capabilities'])}"
+    )
 
 
 def test_mount_without_the_latency_hint(tmp_path: Path) -> None:

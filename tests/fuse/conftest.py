@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from workspacefs import InMemoryFilesystem, Mount, mount
+from workspacefs.fuse._features import KILLPRIV_V2
 
 
 @dataclass
@@ -31,6 +32,20 @@ def mounted(tmp_path: Path) -> Iterator[Mounted]:
     root = tmp_path / "mnt"
     root.mkdir()
     with mount(fs, root, allow_other=True) as handle:
+        yield Mounted(fs, root, handle)
+    assert not os.path.ismount(root), "the mount outlived its test"
+
+
+@pytest.fixture(params=[False, True], ids=["kernel-kills", "killpriv-v2"])
+def killpriv_mounted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mounted]:
+    """``mounted``, once with the kernel clearing set-ID bits and file capabilities,
+    once with the mount doing it (``handle_killpriv``: HANDLE_KILLPRIV_V2)."""
+    if request.param and not KILLPRIV_V2:
+        pytest.skip("HANDLE_KILLPRIV_V2 needs libfuse 3.18.3 and the patched pyfuse3 (setup.sh)")
+    fs = InMemoryFilesystem(mount_point="/workspace")
+    root = tmp_path / "mnt"
+    root.mkdir()
+    with mount(fs, root, allow_other=True, handle_killpriv=request.param) as handle:
         yield Mounted(fs, root, handle)
     assert not os.path.ismount(root), "the mount outlived its test"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workspacefs.fuse._features import FALLOCATE, OPEN_FREE
+from workspacefs.fuse._features import FALLOCATE, KILLPRIV_V2, OPEN_FREE, libfuse_version
 
 from .conftest import Mounted
 from .posix import fallocate
@@ -116,3 +116,69 @@ def test_the_open_probe_leaves_nothing_behind(mounted: Mounted) -> None:
     with open(mounted.path(probe), "w") as out:  # the name is free for real files
         out.write("mine")
     assert mounted.fs.read(probe).content == "mine"
+
+
+# -- what the connection negotiated ------------------------------------------------
+
+
+def _killpriv(mounted: Mounted) -> bool:
+    connection = mounted.handle.connection
+    return connection is not None and "HANDLE_KILLPRIV_V2" in connection.capabilities
+
+
+@needs_open_free
+def test_the_mount_reports_its_libfuse_and_capabilities(killpriv_mounted: Mounted) -> None:
+    connection = killpriv_mounted.handle.connection
+    assert connection is not None
+    assert connection.libfuse == libfuse_version()
+    assert connection.library is not None
+    assert "libfuse3.so" in connection.library
+    assert connection.protocol.startswith("7.")
+    # Asked for wherever libfuse passes them on (3.18.3 does; 3.14 does not).
+    if KILLPRIV_V2:
+        assert "PARALLEL_DIROPS" in connection.capabilities
+    # Never: requests are read from /dev/fuse, one read(2) each (see init_connection).
+    assert "OVER_IO_URING" not in connection.capabilities
+    assert "SPLICE_READ" not in connection.capabilities
+    assert "HANDLE_KILLPRIV" not in connection.capabilities  # the first one: never
+    assert not set(connection.capabilities) & set(connection.declined)
+    assert connection.to_json()["capabilities"] == list(connection.capabilities)
+
+
+def test_killpriv_v2_takes_the_capability_probe_out_of_page_cache_writes(
+    killpriv_mounted: Mounted,
+) -> None:
+    """Without HANDLE_KILLPRIV_V2 the kernel asks for security.capability before every
+    page-cache write (it never remembers the answer over FUSE); with it, once."""
+    mounted = killpriv_mounted
+    mounted.fs.write_bytes("db", b"x" * 4096)
+    fd = os.open(mounted.path("db"), os.O_RDWR)
+    try:
+        before = mounted.handle.stats()
+        for i in range(20):
+            os.pwrite(fd, b"y" * 100, i * 100)
+        during = mounted.handle.stats() - before
+    finally:
+        os.close(fd)
+    assert during.counts["write"] == 20
+    if _killpriv(mounted):
+        assert during.counts.get("getxattr", 0) <= 1, during.summary()
+    else:
+        assert during.counts.get("getxattr", 0) == 20, during.summary()
+
+
+def test_killpriv_v2_takes_the_getattr_out_of_chown(killpriv_mounted: Mounted) -> None:
+    """Without HANDLE_KILLPRIV_V2 the kernel re-reads a file's attributes before each
+    chown, to clear set-ID bits itself; with it the mount clears them, unasked."""
+    mounted = killpriv_mounted
+    mounted.fs.write_bytes("f", b"x")
+    os.stat(mounted.path("f"))  # the attributes are cached
+    before = mounted.handle.stats()
+    for owner in range(1000, 1010):
+        os.chown(mounted.path("f"), owner, owner)
+    during = mounted.handle.stats() - before
+    assert during.counts["setattr"] == 10
+    if _killpriv(mounted):
+        assert "getattr" not in during.counts, during.summary()
+    else:
+        assert during.counts.get("getattr", 0) == 10, during.summary()

@@ -48,6 +48,7 @@ def _machine_checks() -> list[Check]:
     else:
         checks.append(Check("/dev/fuse", "ok", "present"))
     checks.append(_tool("fusermount3", "--version"))
+    checks += _fuse_checks()
     try:
         with open("/etc/fuse.conf", encoding="utf-8") as fuse_conf:
             allowed = any(line.strip() == "user_allow_other" for line in fuse_conf)
@@ -73,6 +74,42 @@ def _machine_checks() -> list[Check]:
     checks.append(_tool("git", "--version"))
     checks.append(_shadow_check())
     return checks
+
+
+KILLPRIV_LIBFUSE = "3.18.3"
+"""The first libfuse that lets the mount take HANDLE_KILLPRIV_V2 (docs/fuse.md, "libfuse")."""
+
+
+def _fuse_checks() -> list[Check]:
+    """Which libfuse the mount uses, and what a trial mount negotiates with the kernel:
+    HANDLE_KILLPRIV_V2 and PARALLEL_DIROPS save requests only where libfuse passes them
+    on (the build of scripts/setup.sh)."""
+    from ..fuse import libfuse_path, libfuse_version, probe_connection, unavailable_reason
+
+    version, library = libfuse_version(), libfuse_path()
+    where = f" ({library})" if library else ""
+    if version is None:
+        libfuse = Check(
+            "libfuse", "warning", f"unknown{where}: a stock pyfuse3 (scripts/setup.sh builds one)"
+        )
+    else:
+        libfuse = Check("libfuse", "ok", f"{version}{where}")
+    if reason := unavailable_reason():
+        return [libfuse, Check("fuse capabilities", "problem", f"no trial mount: {reason}")]
+    try:
+        connection = probe_connection()
+    except OSError as exc:
+        return [libfuse, Check("fuse capabilities", "problem", f"a trial mount failed: {exc}")]
+    if connection is None:
+        return [libfuse, Check("fuse capabilities", "warning", "unknown (a stock pyfuse3)")]
+    line = f"protocol {connection.protocol}: {', '.join(connection.capabilities)}"
+    if "HANDLE_KILLPRIV_V2" in connection.capabilities:
+        return [libfuse, Check("fuse capabilities", "ok", line)]
+    why = (
+        f"no HANDLE_KILLPRIV_V2, so the kernel asks before writes and chowns (libfuse "
+        f"{KILLPRIV_LIBFUSE} passes it on: scripts/setup.sh builds it)"
+    )
+    return [libfuse, Check("fuse capabilities", "warning", f"{line}; {why}")]
 
 
 def _shadow_check() -> Check:

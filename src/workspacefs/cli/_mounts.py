@@ -13,7 +13,7 @@ from ..daemon import START_TIMEOUT
 from ..store import DEFAULT_INTERVAL
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
-from ._output import emit_json, size, stdout, working
+from ._output import connection_line, emit_json, size, stdout, working
 
 if TYPE_CHECKING:
     from ..daemon import MountRecord
@@ -432,6 +432,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
         ("forks", f"{facts.get('forks', 0)} (workspacefs forks)"),
         ("requests", requests_line(facts.get("requests"))),
+        ("fuse", connection_line(facts.get("fuse"))),
         ("name", facts.get("name") or "-"),
         ("kept", kept_line(facts.get("store"), facts["durability"], facts.get("interval"))),
         ("journal", journal_line(facts.get("journal"))),

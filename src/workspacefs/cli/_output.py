@@ -43,3 +43,16 @@ def working(description: str, *, quiet: bool = False) -> Iterator[None]:
     with Progress(*columns, console=stderr, transient=True) as progress:
         progress.add_task(description, total=None)
         yield
+
+
+def connection_line(connection: dict[str, Any] | None) -> str:
+    """A mount's FUSE connection for people (``Connection.to_json``): its libfuse, the
+    protocol, the capabilities negotiated."""
+    if not connection:
+        return "-"
+    where = f" ({connection['library']})" if connection.get("library") else ""
+    capabilities = ", ".join(connection["capabilities"]) or "no capabilities"
+    return (
+        f"libfuse {connection.get('libfuse') or '?'}{where}, "
+        f"protocol {connection['protocol']}: {capabilities}"
+    )

@@ -203,9 +203,10 @@ class Daemon(Protocol):
         ...
 
     def status(self) -> dict[str, Any]:
-        """``info`` plus files, bytes, resident memory, snapshots, uptime and the
+        """``info`` plus files, bytes, resident memory, snapshots, uptime, the
         mount's kernel requests (``requests``: total, handler_seconds, open_free,
-        latency_hint, counts and seconds by request type)."""
+        latency_hint, counts and seconds by request type) and its FUSE connection
+        (``fuse``: libfuse, library, protocol, capabilities, declined)."""
         ...
 
     def unmount(self) -> None:

@@ -312,6 +312,7 @@ class Workspace(Daemon):
             "current_snapshot": None if current is None else str(current),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "requests": self._requests(),
+            "fuse": self._connection(),
             "journal": self._journal(),
         }
 
@@ -340,6 +341,12 @@ class Workspace(Daemon):
                 "set_aside": recovery.set_aside,
             },
         }
+
+    def _connection(self) -> Json | None:
+        """The mount's libfuse and the capabilities its INIT negotiated (None before
+        ``attach``, or with a stock pyfuse3)."""
+        connection = None if self._mount is None else self._mount.connection
+        return None if connection is None else connection.to_json()
 
     def _requests(self) -> Json | None:
         """The mount's requests since it started, by type (None before ``attach``)."""

@@ -58,7 +58,8 @@ from ..posix import canonical_mountpoint, mount_table, mounts_under
 from ..tree import Tree
 from ._allocator import Trimmer, tune
 from ._attributes import DEFAULT_CACHE, CachePolicy
-from ._features import OPEN_FREE, SESSION_POLL
+from ._connection import Connection
+from ._features import KILLPRIV_V2, OPEN_FREE, SESSION_POLL
 from ._forks_dir import NAME as FORKS_NAME
 from ._forks_dir import ForksDir
 from ._invalidate import Invalidator
@@ -313,6 +314,12 @@ class Mount:
         return self._operations is not None and self._operations.open_free
 
     @property
+    def connection(self) -> Connection | None:
+        """Which libfuse serves the mount and what it and the kernel agreed on
+        (None with a stock pyfuse3, which never shows the connection)."""
+        return self._operations.connection if self._operations is not None else None
+
+    @property
     def running(self) -> bool:
         """True while the FUSE loop serves requests."""
         return self._thread is not None and self._thread.is_alive()
@@ -528,6 +535,7 @@ def mount(
     show_snapshots: bool = True,
     on_lost: LostCallback | None = None,
     open_free: bool | None = None,
+    handle_killpriv: bool | None = None,
     latency_hint: bool = True,
     on_sync: Callable[[], None] | None = None,
     on_change: Callable[[], None] | None = None,
@@ -557,6 +565,12 @@ def mount(
             (no OPEN/RELEASE requests; listings cached). None: whenever the
             installed pyfuse3 allows it (the patched build of scripts/setup.sh)
             and ``cache.keep_cache`` is on.
+        handle_killpriv: Clear set-ID bits and file capabilities on writes,
+            truncates and chowns where the kernel asks (``HANDLE_KILLPRIV_V2``),
+            instead of letting the kernel do it with a request before each
+            (security.capability before writes, the attributes before chowns).
+            None: whenever libfuse and pyfuse3 relay the kernel's requests
+            (libfuse 3.18.3 and the patched pyfuse3 of scripts/setup.sh).
         latency_hint: While requests flow, ask idle CPUs to poll rather than
             sleep, so that each reply wakes its caller in microseconds (PM QoS,
             root only; dropped after 5 ms without a request: see ``_latency``).
@@ -594,6 +608,7 @@ def mount(
         cache=cache,
         snapshots=snapshot_lister(filesystem) if show_snapshots else None,
         open_free=OPEN_FREE and cache.keep_cache if open_free is None else open_free,
+        handle_killpriv=KILLPRIV_V2 if handle_killpriv is None else handle_killpriv,
         on_sync=on_sync,
         on_change=on_change,
         before_change=before_change,

@@ -61,10 +61,11 @@ from ._attributes import (
     missing_entry,
 )
 from ._causes import RequestCauses
-from ._features import OPEN_FREE, capability
+from ._connection import Connection
+from ._features import KILLPRIV_V2, OPEN_FREE, capability
 from ._forks_dir import ForksDir
 from ._listings import Listings
-from ._privileges import without_privileges
+from ._privileges import FILE_CAPABILITIES, kill_privileges
 from ._served import HIDDEN_INOS, HIDDEN_NAMES, ServedTree
 from ._snapshots_dir import SnapshotLister, SnapshotsDir
 from ._stats import RequestCounter, RequestStats
@@ -124,6 +125,28 @@ def fuse_errors(
     return wrapper
 
 
+def _kills_privileges(fields: pyfuse3.SetattrFields) -> bool:
+    """Whether a setattr must clear set-ID bits, once HANDLE_KILLPRIV_V2 left that to
+    the mount.
+
+    The kernel says so for a chown and for a truncate by a caller without
+    CAP_FSETID (``kill_suidgid``). A setattr that changes nothing at all is either
+    ``chown(f, -1, -1)``, which clears the bits on Linux, or the kernel removing a
+    writer's privileges before a page-cache write: both clear them (save a root
+    writer's whose file has capabilities, which the kernel removes first: a case
+    that cannot be told from the others).
+    """
+    return bool(fields.kill_suidgid) or not (
+        fields.update_mode
+        or fields.update_uid
+        or fields.update_gid
+        or fields.update_size
+        or fields.update_atime
+        or fields.update_mtime
+        or fields.update_ctime
+    )
+
+
 def decode(name: bytes) -> str:
     """A kernel name as the tree's str (non-UTF-8 bytes kept as surrogates)."""
     return name.decode("utf-8", "surrogateescape")
@@ -164,6 +187,11 @@ class WorkspaceOperations(pyfuse3.Operations):
             (open and opendir answer ENOSYS once; the kernel then caches pages
             and listings until invalidated). Needs the patched pyfuse3
             (``OPEN_FREE``); without it every open is a request.
+        handle_killpriv: Clear set-ID bits and file capabilities on writes,
+            truncates and chowns where the kernel asks (``HANDLE_KILLPRIV_V2``), so
+            that it stops asking for ``security.capability`` before writes and for
+            the attributes before chowns. Needs libfuse 3.18.3 and the patched
+            pyfuse3 (``KILLPRIV_V2``); without it the kernel clears them itself.
     """
 
     supports_dot_lookup = True
@@ -178,6 +206,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         cache: CachePolicy = DEFAULT_CACHE,
         snapshots: SnapshotLister | None = None,
         open_free: bool = False,
+        handle_killpriv: bool = False,
         on_sync: Callable[[], None] | None = None,
         on_change: Callable[[], None] | None = None,
         before_change: Callable[[], None] | None = None,
@@ -188,10 +217,19 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._before_change = before_change
         if open_free and not OPEN_FREE:
             raise ValueError("open_free needs the patched pyfuse3 (scripts/setup.sh builds it)")
+        if handle_killpriv and not KILLPRIV_V2:
+            raise ValueError(
+                "handle_killpriv needs libfuse 3.18.3 and the patched pyfuse3 "
+                "(scripts/setup.sh builds both)"
+            )
         self._open_free = open_free
+        self._handle_killpriv = handle_killpriv
+        self._killpriv = False  # negotiated (init_connection): the kernel leaves set-ID bits to us
+        self._connection: Connection | None = None
         # Read by the patched pyfuse3 at init: fh handlers then get the inode
-        # too, since every open-free file has the file handle 0.
-        self.pass_inode_to_fh_handlers = open_free
+        # too, since every open-free file has the file handle 0; write also gets
+        # the kernel's word on set-ID bits.
+        self.pass_inode_to_fh_handlers = open_free or handle_killpriv
         self._listings = Listings()
         self._view = view
         self._trees = ServedTrees(view, read_only=read_only, snapshots=snapshots)
@@ -222,8 +260,14 @@ class WorkspaceOperations(pyfuse3.Operations):
         """True if open and opendir leave opening to the kernel (see the constructor)."""
         return self._open_free
 
+    @property
+    def connection(self) -> Connection | None:
+        """What the kernel and libfuse agreed on (None before INIT, or with a stock
+        pyfuse3, which never shows the connection)."""
+        return self._connection
+
     def init_connection(self, conn: Any) -> None:
-        """Ask for what the kernel may cache (only a patched pyfuse3 calls this).
+        """Ask for what saves kernel requests (only a patched pyfuse3 calls this).
 
         ``conn`` is pyfuse3's ``ConnectionInfo``, valid during the call.
         """
@@ -232,10 +276,34 @@ class WorkspaceOperations(pyfuse3.Operations):
         conn.want |= conn.capable & capability("CACHE_SYMLINKS")
         # libfuse's default, relied upon: a changed mtime drops cached pages.
         conn.want |= conn.capable & capability("AUTO_INVAL_DATA")
+        # Lookups and readdirs of one directory need not wait for each other in
+        # the kernel (they are served one by one here anyway, under the tree lock).
+        conn.want |= conn.capable & capability("PARALLEL_DIROPS")
+        # The first HANDLE_KILLPRIV would leave every write's set-ID bits to us with
+        # no word on the writer (libfuse 3.14 asks for it by default, but never
+        # passes it on to the kernel).
+        conn.want &= ~capability("HANDLE_KILLPRIV")
+        if self._handle_killpriv:
+            # Set-ID bits are ours to clear, when the kernel says: no more
+            # security.capability GETXATTR before page-cache writes, nor a GETATTR
+            # before each chown (see _privileges).
+            conn.want |= conn.capable & capability("HANDLE_KILLPRIV_V2")
         if self._open_free:
             # Without OPEN requests an atomic O_TRUNC would be dropped: the
             # kernel must send the truncation as a SETATTR of its own.
             conn.want &= ~capability("ATOMIC_O_TRUNC")
+        # libfuse would serve requests from io_uring threads of its own
+        # (FUSE_URING_ENABLE=1), which pyfuse3 never reads: keep /dev/fuse.
+        conn.want &= ~capability("OVER_IO_URING")
+        # Each request one read(2) of /dev/fuse. With SPLICE_READ libfuse splices
+        # requests into a pipe it wants as large as a request can be (1 MiB and
+        # a header: more than /proc/sys/fs/pipe-max-size allows), and libfuse
+        # 3.18 then makes and drops a pipe for every request (pipe2, open and
+        # read of pipe-max-size, two fcntl, three close) before it falls back to
+        # read(2) anyway; pyfuse3 copies a write's data into bytes in any case.
+        conn.want &= ~capability("SPLICE_READ")
+        self._killpriv = bool(conn.want & conn.capable & capability("HANDLE_KILLPRIV_V2"))
+        self._connection = Connection.of(conn)
 
     # -- forks -----------------------------------------------------------------
 
@@ -467,6 +535,8 @@ class WorkspaceOperations(pyfuse3.Operations):
                 mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
                 ctime_ns=attr.st_ctime_ns if fields.update_ctime else None,
             )
+            if self._killpriv and _kills_privileges(fields):
+                self._drop_privileges(tree, local, kill=True)  # the reply carries the mode
             return self._entry(served, local)
 
     @fuse_errors
@@ -603,7 +673,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             if flags & os.O_TRUNC:  # libfuse asks for atomic O_TRUNC: the kernel leaves it to us
                 if node.size:
                     tree.truncate(local, 0)
-                stale = self._drop_privileges(tree, local, uid)
+                stale = self._drop_privileges(tree, local, kill=uid != 0)
         # Write-only opens bypass the page cache: each write(2) is one request,
         # where the page cache splits unaligned ones and asks for
         # security.capability before each. Nothing reads through such a handle,
@@ -625,10 +695,19 @@ class WorkspaceOperations(pyfuse3.Operations):
         direct = flags & os.O_ACCMODE == os.O_WRONLY
         return pyfuse3.FileInfo(fh=0, keep_cache=self._cache.keep_cache, direct_io=direct)
 
-    def _drop_privileges(self, tree: Tree, local: InodeT, uid: int) -> bool:
-        """Clear the set-ID bits a write or truncate by user ``uid`` clears; True if any went."""
+    def _drop_privileges(self, tree: Tree, local: InodeT, *, kill: bool) -> bool:
+        """Clear what a write, truncate or chown clears: the set-ID bits if ``kill``,
+        the file's capabilities always. True if the kernel's cached mode is now stale.
+
+        ``kill`` is the kernel's word where it gives one (HANDLE_KILLPRIV_V2), else
+        whether the writer is not root (who stands for CAP_FSETID).
+        """
         node = tree.node(local)
-        mode = without_privileges(node.mode, uid)
+        if node.xattrs and FILE_CAPABILITIES in node.xattrs:
+            tree.removexattr(local, FILE_CAPABILITIES)
+        if not kill:
+            return False
+        mode = kill_privileges(node.mode)
         if mode == node.mode:
             return False
         tree.setattr(local, mode=mode)
@@ -694,26 +773,35 @@ class WorkspaceOperations(pyfuse3.Operations):
         inode: InodeT = 0,
         flags: int = 0,
         ctx: pyfuse3.RequestContext | None = None,
+        kill_suidgid: bool = False,
     ) -> int:
         if ctx is not None:  # the patched pyfuse3 names the writer of every write
             self._causes.attribute(ctx)
             if not fh:  # open-free: no handle
-                return self._write_unopened(inode, off, buf, flags, ctx.uid)
+                kill = kill_suidgid if self._killpriv else ctx.uid != 0
+                return self._write_unopened(inode, off, buf, flags, kill)
         handle = self._files[fh]
         if ctx is None:  # stock pyfuse3: the writer is the one who opened the file
             self._causes.resume(handle.cause)
+        if not self._killpriv:
+            # Page-cache writes had their bits cleared by the kernel; direct_io
+            # writes did not: the opener's uid decides.
+            kill_suidgid = handle.direct and handle.uid != 0
         served, tree, (local,) = self._writable(handle.ino)
         with served.lock:
             if handle.append:  # the tree, not the kernel's cached size, says where EOF is
                 off = tree.node(local).size
-            stale = handle.direct and self._drop_privileges(tree, local, handle.uid)
+            stale = self._drop_privileges(tree, local, kill=kill_suidgid)
             written = tree.write(local, off, buf)
         if stale:
             self._attributes_changed(handle.ino)
         return written
 
-    def _write_unopened(self, ino: InodeT, off: int, buf: bytes, flags: int, uid: int) -> int:
-        """A write to a file opened (or created) without a handle: open-free mode."""
+    def _write_unopened(self, ino: InodeT, off: int, buf: bytes, flags: int, kill: bool) -> int:
+        """A write to a file opened (or created) without a handle: open-free mode.
+
+        ``kill``: whether it clears set-ID bits (``_drop_privileges``).
+        """
         served, tree, (local,) = self._writable(ino)
         with served.lock:
             if flags & os.O_APPEND:
@@ -725,8 +813,9 @@ class WorkspaceOperations(pyfuse3.Operations):
                 off = tree.node(local).size
             # A write-only created file is direct_io, and the kernel leaves its
             # set-ID bits to us; through the page cache the kernel has already
-            # cleared them (by the same rule), so this is then a no-op.
-            stale = self._drop_privileges(tree, local, uid)
+            # cleared them (by the same rule, unless HANDLE_KILLPRIV_V2 left that
+            # to us too), so this is then a no-op.
+            stale = self._drop_privileges(tree, local, kill=kill)
             written = tree.write(local, off, buf)
         if stale:
             self._attributes_changed(ino)
