@@ -1,7 +1,8 @@
 """Commands that answer from a daemon load a socket client and the output, nothing more.
 
-``workspacefs list``, ``status``, ``snapshot``, ``restore``, ``diff`` and ``log`` run in a
-fresh interpreter against a real daemon; what they loaded is read from ``sys.modules``.
+``workspacefs list``, ``status``, ``snapshot``, ``restore``, ``diff``, ``log``, ``history``
+and ``rewind`` run in a fresh interpreter against a real daemon; what they loaded is read
+from ``sys.modules``.
 The server, the mount, the sandbox, git, the MCP SDK and the in-memory backend must not
 be among it (``benchmarks/bench_cli.py`` times the commands; this checks the import
 graph, which does not depend on how loaded the machine is).
@@ -88,6 +89,7 @@ def mountpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             fs.write("a.txt", "one\n")
             fs.snapshot(tag="base")
             fs.write("a.txt", "two\n")
+            fs.snapshot(tag="undo:write_file:c1")  # what records a tool call
         yield record.mountpoint
     finally:
         manager.close()
@@ -102,6 +104,8 @@ def mountpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ["log", "{mp}"],
         ["diff", "{mp}", "base", "--patch"],
         ["restore", "{mp}", "base"],
+        ["history", "{mp}"],
+        ["rewind", "{mp}", "c1", "--force"],
     ],
     ids=lambda command: command[0],
 )

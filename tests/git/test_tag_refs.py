@@ -16,6 +16,7 @@ import pytest
 
 from workspacefs import InMemoryFilesystem, InvalidArgumentError
 from workspacefs import git as wgit
+from workspacefs.fs import call_history, rewind
 from workspacefs.tools import UndoableToolset, filesystem_tools
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -34,10 +35,11 @@ def test_snapshots_of_tool_calls_persist_and_load_back(tmp_path: Path) -> None:
     toolset.call("write_file", {"path": "a.txt", "content": "1\n"}, call_id="toolu_01AbC")
     toolset.call("write_file", {"path": "a.txt", "content": "2\n"})
     tags = [record.tag for record in fs.snapshots()]
-    # Before the first call, then after each (the state after one is before the next).
+    # Before each call and after it.
     assert tags == [
         "undo:write_file:toolu_01AbC",
         "after:write_file:toolu_01AbC",
+        "undo:write_file:call-1",
         "after:write_file:call-1",
     ]
     for record in fs.snapshots():
@@ -46,6 +48,7 @@ def test_snapshots_of_tool_calls_persist_and_load_back(tmp_path: Path) -> None:
     assert tag_refs(repo, fs.workspace_id) == [
         "after%3Awrite_file%3Acall-1",
         "after%3Awrite_file%3Atoolu_01AbC",
+        "undo%3Awrite_file%3Acall-1",
         "undo%3Awrite_file%3Atoolu_01AbC",
     ]
     fsck = subprocess.run(
@@ -60,20 +63,26 @@ def test_snapshots_of_tool_calls_persist_and_load_back(tmp_path: Path) -> None:
 def test_call_ids_a_ref_cannot_hold_still_give_a_tag_that_persists(tmp_path: Path) -> None:
     fs = InMemoryFilesystem()
     toolset = UndoableToolset(filesystem_tools(fs), fs)
-    for number, call_id in enumerate(["call 1/x", "a..b", "z.lock", "é" * 200]):
+    ids = ["call 1/x", "a..b", "z.lock", "é" * 200]
+    for number, call_id in enumerate(ids):
         toolset.call("write_file", {"path": "f", "content": str(number)}, call_id=call_id)
-    tags = [record.tag for record in fs.snapshots()]
-    after = "after:write_file:"
-    assert tags == [
-        "undo:write_file:call_1_x",
-        after + "call_1_x",
-        after + "a_.b",
-        after + "z_lock",
-        after + "_" * (128 - len(after)),
+    tags = [str(record.tag) for record in fs.snapshots()]
+    undo = "undo:write_file:"
+    assert tags[::2] == [
+        undo + "call.201.2Fx",  # each byte a ref cannot hold as ``.XX``: the id reads back
+        undo + "a.2E.2Eb",
+        undo + "z.2Elock",
+        tags[6],
     ]
+    assert tags[6].startswith(undo + ".C3.A9")
+    assert len(tags[6]) <= 128  # cut, at a whole byte
+    cut = "é" * ((128 - len("after:write_file:") - len(".x") - 16) // len(".C3.A9")) + "..."
+    assert [call.call_id for call in call_history(fs)] == [*ids[:3], cut]
     for record in fs.snapshots():
         wgit.persist(fs, record, tmp_path / "repo.git")
-    assert len(tag_refs(tmp_path / "repo.git", fs.workspace_id)) == 5
+    assert len(tag_refs(tmp_path / "repo.git", fs.workspace_id)) == 8
+    assert rewind(fs, "é" * 200).undone == (cut,)  # the whole id still names it
+    assert fs.read("f").content == "2"
 
 
 def test_tags_with_and_without_colons_keep_apart(tmp_path: Path) -> None:
@@ -102,12 +111,14 @@ def test_a_call_id_that_ends_as_a_lock_file_once_its_dots_go_still_persists(
     toolset = UndoableToolset(filesystem_tools(fs), fs)
     toolset.call("write_file", {"path": "f", "content": "1"}, call_id=call_id)
     assert len(fs.snapshots()) == 2  # before the call and after it
+    (recorded,) = call_history(fs)
     for record in fs.snapshots():
         assert record.tag is not None
         assert not record.tag.endswith(".lock")
         wgit.persist(fs, record, tmp_path / "repo.git")
         loaded = wgit.load(tmp_path / "repo.git", record.tag, workspace=fs.workspace_id)
         assert [snapshot.tag for snapshot in loaded.snapshots()] == [record.tag]
+    assert rewind(fs, call_id).undone == (recorded.call_id,)  # the whole id names it
 
 
 def test_a_tag_that_reads_as_a_commit_id_names_the_tagged_snapshot(tmp_path: Path) -> None:

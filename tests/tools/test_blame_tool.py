@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import anyio
-from mcp import Client
+from mcp import Client, types
 
 from workspacefs import Cause, HostFilesystem, InMemoryFilesystem, attributed
 from workspacefs.tools import (
     BLAME,
+    CALL_ID_META,
     ToolContext,
     ToolRegistry,
     UndoableToolset,
     create_server,
     filesystem_tools,
 )
+
+
+def call_meta(call_id: str) -> types.RequestParamsMeta:
+    """A request's ``_meta`` naming the call (an open mapping: any key travels)."""
+    return cast("types.RequestParamsMeta", {CALL_ID_META: call_id})
 
 
 def causes(fs: InMemoryFilesystem, path: str) -> list[list[tuple[str | None, str | None]]]:
@@ -102,12 +109,20 @@ def test_a_workspace_that_cannot_attribute_says_so(tmp_path: Path) -> None:
 def test_mcp_calls_are_attributed_to_their_request() -> None:
     fs = InMemoryFilesystem()
 
-    async def session() -> None:
+    async def session() -> list[str]:
         async with Client(create_server(fs)) as client:
-            result = await client.call_tool("write_file", {"path": "a", "content": "x"})
-            assert not result.is_error
+            named = await client.call_tool(
+                "write_file", {"path": "a", "content": "x"}, meta=call_meta("toolu_01")
+            )
+            unnamed = await client.call_tool("write_file", {"path": "b", "content": "y"})
+            assert not named.is_error
+            assert not unnamed.is_error
+            return [str((r.meta or {})[CALL_ID_META]) for r in (named, unnamed)]
 
-    anyio.run(session)
-    ((cause,),) = [entry.causes for entry in fs.blame("a")]
-    assert cause.tool == "write_file"
-    assert (cause.call_id or "").startswith("mcp-")
+    # A call is attributed to the id the client gave it, else to one the server gave it,
+    # which its result names.
+    ids = anyio.run(session)
+    assert ids[0] == "toolu_01"
+    for path, call_id in zip(("a", "b"), ids, strict=True):
+        ((cause,),) = [entry.causes for entry in fs.blame(path)]
+        assert (cause.tool, cause.call_id) == ("write_file", call_id)

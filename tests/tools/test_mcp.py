@@ -116,8 +116,9 @@ def test_mcp_command_on_a_running_daemon(remote_daemons: RemoteDaemons) -> None:
                 ("read_file", {"path": "missing.txt"}),
             ],
         )
-        assert names == filesystem_tools(fs).names
+        assert names == filesystem_tools(fs, rewind=True).names
         assert "snapshot" in names  # the daemon's workspace takes snapshots
+        assert "rewind" in names  # and records the calls
         assert results == [
             (False, "     1\twritten through the daemon"),
             (False, "     1\twritten through the daemon"),
@@ -219,8 +220,8 @@ def test_mcp_server_over_stdio(tmp_path: Path) -> None:
     (project / "logo.png").write_bytes(png(2, 2))
     seen = anyio.run(_scenario, project)
 
-    assert seen["names"] == filesystem_tools().names
-    exported = {entry["name"]: entry for entry in filesystem_tools().anthropic_schemas()}
+    assert seen["names"] == filesystem_tools(rewind=True).names
+    exported = {entry["name"]: entry for entry in filesystem_tools(rewind=True).anthropic_schemas()}
     for name, tool in seen["tools"].items():
         assert tool.input_schema == exported[name]["input_schema"]
         assert tool.description == exported[name]["description"]

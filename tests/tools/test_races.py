@@ -165,8 +165,9 @@ def test_undo_keeps_a_change_made_after_the_call(make: MakeWorkspace) -> None:
     with pytest.raises(ContentChangedError) as caught:
         toolset.undo()
     assert caught.value.strerror == (
-        "another writer changed the workspace after call call-1 (other.txt); undoing would "
-        "discard that too, so nothing was undone"
+        "another writer changed the workspace after call call-1 (other.txt), outside the "
+        "recorded calls; rewinding would discard that too, so nothing was undone (a forced "
+        "rewind discards it)"
     )
     assert (ws.text("a.txt"), ws.text("other.txt")) == ("b\n", "another writer's\n")
     assert [c.call_id for c in toolset.history] == ["call-1"]
@@ -185,8 +186,9 @@ def test_undo_keeps_a_change_made_between_calls(make: MakeWorkspace) -> None:
     with pytest.raises(ContentChangedError) as caught:
         toolset.undo_to("call-1")
     assert caught.value.strerror == (
-        "another writer changed the workspace between calls call-1 and call-2 (other.txt); "
-        "undoing would discard that too, so nothing was undone"
+        "another writer changed the workspace between calls call-1 and call-2 (other.txt), "
+        "outside the recorded calls; rewinding would discard that too, so nothing was undone "
+        "(a forced rewind discards it)"
     )
     assert ws.text("c.txt") == "c\n"
     toolset.undo_to("call-2")  # after the other writer's change: it stays

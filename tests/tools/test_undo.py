@@ -8,7 +8,7 @@ import pytest
 
 from workspacefs import InMemoryFilesystem, SnapshotableFilesystem
 from workspacefs.daemon import RemoteFilesystem
-from workspacefs.fs import Filesystem
+from workspacefs.fs import Filesystem, call_history
 from workspacefs.tools import ToolContext, UndoableToolset, filesystem_tools
 
 from .conftest import MakeWorkspace
@@ -36,6 +36,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("rm", {"path": "a.txt"}),
 ]
 FAILING = {5, 13}
+READS = {"read_file", "ls", "grep", "glob"}
 
 
 def state(fs: Filesystem) -> dict[str, bytes | None]:
@@ -64,11 +65,13 @@ def test_undo_back_to_each_of_twenty_calls(make: MakeWorkspace) -> None:
     history = toolset.history
     assert [call.call_id for call in history] == [f"c{i}" for i in range(20)]
     for call, (name, _) in zip(history, CALLS, strict=True):
-        assert (call.before is None) is (name in {"read_file", "ls", "grep", "glob"}), name
-    # a refused call changed nothing, so the next mutating call reuses its snapshot
-    assert history[7].before is history[5].before
-    assert history[12].before is history[11].before
-    assert history[3].before is not history[2].before
+        assert (call.before is None) is (name in READS), name
+    # Every mutating call, refused ones too, has a snapshot of its own, tagged with its id:
+    # that is the workspace's record of the call, which every door reads.
+    mutating = [f"c{i}" for i, (name, _) in enumerate(CALLS) if name not in READS]
+    assert [call.call_id for call in call_history(fs)] == mutating
+    assert history[7].before is not history[5].before
+    assert history[5].after is history[5].before  # refused: changed nothing
     assert toolset.diff("c3").modified == ("a.txt",)
     assert toolset.diff("c5").changed is False
     assert toolset.diff("c1").changed is False
@@ -101,9 +104,10 @@ def test_read_only_calls_take_no_snapshot() -> None:
         assert toolset.call(name, arguments).success
     assert list(fs.snapshots()) == taken
     toolset.call("write_file", {"path": "a.txt", "content": "x", "mode": "create"})  # refused
-    toolset.call("rm", {"path": "missing"})  # fails: nothing changed since the last
-    assert len(fs.snapshots()) == 2
-    assert toolset.history[-1].before is toolset.history[-2].before
+    toolset.call("rm", {"path": "missing"})  # fails
+    # A mutating call that changed nothing has its snapshot before (its record), no after.
+    assert [s.tag for s in fs.snapshots()][2:] == ["undo:write_file:call-7", "undo:rm:call-8"]
+    assert [call.after is call.before for call in toolset.history[-2:]] == [True, True]
 
 
 def test_undo_skips_calls_that_changed_nothing() -> None:
@@ -130,8 +134,11 @@ def test_history_is_bounded_and_forgets_snapshots() -> None:
     for i in range(5):
         toolset.call("write_file", {"path": f"{i}.txt", "content": str(i)})
     assert [c.call_id for c in toolset.history] == ["call-3", "call-4", "call-5"]
-    # Each call's state after is the next one's before: those of calls 3 to 5 are kept.
-    assert [s.tag for s in fs.snapshots()] == [f"after:write_file:call-{i}" for i in (2, 3, 4, 5)]
+    # The snapshots of the calls forgotten are deleted: the workspace forgets them too.
+    assert [s.tag for s in fs.snapshots()] == [
+        f"{phase}:write_file:call-{i}" for i in (3, 4, 5) for phase in ("undo", "after")
+    ]
+    assert [c.call_id for c in call_history(fs)] == ["call-3", "call-4", "call-5"]
     toolset.undo_to("call-3")
     assert sorted(e.name for e in fs.list()) == ["0.txt", "1.txt"]
 

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     _forks,
     _mcp,
     _mounts,
+    _rewind,
     _run,
     _snapshots,
     _storage,

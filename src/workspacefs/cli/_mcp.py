@@ -101,13 +101,21 @@ def mcp(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Refuse every write to the workspace.")
     ] = False,
+    no_rewind: Annotated[
+        bool,
+        typer.Option(
+            "--no-rewind",
+            help="Record no call, and offer no history or rewind tool (with --host, each "
+            "recorded call commits DIR's state to its snapshot repository).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the agent tools (ls, read_file, edit_file, grep, snapshot, ...) over MCP on
     stdin/stdout, on a running workspace, a fresh in-memory one or a host directory."""
     from ..daemon import LOADED_TAG, connect, load_source, parse_source
     from ..fs import InMemoryFilesystem
     from ..host import HostFilesystem
-    from ..tools import serve_stdio
+    from ..tools import filesystem_tools, serve_stdio
 
     _refuse_mixed(mountpoint, source, host)
     fs: Filesystem
@@ -140,7 +148,7 @@ def mcp(
         fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
     try:
-        serve_stdio(fs)
+        serve_stdio(fs, tools=filesystem_tools(fs) if no_rewind else None)
     finally:
         if isinstance(fs, HostFilesystem):
             fs.cleanup()

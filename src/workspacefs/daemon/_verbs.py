@@ -48,6 +48,8 @@ from ..fs import (
     MergeReport,
     PersistResult,
     PruneResult,
+    RecordedCall,
+    RewindResult,
     SnapshotableFilesystem,
     SnapshotChanges,
     SnapshotRetentionPolicy,
@@ -122,7 +124,7 @@ class InMemoryWorkspace(Protocol):
 
 class Daemon(Protocol):
     """The verbs a workspace daemon serves beyond the ``Filesystem`` and snapshot
-    protocols: archives, git, forks and the daemon itself."""
+    protocols: archives, git, forks, the recorded tool calls and the daemon itself."""
 
     def export_archive(
         self, path: str | os.PathLike[str], *, snapshot: FilesystemSnapshot | None = None
@@ -194,6 +196,23 @@ class Daemon(Protocol):
             name: The fork.
             dry_run: Only report.
             markers: Give text conflicts the merged text with git's markers.
+        """
+        ...
+
+    def call_history(self) -> list[RecordedCall]:
+        """The tool calls the workspace records (its ``undo:<tool>:<call id>``
+        snapshots), oldest first: what ``rewind`` can return to (``fs.call_history``)."""
+        ...
+
+    def rewind(self, call_id: str, *, force: bool = False) -> RewindResult:
+        """Return the workspace to how it was just before the recorded call ``call_id``;
+        that call and every later recorded one are undone, and named, oldest first, in
+        the result: the cut point (``fs.rewind``).
+
+        Raises:
+            SnapshotNotFoundError: No recorded call has this id.
+            ContentChangedError: Without ``force``: a writer other than the recorded
+                calls changed the workspace after the call; nothing was changed.
         """
         ...
 
@@ -444,6 +463,8 @@ class WorkspaceVerbs(FilesystemVerbs):
     forks = Method(Daemon.forks, DAEMON)
     drop_fork = Method(Daemon.drop_fork, DAEMON)
     merge_fork = Method(Daemon.merge_fork, DAEMON, changes=True)
+    call_history = Method(Daemon.call_history, DAEMON)
+    rewind = Method(Daemon.rewind, DAEMON, changes=True)
     info = Method(Daemon.info, DAEMON)
     status = Method(Daemon.status, DAEMON)
     unmount = Method(Daemon.unmount, DAEMON, stops=True)

@@ -36,10 +36,14 @@ from ..fs import (
     MergeReport,
     PersistResult,
     PruneResult,
+    RecordedCall,
+    RewindResult,
     SnapshotRetentionPolicy,
     TransferResult,
     TreeFilesystem,
+    call_history,
     from_json,
+    rewind,
 )
 from ..fuse import Mount, refuse_if_mounted_inside
 from ..store import DurableWorkspace, Recovery
@@ -100,6 +104,7 @@ class Workspace(Daemon):
         self._forks = Forks(fs, read_only=facts.read_only)
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
+        self._rewinding = threading.Lock()
         self._started = time.monotonic()
         self._mount: Mount | None = None
         # A read-only workspace serves a frozen view of what it was loaded with:
@@ -202,6 +207,21 @@ class Workspace(Daemon):
         with self._views_lock:
             for snapshot_id in snapshot_ids:
                 self._views.pop(snapshot_id, None)
+
+    # -- recorded tool calls ----------------------------------------------------------
+
+    def call_history(self) -> list[RecordedCall]:
+        """The recorded tool calls, oldest first (``fs.call_history``)."""
+        return call_history(self.fs)
+
+    def rewind(self, call_id: str, *, force: bool = False) -> RewindResult:
+        """Return the workspace to just before a recorded call (``fs.rewind``), one
+        rewind at a time, and forget the cached views of the snapshots it deleted."""
+        with self._rewinding:
+            kept = {record.snapshot_id for record in self.fs.snapshots()}
+            result = rewind(self.fs, call_id, force=force)
+            self._drop_views(list(kept - {record.snapshot_id for record in self.fs.snapshots()}))
+        return result
 
     # -- archives and git ------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..fs import Cause, SnapshotChanges, short_id
+from ..fs import Cause, SnapshotChanges, parse_call_tag, short_id
 from ..fs import EntryKind as EntryKind  # one path's entry is the fs layer's
 from ..fs import TreeEntry as TreeEntry
 from ..fs import depth_first as depth_first
@@ -20,7 +20,6 @@ from ..fs import tree_key as tree_key
 LIVE = "live"
 """The snapshot id that names a live workspace's current state."""
 
-_UNDO_TAG = re.compile(r"^(?P<phase>undo|after):(?P<tool>[^:]+):(?P<call>.+)$")
 _EXEC_TAG = re.compile(r"^exec-(?P<number>\d+)-(?P<phase>before|after)$")
 
 
@@ -80,10 +79,10 @@ def origin_from_tag(tag: str | None) -> Origin | None:
     """
     if tag is None:
         return None
-    undo = _UNDO_TAG.match(tag)
+    undo = parse_call_tag(tag)
     if undo is not None:
-        tool, call = undo["tool"], undo["call"]
-        phase = "before" if undo["phase"] == "undo" else "after"
+        tool, call = undo.tool, undo.call_id
+        phase = "before" if undo.phase == "undo" else "after"
         return Origin(
             "tool",
             f"{phase} {tool} ({call})",

@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from ._budget import MemoryUsage as MemoryUsage
     from ._budget import available_memory as available_memory
     from ._budget import default_memory_budget as default_memory_budget
+    from ._calls import CallTag as CallTag
+    from ._calls import RecordedCall as RecordedCall
+    from ._calls import RewindResult as RewindResult
+    from ._calls import call_history as call_history
+    from ._calls import call_tag as call_tag
+    from ._calls import parse_call_tag as parse_call_tag
+    from ._calls import recorded_calls as recorded_calls
+    from ._calls import rewind as rewind
     from ._ceilings import MemoryCeiling as MemoryCeiling
     from ._ceilings import memory_ceilings as memory_ceilings
     from ._codec import as_row as as_row
@@ -127,6 +135,7 @@ __all__ = [
     "AttributedFilesystem",
     "BackendFilesystem",
     "BlameEntry",
+    "CallTag",
     "Cause",
     "ChangeKind",
     "ConflictKind",
@@ -161,8 +170,10 @@ __all__ = [
     "PruneResult",
     "ReadBytesResult",
     "ReadResult",
+    "RecordedCall",
     "RefRefused",
     "RefWritten",
+    "RewindResult",
     "SnapshotBytes",
     "SnapshotChanges",
     "SnapshotKind",
@@ -185,6 +196,8 @@ __all__ = [
     "attributed",
     "available_memory",
     "build_patch",
+    "call_history",
+    "call_tag",
     "change_kind",
     "changed_paths",
     "changed_since",
@@ -204,13 +217,16 @@ __all__ = [
     "memory_ceilings",
     "node_entry",
     "normalize_path",
+    "parse_call_tag",
     "patch_lines",
+    "recorded_calls",
     "recorded_id",
     "recorded_int",
     "recorded_time",
     "redact_command",
     "redact_text",
     "register_archive_verbs",
+    "rewind",
     "sanitised_mode",
     "short_id",
     "snapshot_label",
@@ -233,6 +249,14 @@ _EXPORTS = {
     "Kind": "._backend",
     "MemoryUsage": "._budget",
     "available_memory": "._budget",
+    "CallTag": "._calls",
+    "RecordedCall": "._calls",
+    "RewindResult": "._calls",
+    "call_history": "._calls",
+    "call_tag": "._calls",
+    "parse_call_tag": "._calls",
+    "recorded_calls": "._calls",
+    "rewind": "._calls",
     "default_memory_budget": "._budget",
     "MemoryCeiling": "._ceilings",
     "memory_ceilings": "._ceilings",

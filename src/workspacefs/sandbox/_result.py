@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..fs import FilesystemDiff, FilesystemSnapshot, InMemoryFilesystem
+from ..fs import FilesystemDiff, FilesystemSnapshot, InMemoryFilesystem, SnapshotableFilesystem
 from ._exec import Completed
 
 SnapshotStrategy = Literal["workspace", "container_commit"]
@@ -108,14 +108,19 @@ class SandboxSnapshot:
 
 
 def changes_and_after(
-    fs: InMemoryFilesystem, before: FilesystemSnapshot, tag: str
+    fs: SnapshotableFilesystem, before: FilesystemSnapshot, tag: str
 ) -> tuple[FilesystemDiff, FilesystemSnapshot]:
     """What changed since ``before``, and a snapshot tagged ``tag`` of exactly that state.
 
-    The diff is taken against the live tree first, under the same hold of
-    the lock as the snapshot: a retention policy may prune ``before`` the
-    moment the new snapshot is recorded.
+    In memory, the diff is taken against the live tree first, under the same
+    hold of the lock as the snapshot: a retention policy may prune ``before``
+    the moment the new snapshot is recorded. (A running workspace's daemon
+    takes each call under its own lock: what another writer changes between
+    the two shows in the next command's changes.)
     """
+    if not isinstance(fs, InMemoryFilesystem):
+        changes = fs.diff(before)
+        return changes, fs.snapshot(tag=tag)
     with fs.tree.lock:
         changes = fs.diff(before)
         return changes, fs.snapshot(tag=tag)

@@ -1,7 +1,8 @@
 """``PodmanSandbox``: an in-memory workspace mounted into one long-lived Podman container.
 
 The workspace's live tree is mounted with FUSE on a private host directory
-and bound into the container at ``workdir`` (``/workspace``); the container
+(or, for a running workspace reached with ``connect()``, its daemon's mount is
+used) and bound into the container at ``workdir`` (``/workspace``); the container
 runs until the sandbox closes and each ``exec`` is a ``podman exec`` beside
 it. The Python API and the container share one tree: a write on either side
 is seen by the other at once, and a ``restore`` is seen by the container's
@@ -24,7 +25,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from typing import Unpack
+from typing import TYPE_CHECKING, Any, Generic, Unpack, overload
 
 from .._errors import (
     BackendUnavailableError,
@@ -32,9 +33,17 @@ from .._errors import (
     InvalidArgumentError,
     NotADirectoryFsError,
     NotPermittedError,
+    NotSupportedError,
     ReadOnlyError,
 )
-from ..fs import CAUSE_VARIABLE, Cause, FilesystemSnapshot, InMemoryFilesystem, current_cause
+from ..fs import (
+    CAUSE_VARIABLE,
+    Cause,
+    FilesystemSnapshot,
+    InMemoryFilesystem,
+    SnapshotableFilesystem,
+    current_cause,
+)
 from ..fuse import Mount, mount
 from ..tools import WorkspaceSnapshots
 from ._config import SandboxConfig, SandboxOptions, check_env
@@ -50,13 +59,24 @@ from ._try import TryRun, run_try
 
 log = logging.getLogger(__name__)
 
+if TYPE_CHECKING:
+    # A default (PEP 696) keeps a bare ``PodmanSandbox`` the in-memory kind for type
+    # checkers; ``typing``'s own ``TypeVar`` takes one from Python 3.13.
+    from typing_extensions import TypeVar
+
+    W = TypeVar("W", bound=SnapshotableFilesystem, default=InMemoryFilesystem)
+else:
+    from typing import TypeVar
+
+    W = TypeVar("W", bound=SnapshotableFilesystem)
+
 MAX_PENDING_TRIES = 16
 """Tries a sandbox keeps waiting for a decision; ``try_exec`` refuses more."""
 
 _one_per_process = threading.Lock()
 _open: list[str] = []  # the name of the sandbox holding the process's one mount
 
-_exec_numbers: weakref.WeakKeyDictionary[InMemoryFilesystem, Iterator[int]] = (
+_exec_numbers: weakref.WeakKeyDictionary[SnapshotableFilesystem, Iterator[int]] = (
     weakref.WeakKeyDictionary()
 )
 _numbers_lock = threading.Lock()
@@ -71,7 +91,7 @@ def _caused(command: CheckedCommand, call_id: str) -> CheckedCommand:
     return dataclasses.replace(command, env=[(CAUSE_VARIABLE, call.environment()), *command.env])
 
 
-def _next_exec_number(filesystem: InMemoryFilesystem) -> int:
+def _next_exec_number(filesystem: SnapshotableFilesystem) -> int:
     """Numbers for exec snapshot tags, unique per filesystem across its sandboxes."""
     with _numbers_lock:
         numbers = _exec_numbers.setdefault(filesystem, itertools.count(1))
@@ -150,7 +170,18 @@ class _Resources:
             log.debug("sandbox closed outside the main thread", exc_info=True)
 
 
-class PodmanSandbox:
+def served_mountpoint(filesystem: object) -> str | None:
+    """Where a running workspace (a daemon's, reached with ``connect()``) is mounted,
+    or None for any other filesystem."""
+    if isinstance(filesystem, InMemoryFilesystem) or not isinstance(
+        filesystem, SnapshotableFilesystem
+    ):
+        return None
+    mountpoint = getattr(filesystem, "mountpoint", None)
+    return mountpoint if isinstance(mountpoint, str) else None
+
+
+class PodmanSandbox(Generic[W]):
     """A workspace mounted at ``workdir`` in one long-lived Podman container.
 
     Use it as a context manager, or call ``close``; it is also closed when
@@ -160,7 +191,10 @@ class PodmanSandbox:
     Args:
         filesystem: The workspace (default: a new empty one). Its
             ``mount_point`` must equal ``workdir``, so the paths a command
-            prints are the paths the API takes.
+            prints are the paths the API takes. Or a running workspace
+            (``connect()``): the container binds its daemon's mount, and this
+            process mounts nothing (give the API paths relative to the root);
+            such a sandbox runs no try (``try_exec``).
         image: A local image to run (never pulled), instead of ``rootfs``.
         rootfs: A host directory to run on, through a copy-on-write overlay
             (never written). Default: the host's ``/``, with the host's own
@@ -202,21 +236,34 @@ class PodmanSandbox:
             Podman said and what ``preflight`` finds missing.
     """
 
+    @overload
     def __init__(
-        self, filesystem: InMemoryFilesystem | None = None, **options: Unpack[SandboxOptions]
-    ) -> None:
+        self: PodmanSandbox[InMemoryFilesystem],
+        filesystem: None = None,
+        **options: Unpack[SandboxOptions],
+    ) -> None: ...
+    @overload
+    def __init__(self, filesystem: W, **options: Unpack[SandboxOptions]) -> None: ...
+    def __init__(self, filesystem: Any = None, **options: Unpack[SandboxOptions]) -> None:
         config = SandboxConfig.build(**options)
+        self._served = served_mountpoint(filesystem)
         if filesystem is None:
             filesystem = InMemoryFilesystem(mount_point=config.workdir, read_only=config.read_only)
+        elif self._served is not None:
+            pass  # a daemon's workspace: its mount point is the host's path, not workdir
         elif not isinstance(filesystem, InMemoryFilesystem):
-            raise InvalidArgumentError("a sandbox mounts an InMemoryFilesystem's live tree", None)
+            raise InvalidArgumentError(
+                "a sandbox mounts an InMemoryFilesystem's live tree, or binds a running "
+                "workspace's mount (connect())",
+                None,
+            )
         elif filesystem.mount_point != config.workdir:
             raise InvalidArgumentError(
                 f"the filesystem's mount_point is {filesystem.mount_point!r} but the container "
                 f"sees it at {config.workdir!r}; make them equal so paths agree",
                 None,
             )
-        self._fs = filesystem
+        self._fs: W = filesystem
         self._config = config
         self._read_only = config.read_only or filesystem.read_only
         self._lock = threading.RLock()
@@ -234,6 +281,32 @@ class PodmanSandbox:
 
     def _start(self) -> None:
         stack = self._resources.stack
+        if self._served is not None:
+            self._state = make_state_dir()
+            stack.callback(remove_state_dir, self._state)
+            self._name = os.path.basename(self._state)
+            self._mountpoint = self._served
+        else:
+            self._mount_own()
+        stack.callback(self._resources.drop_tries)  # runs before the unmount
+        self._root: RootFilesystem = root_filesystem(
+            self._config.image,
+            self._config.rootfs,
+            self._config.podman_overlay,
+            self._state,
+            self._config.disk,
+            self._name,
+        )
+        stack.callback(self._root.close)
+        stack.callback(self._resources.join_cleanups)  # tries' branches of the root first
+        stack.callback(self._resources.stop_container)
+        self._resources.container = self._start_container()
+
+    def _mount_own(self) -> None:
+        """Mount the in-memory workspace on the sandbox's private directory (one mount a
+        process: pyfuse3's)."""
+        stack = self._resources.stack
+        assert isinstance(self._fs, InMemoryFilesystem)
         if not _one_per_process.acquire(blocking=False):
             raise BusyError(
                 f"sandbox {_open[0] if _open else '?'} is open in this process; pyfuse3 serves "
@@ -263,19 +336,6 @@ class PodmanSandbox:
                 "mount per process, so the sandbox cannot mount its workspace",
                 self._mountpoint,
             ) from exc
-        stack.callback(self._resources.drop_tries)  # runs before the unmount
-        self._root: RootFilesystem = root_filesystem(
-            self._config.image,
-            self._config.rootfs,
-            self._config.podman_overlay,
-            self._state,
-            self._config.disk,
-            self._name,
-        )
-        stack.callback(self._root.close)
-        stack.callback(self._resources.join_cleanups)  # tries' branches of the root first
-        stack.callback(self._resources.stop_container)
-        self._resources.container = self._start_container()
 
     def _run_args(
         self, name: str | None = None, source: str | None = None, root: RootFilesystem | None = None
@@ -304,7 +364,7 @@ class PodmanSandbox:
         with self._lock:
             self._finalize()
 
-    def __enter__(self) -> PodmanSandbox:
+    def __enter__(self) -> PodmanSandbox[W]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -328,8 +388,8 @@ class PodmanSandbox:
     # -- what it is -------------------------------------------------------------------
 
     @property
-    def filesystem(self) -> InMemoryFilesystem:
-        """The workspace (its ``mount_point`` is ``workdir``)."""
+    def filesystem(self) -> W:
+        """The workspace (an in-memory one's ``mount_point`` is ``workdir``)."""
         return self._fs
 
     @property
@@ -427,7 +487,7 @@ class PodmanSandbox:
             directory = os.path.normpath(os.path.join(self._config.workdir, cwd))
             workdir = self._config.workdir
             if (directory == workdir or directory.startswith(workdir + "/")) and not (
-                self._fs.stat(directory).is_directory
+                self._fs.stat(os.path.relpath(directory, workdir)).is_directory
             ):
                 raise NotADirectoryFsError("cwd is not a directory", directory)
         pairs = tuple(check_env(env))
@@ -467,6 +527,12 @@ class PodmanSandbox:
         checked = self._command(command, timeout, cwd, env, stdin)
         if self._read_only:
             raise ReadOnlyError("a read-only workspace accepts no try", self._config.workdir)
+        if not isinstance(self._fs, InMemoryFilesystem):
+            raise NotSupportedError(
+                "a try runs in a fork this process mounts: a sandbox on a running "
+                "workspace runs none (fork it with the daemon's fork verb instead)",
+                None,
+            )
         resources = self._resources
         with self._lock:
             self._container()

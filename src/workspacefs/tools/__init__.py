@@ -58,6 +58,11 @@ from ._read_files import ReadFilesParams as ReadFilesParams
 from ._registry import ToolRegistry as ToolRegistry
 from ._result import Attachment as Attachment
 from ._result import ToolResult as ToolResult
+from ._rewind import HISTORY as HISTORY
+from ._rewind import REWIND as REWIND
+from ._rewind import HistoryParams as HistoryParams
+from ._rewind import RewindParams as RewindParams
+from ._rewind import describe_rewind as describe_rewind
 from ._schemas import anthropic_schema as anthropic_schema
 from ._schemas import input_schema as input_schema
 from ._schemas import openai_schema as openai_schema
@@ -77,18 +82,21 @@ from ._tool import ToolAnnotations as ToolAnnotations
 from ._tool import ToolHandler as ToolHandler
 from ._tool import ToolParams as ToolParams
 from ._toolset import FILE_TOOLS as FILE_TOOLS
+from ._toolset import REWIND_TOOLS as REWIND_TOOLS
 from ._toolset import SNAPSHOT_TOOLS as SNAPSHOT_TOOLS
 from ._toolset import filesystem_tools as filesystem_tools
 from ._undo import ToolCall as ToolCall
 from ._undo import UndoableToolset as UndoableToolset
 
 if TYPE_CHECKING:
+    from ._mcp import CALL_ID_META as CALL_ID_META
     from ._mcp import create_server as create_server
     from ._mcp import serve_stdio as serve_stdio
     from ._stdio import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
     from ._stdio import stdio_transport as stdio_transport
 
 _LAZY_NAMES = {
+    "CALL_ID_META": "._mcp",
     "create_server": "._mcp",
     "serve_stdio": "._mcp",
     "MAX_REQUEST_BYTES": "._stdio",

@@ -15,8 +15,8 @@ is this package's (``_stdio``): every line is bounded and answered.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import logging
+from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
@@ -25,7 +25,8 @@ from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from ..fs import Filesystem
+from .._errors import AlreadyExistsError
+from ..fs import Filesystem, RecordedCall, RewindResult, SnapshotableFilesystem, to_json
 from ._context import ToolContext
 from ._registry import ToolRegistry
 from ._result import ToolResult
@@ -37,12 +38,17 @@ from ._undo import UndoableToolset
 
 log = logging.getLogger(__name__)
 
+CALL_ID_META = "workspacefs/call_id"
+"""The ``_meta`` key of a call's id: in a request, the id to record it under; in its
+result, the id it was recorded (or attributed) under."""
+
 INSTRUCTIONS = (
     "Tools over one workspace filesystem. Paths are relative to the workspace root. "
     "read_file numbers lines like `cat -n` (any size, any text encoding); edit_file and "
     "multi_edit need the exact text without those numbers. read_bytes shows images and "
     "other binary files; stat says which read tool a file needs. snapshot/restore/diff "
-    "save, return to and compare states of the whole workspace."
+    "save, return to and compare states of the whole workspace. Where offered, history "
+    "lists the calls that may have changed it and rewind returns it to just before one."
 )
 
 
@@ -69,30 +75,52 @@ def _listed(tool: Tool[Any, Any]) -> types.Tool:
     )
 
 
+def recorded(filesystem: Filesystem) -> bool:
+    """Whether calls on ``filesystem`` can be recorded for rewind: it snapshots, lists
+    and deletes its snapshots, and takes writes."""
+    return (
+        isinstance(filesystem, SnapshotableFilesystem)
+        and not filesystem.read_only
+        and callable(getattr(filesystem, "snapshots", None))
+        and callable(getattr(filesystem, "delete_snapshot", None))
+    )
+
+
 def create_server(
     filesystem: Filesystem,
     *,
     tools: ToolRegistry | UndoableToolset | None = None,
     name: str = "workspacefs",
 ) -> Server[Any]:
-    """An MCP server offering ``tools`` (default: the built-in set) on ``filesystem``.
+    """An MCP server offering ``tools`` on ``filesystem``.
 
     Args:
         filesystem: The workspace.
-        tools: A registry, or an ``UndoableToolset`` to record every call for undo.
+        tools: A registry, or an ``UndoableToolset`` to record every call for
+            rewind. Default: the built-in tools, recorded with ``history`` and
+            ``rewind`` where the workspace can (``recorded``), else unrecorded.
         name: The server name clients see.
     """
-    toolset = tools if tools is not None else filesystem_tools(filesystem)
+    toolset: ToolRegistry | UndoableToolset
+    if tools is not None:
+        toolset = tools
+    elif isinstance(filesystem, SnapshotableFilesystem) and recorded(filesystem):
+        toolset = UndoableToolset(filesystem_tools(filesystem, rewind=True), filesystem)
+    else:
+        toolset = filesystem_tools(filesystem)
     registry = toolset.tools if isinstance(toolset, UndoableToolset) else toolset
     context = ToolContext(filesystem=filesystem)
 
-    def run(call: str, arguments: dict[str, Any], request: str | None) -> ToolResult[Any]:
+    def run(call: str, arguments: dict[str, Any], call_id: str) -> ToolResult[Any]:
+        # The id names the call in what ``blame`` shows, and in the undo history.
         try:
-            if isinstance(toolset, UndoableToolset):  # names the call itself
-                return toolset.call(call, arguments, context=context)
-            # The request id names the call in what ``blame`` shows.
-            called = dataclasses.replace(context, call_id=request)
-            return toolset.call(call, arguments, context=called)
+            if isinstance(toolset, UndoableToolset):
+                return toolset.call(call, arguments, context=context, call_id=call_id)
+            return toolset.call(call, arguments, context=replace(context, call_id=call_id))
+        except AlreadyExistsError:
+            return ToolResult.fail(
+                f"The call id {call_id!r} is recorded already; give each call an id of its own."
+            )
         except Exception as exc:  # a bug must not take the server down
             log.exception("tool %s failed", call)
             return ToolResult.fail(f"{call} failed with an internal error: {exc!r}")
@@ -105,8 +133,21 @@ def create_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = run(params.name, dict(params.arguments or {}), _request_id(ctx))
-        return types.CallToolResult(content=_content(result), is_error=not result.success)
+        given = (ctx.meta or {}).get(CALL_ID_META)
+        if given is not None and (not isinstance(given, str) or not given):
+            result: ToolResult[Any] = ToolResult.fail(
+                f"_meta[{CALL_ID_META!r}] must be a non-empty string, the call's id."
+            )
+            return types.CallToolResult(content=_content(result), is_error=True)
+        if given is None:
+            given = _new_id(toolset, ctx)
+        result = run(params.name, dict(params.arguments or {}), given)
+        return types.CallToolResult(
+            content=_content(result),
+            structured_content=_structured(result),
+            is_error=not result.success,
+            _meta={CALL_ID_META: given},
+        )
 
     return Server(
         name,
@@ -115,6 +156,25 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _new_id(toolset: ToolRegistry | UndoableToolset, ctx: ServerRequestContext[Any]) -> str:
+    """The id of a call the client named not: the toolset's next free one, else one
+    made of the request's id."""
+    if isinstance(toolset, UndoableToolset):
+        return toolset.new_call_id()
+    return f"mcp-{ctx.request_id}"
+
+
+def _structured(result: ToolResult[Any]) -> dict[str, Any] | None:
+    """The value of a ``rewind`` or ``history`` result as JSON, for a client to read."""
+    value = result.value
+    if isinstance(value, RewindResult):
+        data: dict[str, Any] = to_json(value)
+        return data
+    if isinstance(value, list) and value and all(isinstance(v, RecordedCall) for v in value):
+        return {"calls": to_json(value, list[RecordedCall])}
+    return None
 
 
 def _content(result: ToolResult[Any]) -> list[types.ContentBlock]:
@@ -127,10 +187,6 @@ def _content(result: ToolResult[Any]) -> list[types.ContentBlock]:
         else:
             blocks.append(types.ImageContent(data=data, mime_type=item.mime_type))
     return blocks
-
-
-def _request_id(ctx: ServerRequestContext[Any]) -> str | None:
-    return None if ctx.request_id is None else f"mcp-{ctx.request_id}"
 
 
 async def _serve(server: Server[Any]) -> None:

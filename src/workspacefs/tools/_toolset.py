@@ -16,6 +16,7 @@ from ._move import MV
 from ._multi_edit import MULTI_EDIT
 from ._read_files import READ_FILES
 from ._registry import ToolRegistry
+from ._rewind import HISTORY, REWIND
 from ._snapshot_tools import DIFF, RESTORE, SNAPSHOT
 from ._tool import Tool
 
@@ -40,16 +41,26 @@ SNAPSHOT_TOOLS: tuple[Tool[Any, Any], ...] = (SNAPSHOT, RESTORE, DIFF)
 """The tools a ``SnapshotableFilesystem`` supports too."""
 
 
-def filesystem_tools(filesystem: Filesystem | None = None, *, blame: bool = False) -> ToolRegistry:
+REWIND_TOOLS: tuple[Tool[Any, Any], ...] = (HISTORY, REWIND)
+"""The recorded tool calls and going back to one (meaningful with ``UndoableToolset``)."""
+
+
+def filesystem_tools(
+    filesystem: Filesystem | None = None, *, blame: bool = False, rewind: bool = False
+) -> ToolRegistry:
     """A new registry of the built-in tools.
 
     Args:
         filesystem: If given and it cannot snapshot, the snapshot tools are left out.
         blame: Offer ``blame`` too (unless ``filesystem`` cannot attribute changes).
+        rewind: Offer ``history`` and ``rewind`` too (unless ``filesystem`` cannot
+            snapshot): the calls an ``UndoableToolset`` records, and going back.
     """
     tools = list(FILE_TOOLS)
     if filesystem is None or isinstance(filesystem, SnapshotableFilesystem):
         tools += SNAPSHOT_TOOLS
+        if rewind:
+            tools += REWIND_TOOLS
     if blame and (filesystem is None or isinstance(filesystem, AttributedFilesystem)):
         tools.append(BLAME)
     return ToolRegistry(tools)

@@ -1,63 +1,56 @@
 """Undo at tool-call boundaries.
 
-``UndoableToolset`` runs tools on one snapshotable workspace and takes an
-O(1) snapshot (git commit on a host directory) before every call of a
-mutating tool, tagged ``undo:<tool>:<call id>`` (``_undo_tag``), and one after
-a call that changed something, tagged ``after:<tool>:<call id>``. When nothing
-changed since the last one (a failed call, a run of reads) that snapshot is
-reused rather than a new one taken; read-only tools never snapshot. Any
-earlier call can then be undone, and what each call changed is one diff away.
+``UndoableToolset`` runs tools on one snapshotable workspace and records every
+call of a mutating tool in the workspace itself: an O(1) snapshot (a git
+commit on a host directory) just before it, tagged ``undo:<tool>:<call id>``
+(``fs.call_tag``), and one after a call that changed something, tagged
+``after:<tool>:<call id>``. Read-only tools never snapshot. (A call that
+follows one that changed something so costs two O(1) snapshots, where one
+shared between them would do: a snapshot of its own is what names the call
+before it runs, exactly, whoever else records calls meanwhile.) Any recorded call
+can then be rewound to (``rewind``, ``undo_to``), what each call changed is one
+diff away, and since the record is the workspace's own snapshots, every door
+sees it: ``fs.call_history``, a daemon's ``call_history`` and ``rewind`` verbs,
+``workspacefs history``, the ``history`` and ``rewind`` tools.
 
-Undoing returns the whole workspace to a snapshot, so it would also discard
-what other writers (the mount, a container, another client) changed after
-the calls it undoes. It refuses instead (ContentChangedError, nothing undone):
-the workspace must be as the last call left it, checked atomically with the
-restore (``if_unchanged_since``), and no other writer may have changed it
-between the calls undone. A change made while a call runs is counted as part
-of that call.
+Rewinding returns the whole workspace to a snapshot, so it would also discard
+what other writers (the mount, a container, another client's plain writes)
+changed after the calls it undoes. It refuses instead (ContentChangedError,
+nothing undone), unless forced; see ``fs.rewind``. A change made while a call
+runs is counted as part of that call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
-import re
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import (
     AlreadyExistsError,
-    ContentChangedError,
     InvalidArgumentError,
+    NotSupportedError,
     SnapshotNotFoundError,
 )
-from ..fs import FilesystemDiff, FilesystemSnapshot, SnapshotableFilesystem, changed_paths
+from ..fs import (
+    FilesystemDiff,
+    FilesystemSnapshot,
+    RewindResult,
+    SnapshotableFilesystem,
+    call_history,
+    call_tag,
+    rewind,
+)
 from ._context import ToolContext
 from ._patch import cut_note, unified_diff
 from ._registry import ToolRegistry
 from ._result import ToolResult
+from ._rewind import HISTORY, REWIND
 from ._snapshots import WorkspaceSnapshots
-
-_MAX_TAG = 128
-"""The longest tag every snapshot backend keeps (a git ref name component)."""
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]|\.(?=\.)")
-
-
-def _undo_tag(tool: str, call_id: str, phase: str = "undo") -> str:
-    """The tag of the snapshot taken before call ``call_id`` of ``tool``:
-    ``undo:<tool>:<call id>`` (``after:...`` for the one after it), which git
-    persistence keeps as a ref name.
-
-    Tool names and the call ids models give (``call_...``, ``toolu_...``) pass
-    as they are; a character a git ref name cannot hold becomes ``_`` (as do a
-    ``..`` and a ``.lock`` ending), and a long id is cut, since a snapshot that
-    cannot be persisted would fail the whole persist of the workspace later.
-    """
-    tag = f"{phase}:{_UNSAFE.sub('_', tool)}:{_UNSAFE.sub('_', call_id)}"[:_MAX_TAG].rstrip(".")
-    return tag[: -len(".lock")] + "_lock" if tag.endswith(".lock") else tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +79,15 @@ class UndoableToolset:
     """A tool registry bound to one workspace, with undo for every call.
 
     Args:
-        tools: The tools to offer.
-        filesystem: The workspace they act on.
+        tools: The tools to offer. ``history`` and ``rewind`` (``HISTORY``,
+            ``REWIND``; ``filesystem_tools(rewind=True)``) among them act on the
+            record and are not recorded themselves.
+        filesystem: The workspace they act on. It must list and delete its
+            snapshots (every backend of this package does) for calls to be
+            recorded and rewound.
         max_history: Forget the oldest calls beyond this many (their snapshots
-            are deleted where the backend can); None keeps all.
+            are deleted, so the workspace no longer records them either); None
+            keeps all.
     """
 
     def __init__(
@@ -105,7 +103,7 @@ class UndoableToolset:
         self._fs = filesystem
         self._max = max_history
         self._history: list[ToolCall] = []
-        self._last: FilesystemSnapshot | None = None  # the newest undo snapshot still kept
+        self._recorded: set[str] | None = None  # see ``_taken``
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
 
@@ -121,8 +119,10 @@ class UndoableToolset:
 
     @property
     def history(self) -> Sequence[ToolCall]:
-        """Calls not undone, oldest first."""
+        """Calls made through this toolset and not undone, oldest first (read-only ones
+        too; ``fs.call_history`` lists what the workspace records, every door's)."""
         with self._lock:
+            self._reconcile()
             return tuple(self._history)
 
     def call(
@@ -142,7 +142,12 @@ class UndoableToolset:
                 (default: a context holding just the workspace).
             call_id: The id to record (e.g. the model's tool-call id), and to
                 attribute the call's changes to; default the context's
-                ``call_id``, else ``call-<n>``.
+                ``call_id``, else ``call-<n>`` (the first such id no recorded
+                call has).
+
+        Raises:
+            AlreadyExistsError: A call with this id is in this toolset's history or
+                recorded in the workspace already.
         """
         if context is None:
             context = ToolContext(filesystem=self._fs)
@@ -151,13 +156,14 @@ class UndoableToolset:
         elif context.workspace() is not self._fs:
             raise InvalidArgumentError("the context's filesystem is not this toolset's", None)
         with self._lock:
-            call_id = call_id or context.call_id or f"call-{next(self._ids)}"
+            tool = self._tools.get(name)
+            if tool is HISTORY or tool is REWIND:  # the record itself: not part of it
+                return self._control(name, arguments, context)
+            mutating = tool is not None and tool.mutating
+            call_id = self._check_id(call_id or context.call_id)
             if context.call_id != call_id:  # the changes are attributed to the recorded id
                 context = dataclasses.replace(context, call_id=call_id)
-            if any(call.call_id == call_id for call in self._history):
-                raise AlreadyExistsError("call id already in the undo history", call_id)
-            tool = self._tools.get(name)
-            before = self._checkpoint(name, call_id) if tool and tool.mutating else None
+            before = self._fs.snapshot(tag=call_tag(name, call_id)) if mutating else None
             try:
                 result = self._tools.call(name, arguments, context=context)
             except BaseException as exc:  # a buggy handler may have changed things
@@ -170,18 +176,55 @@ class UndoableToolset:
             self._record(ToolCall(call_id, name, dict(arguments or {}), result, before, after))
             return result
 
+    def _control(
+        self, name: str, arguments: Mapping[str, Any] | None, context: ToolContext
+    ) -> ToolResult[Any]:
+        """Run ``history`` or ``rewind``; after a rewind, forget the calls it undid."""
+        result = self._tools.call(name, arguments, context=context)
+        if isinstance(result.value, RewindResult):
+            self._cut(result.value.undone)
+        return result
+
+    def _check_id(self, given: str | None) -> str:
+        """The id to record the call under: ``given`` if no recorded call has it, else
+        AlreadyExistsError; without one, the first free ``call-<n>``."""
+        if given is None:
+            return self.new_call_id()
+        if given in self._taken():
+            self._reconcile()  # rewound through another door since: free again
+            self._recorded = None
+            if given in self._taken():
+                raise AlreadyExistsError("call id already in the undo history", given)
+        return given
+
+    def new_call_id(self) -> str:
+        """A new id for a call: the first ``call-<n>`` that no recorded call has (for
+        a caller that must know the id before the call, as the MCP server does)."""
+        with self._lock:
+            taken = self._taken()
+            while (fresh := f"call-{next(self._ids)}") in taken:
+                pass
+            return fresh
+
+    def _taken(self) -> set[str]:
+        """The ids of this toolset's calls and of the calls the workspace records (read
+        from the workspace once, then kept up to date with this toolset's calls)."""
+        if self._recorded is None:
+            try:
+                recorded = {call.call_id for call in call_history(self._fs)}
+            except NotSupportedError:  # a backend that keeps no record
+                recorded = set()
+            self._recorded = recorded | {call.call_id for call in self._history}
+        return self._recorded
+
     def _record(self, call: ToolCall) -> None:
         self._history.append(call)
+        if self._recorded is not None:
+            self._recorded.add(call.call_id)
         if self._max is not None and len(self._history) > self._max:
             forgotten = self._history[: -self._max]
             del self._history[: -self._max]
             self._forget(forgotten)
-
-    def _checkpoint(self, tool: str, call_id: str) -> FilesystemSnapshot:
-        if self._last is not None and not self._fs.diff(self._last).changed:
-            return self._last
-        self._last = self._fs.snapshot(tag=_undo_tag(tool, call_id))
-        return self._last
 
     def _settle(
         self,
@@ -196,13 +239,13 @@ class UndoableToolset:
         A successful call of a tool that ``changes_directories`` gets a snapshot of
         its own even when ``diff`` sees no change: diff compares files, so a
         directory made or removed (mkdir, rm of an empty directory, mv of one)
-        shows in none, and the next call's snapshot would otherwise be this call's
-        ``before``, undoing it along with that next call.
+        shows in none, and a rewind past it would otherwise see the next call's
+        snapshot differ from this call's and take the directory for another
+        writer's change.
         """
         if before is None or (not succeeded and not self._fs.diff(before).changed):
             return before
-        self._last = self._fs.snapshot(tag=_undo_tag(tool, call_id, "after"))
-        return self._last
+        return self._fs.snapshot(tag=call_tag(tool, call_id, "after"))
 
     def _index(self, call_id: str) -> int:
         for index, call in enumerate(self._history):
@@ -220,52 +263,76 @@ class UndoableToolset:
                 return call.before
         return None
 
-    def undo_to(self, call_id: str) -> Sequence[ToolCall]:
-        """Return the workspace to how it was just before ``call_id`` ran.
+    def _reconcile(self) -> None:
+        """Forget the newest calls whose record the workspace no longer holds: a rewind
+        through another door (the daemon, another toolset) undid them."""
+        try:
+            kept = {call.before.snapshot_id for call in call_history(self._fs)}
+        except NotSupportedError:
+            return
+        cut = len(self._history)
+        for index in range(len(self._history) - 1, -1, -1):
+            before = self._history[index].before
+            if before is None:
+                continue
+            if before.snapshot_id in kept:
+                break
+            cut = index
+        if cut < len(self._history):
+            self._recorded = None
+            del self._history[cut:]
 
-        That call and every later one leave the history; they are returned,
-        oldest first.
+    def _cut(self, undone: Sequence[str]) -> list[ToolCall]:
+        """Forget this toolset's calls from the first of ``undone`` on; they are returned."""
+        gone = set(undone)
+        index = next(
+            (i for i, c in enumerate(self._history) if c.call_id in gone and c.before is not None),
+            len(self._history),
+        )
+        dropped = self._history[index:]
+        del self._history[index:]
+        self._recorded = None
+        return dropped
+
+    def rewind(self, call_id: str, *, force: bool = False) -> RewindResult:
+        """Return the workspace to how it was just before the recorded call ``call_id``
+        (``fs.rewind``: the workspace's record, so a call made through another door
+        counts too); that call and every later one leave the history. The result's
+        ``undone`` is the cut point.
+
+        Raises:
+            SnapshotNotFoundError: The workspace records no call with this id (a
+                read-only call is never recorded: see ``undo_to``).
+            ContentChangedError: Without ``force``: another writer changed the
+                workspace after the call; nothing was undone.
         """
         with self._lock:
+            result = rewind(self._fs, call_id, force=force)
+            self._cut(result.undone)
+            return result
+
+    def undo_to(self, call_id: str) -> Sequence[ToolCall]:
+        """Return the workspace to how it was just before ``call_id`` ran (any call in
+        this toolset's history, read-only ones too).
+
+        That call and every later one leave the history; this toolset's are
+        returned, oldest first. Calls recorded through other doors since are undone
+        too (``rewind``).
+
+        Raises:
+            SnapshotNotFoundError: ``call_id`` is not in this toolset's history.
+            ContentChangedError: Another writer changed the workspace after the
+                first call undone that changed anything; nothing was undone.
+        """
+        with self._lock:
+            self._reconcile()
             index = self._index(call_id)
             dropped = self._history[index:]
-            target = next((call.before for call in dropped if call.before is not None), None)
+            target = next((c for c in dropped if c.before is not None), None)
             if target is not None:
-                self._between(dropped)
-                last = [call for call in dropped if call.before is not None][-1]
-                left = last.after or last.before  # as the last call left the workspace
-                assert left is not None
-                try:
-                    self._fs.restore(target, if_unchanged_since=left)
-                except ContentChangedError:
-                    changes = self._fs.diff(left)  # for the message only
-                    raise ContentChangedError(
-                        f"another writer changed the workspace after call {last.call_id} "
-                        f"({changed_paths(changes)}); undoing would discard that too, so "
-                        "nothing was undone",
-                        None,
-                    ) from None
-                self._last = target
+                self.rewind(target.call_id)
             del self._history[index:]
-            self._forget(dropped)
             return tuple(dropped)
-
-    def _between(self, calls: Sequence[ToolCall]) -> None:
-        """Raise ContentChangedError if another writer changed the workspace between
-        two of ``calls``: undoing them would discard that change too."""
-        mutating = [call for call in calls if call.before is not None]
-        for earlier, later in itertools.pairwise(mutating):
-            left = earlier.after or earlier.before
-            if left is None or later.before is None or later.before is left:
-                continue  # reused: nothing changed in between
-            changes = self._fs.diff(left, later.before)
-            if changes.changed:
-                raise ContentChangedError(
-                    f"another writer changed the workspace between calls {earlier.call_id} and "
-                    f"{later.call_id} ({changed_paths(changes)}); undoing would discard that "
-                    "too, so nothing was undone",
-                    None,
-                )
 
     def undo(self) -> ToolCall | None:
         """Undo the latest call that changed the workspace (and any calls after it).
@@ -273,6 +340,7 @@ class UndoableToolset:
         Returns that call, or None if no call in the history changed anything.
         """
         with self._lock:
+            self._reconcile()
             for index in range(len(self._history) - 1, -1, -1):
                 call = self._history[index]
                 if call.before is not None and self._changes(index).changed:
@@ -289,12 +357,14 @@ class UndoableToolset:
     def diff(self, call_id: str) -> FilesystemDiff:
         """What ``call_id`` changed (empty for a read-only or failed call)."""
         with self._lock:
+            self._reconcile()
             return self._changes(self._index(call_id))
 
     def patch(self, call_id: str, *, max_lines: int = 400) -> str:
         """A unified diff of what ``call_id`` changed in text files ("" if the backend
         cannot read a snapshot without restoring it, or nothing changed)."""
         with self._lock:
+            self._reconcile()
             index = self._index(call_id)
             changes = self._changes(index)
             before, after = self._history[index].before, self._after(index)
@@ -313,13 +383,7 @@ class UndoableToolset:
         delete = getattr(self._fs, "delete_snapshot", None)
         if not callable(delete):
             return
-
-        def held(calls: Sequence[ToolCall]) -> dict[uuid.UUID, FilesystemSnapshot]:
-            return {s.snapshot_id: s for c in calls for s in (c.before, c.after) if s is not None}
-
-        kept = held(self._history)
-        if self._last is not None:
-            kept[self._last.snapshot_id] = self._last
-        for snapshot_id, snapshot in held(calls).items():
-            if snapshot_id not in kept:
+        held = {s.snapshot_id: s for c in calls for s in (c.before, c.after) if s is not None}
+        for snapshot in held.values():
+            with contextlib.suppress(SnapshotNotFoundError):  # rewound or pruned meanwhile
                 delete(snapshot)
