@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from support.daemon import Daemons, cli, cli_json, cli_ok, stop
 from workspacefs import connect
 from workspacefs.daemon import MountRecord
@@ -80,6 +82,10 @@ def test_refused_rewinds_change_nothing_and_the_daemon_serves_on(daemons: Daemon
             assert refused.returncode == EXIT_FAILED, refused.stdout
             assert refused.stdout == ""
             assert why in refused.stderr
+        with pytest.raises(LookupError):
+            fs.rewind("toolu_1" * (1 << 20))  # 7 MiB of id: refused like any unknown one
+        with pytest.raises(ValueError, match="call_id"):
+            fs.rewind(3)  # type: ignore[arg-type]
         assert not fs.diff(held).changed
         assert [c.call_id for c in fs.call_history()] == ["toolu_0", "toolu_1", "toolu_2"]
         forced = json.loads(cli_ok("rewind", point, "toolu_1", "--force", "--json"))

@@ -153,8 +153,8 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
     fs, toolset = agent_session()
     target = LiveTarget(fs, call_arguments=toolset_arguments(lambda: toolset.history))
     ids = [str(s.snapshot_id) for s in fs.snapshots()]
-    # One before the first call, then one after each: #n is also the one before call n + 1.
-    assert len(ids) == 7
+    # One before each call and one after it: #2k-1 before call k, #2k after it.
+    assert len(ids) == 12
     with start(target) as server:
         page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
         problems: list[str] = []
@@ -169,25 +169,25 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
 
         # The timeline: every snapshot, what made it, and the live state last.
         rows = page.locator("#timeline li")
-        assert rows.count() == 8
+        assert rows.count() == 13
         assert rows.nth(0).locator(".origin").inner_text().startswith("before write_file (call-1)")
         assert (
-            rows.nth(2)
+            rows.nth(3)
             .locator(".origin")
             .inner_text()
             .startswith('after write_file (call-2) {"path":"README.md","content"')
         )
-        assert rows.nth(7).locator(".id").inner_text() == "live"
+        assert rows.nth(12).locator(".id").inner_text() == "live"
         assert rows.nth(0).locator(".id").inner_text() == ids[0][:8]  # as the CLI shows it
 
-        # Keyboard only: from = #3 (before the edit), to = #5 (after it and util.py).
+        # Keyboard only: from = #5 (before the edit), to = #8 (after it and util.py).
         page.keyboard.press("s")
-        for key in ["Home", "ArrowDown", "ArrowDown", "a", "ArrowDown", "ArrowDown", "b"]:
+        for key in ["Home", *["ArrowDown"] * 4, "a", *["ArrowDown"] * 3, "b"]:
             page.keyboard.press(key)
-        assert page.locator("#from-select").input_value() == ids[2]
-        assert page.locator("#to-select").input_value() == ids[4]
-        page.keyboard.press("Enter")  # browse #5 in the tree
-        page.wait_for_selector("#tree-snapshot:has-text('#5')")
+        assert page.locator("#from-select").input_value() == ids[4]
+        assert page.locator("#to-select").input_value() == ids[7]
+        page.keyboard.press("Enter")  # browse #8 in the tree
+        page.wait_for_selector("#tree-snapshot:has-text('#8')")
         page.keyboard.press("d")
         page.wait_for_selector("#diff-lines")
 
@@ -215,12 +215,12 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
         page.keyboard.press("u")  # unified
         assert page.locator("#diff-lines.unified td.op.add").count() == 2
 
-        # The file at an old snapshot: #3, before the edit.
+        # The file at an old snapshot: #5, before the edit.
         page.keyboard.press("s")
-        page.keyboard.press("ArrowUp")
-        page.keyboard.press("ArrowUp")
+        for _ in range(3):
+            page.keyboard.press("ArrowUp")
         page.keyboard.press("Enter")
-        page.wait_for_selector("#tree-snapshot:has-text('#3')")
+        page.wait_for_selector("#tree-snapshot:has-text('#5')")
         page.keyboard.press("t")
         page.keyboard.press("End")
         page.keyboard.press("ArrowRight")  # expand src/
@@ -231,9 +231,9 @@ def test_pick_two_snapshots_see_the_diff_open_an_old_file(browser: Any, tmp_path
         assert page.locator("#file-view .view-header").inner_text().startswith("src/app.py")
         lines = page.locator("#file-lines td.src").all_inner_texts()
         assert lines == APP_V1.splitlines()
-        assert "at #3" in page.locator("#file-view .view-header").inner_text()
+        assert "at #5" in page.locator("#file-view .view-header").inner_text()
 
-        # Against #5 (the diff's other end), the changed line is highlighted.
+        # Against #8 (the diff's other end), the changed line is highlighted.
         assert page.locator("#file-lines tr.changed td.ln").all_inner_texts() == ["5"]
         assert background_at(page, "#file-lines tr.changed td.src") == {CHANGED}
         keep(page.screenshot(), "debug-ui-file.png", tmp_path)
@@ -291,18 +291,19 @@ def test_the_timeline_and_the_diff_say_who_changed_what(browser: Any) -> None:
         page = browser.new_page(viewport=VIEWPORT)
         problems: list[str] = []
         page.on("pageerror", lambda error: problems.append(str(error)))
-        page.goto(f"{server.url}#from={ids[2]}&to={ids[4]}")
+        page.goto(f"{server.url}#from={ids[4]}&to={ids[7]}")
         page.wait_for_selector("body[data-ready='1']")
         page.wait_for_selector("#timeline li .causes")
         rows = page.locator("#timeline li")
-        # Snapshot #n is taken before call n, so it holds what call n-1 changed.
+        # The snapshot after call k (#2k) holds what it changed; the one before it, nothing.
         assert rows.nth(0).locator(".causes").count() == 0  # the empty start
         assert rows.nth(1).locator(".causes").inner_text() == "by write_file call call-1"
-        assert rows.nth(3).locator(".causes").inner_text() == "by edit_file call call-3"
-        assert rows.nth(5).locator(".causes").inner_text() == "by write_file call call-5"
-        assert rows.nth(6).locator(".causes").inner_text() == "by rm call call-6"
+        assert rows.nth(2).locator(".causes").count() == 0
+        assert rows.nth(5).locator(".causes").inner_text() == "by edit_file call call-3"
+        assert rows.nth(9).locator(".causes").inner_text() == "by write_file call call-5"
+        assert rows.nth(11).locator(".causes").inner_text() == "by rm call call-6"
 
-        # From #3 to #5: the edit of call 3 and the new file of call 4, each named.
+        # From #5 to #8: the edit of call 3 and the new file of call 4, each named.
         page.wait_for_selector("#changed-files li")
         changed = page.locator("#changed-files li")
         assert changed.nth(0).get_attribute("title") == "by edit_file call call-3"

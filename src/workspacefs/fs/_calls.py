@@ -46,22 +46,31 @@ _CUT = ".x"
 an escape is ``.`` and two upper-case hex digits, and a ``.`` of the id is escaped."""
 _DIGEST = 16
 _MAX_TOOL = 48
-"""Characters of a tool's name a tag keeps (models' tool names have at most 64)."""
+"""Characters of a tag a tool's name takes at most (models' tool names are shorter)."""
 
 
-def _units(text: str) -> list[str]:
-    """``text`` as a tag spells it, one unit per character: the character itself if a
-    git ref name and a tag take it anywhere, else its UTF-8 bytes as ``.XX`` each."""
-    return [
-        char
-        if _PLAIN.match(char)
-        else "".join(f".{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
-        for char in text
-    ]
+def _spelt(text: str, room: int) -> tuple[str, bool]:
+    """``text`` as a tag spells it, as much of it as ``room`` characters hold, and whether
+    that is all of it: a character a git ref name and a tag take anywhere as it is, any
+    other as its UTF-8 bytes, ``.XX`` each. Never more than ``room`` is spelt, so a
+    hostile megabyte id costs no more than a short one."""
+    parts = []
+    used = 0
+    for char in text:
+        unit = (
+            char
+            if _PLAIN.match(char)
+            else "".join(f".{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+        )
+        used += len(unit)
+        if used > room:
+            return "".join(parts), False
+        parts.append(unit)
+    return "".join(parts), True
 
 
 def _decoded(spelt: str) -> str:
-    """The text ``_units`` spelt (a tag written before ids were escaped reads as it is)."""
+    """The text ``_spelt`` spelt (a tag written before ids were escaped reads as it is)."""
     data = bytearray()
     position = 0
     for match in _ESCAPE.finditer(spelt):
@@ -90,17 +99,15 @@ def call_tag(tool: str, call_id: str, phase: Phase = "undo") -> str:
     too long for a tag (``MAX_NAME``) is cut and ends in ``.x`` and a digest of
     the whole, so that it still names its call alone.
     """
-    named = f"{''.join(_units(tool)[:_MAX_TOOL])}:"
+    named = _spelt(tool, _MAX_TOOL)[0] + ":"
     head = f"{phase}:{named}"
     # Room as the longer phase leaves it: both tags of a call spell the id alike.
     room = MAX_NAME - len("after:") - len(named)
-    units = _units(call_id)
-    if sum(map(len, units)) <= room:
-        return head + "".join(units)
+    spelt, whole = _spelt(call_id, room)
+    if whole:
+        return head + spelt
     digest = hashlib.blake2b(call_id.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    room -= len(_CUT) + _DIGEST
-    kept = list(itertools.takewhile(lambda n: n <= room, itertools.accumulate(map(len, units))))
-    return head + "".join(units[: len(kept)]) + _CUT + digest
+    return head + _spelt(call_id, room - len(_CUT) - _DIGEST)[0] + _CUT + digest
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from ..fs import Filesystem, RecordedCall, RewindResult, SnapshotableFilesystem,
 from ._context import ToolContext
 from ._registry import ToolRegistry
 from ._result import ToolResult
+from ._rewind import HISTORY
 from ._schemas import input_schema
 from ._stdio import stdio_transport
 from ._tool import Tool
@@ -144,7 +145,7 @@ def create_server(
         result = run(params.name, dict(params.arguments or {}), given)
         return types.CallToolResult(
             content=_content(result),
-            structured_content=_structured(result),
+            structured_content=_structured(result, listing=registry.get(params.name) is HISTORY),
             is_error=not result.success,
             _meta={CALL_ID_META: given},
         )
@@ -166,13 +167,14 @@ def _new_id(toolset: ToolRegistry | UndoableToolset, ctx: ServerRequestContext[A
     return f"mcp-{ctx.request_id}"
 
 
-def _structured(result: ToolResult[Any]) -> dict[str, Any] | None:
-    """The value of a ``rewind`` or ``history`` result as JSON, for a client to read."""
+def _structured(result: ToolResult[Any], *, listing: bool) -> dict[str, Any] | None:
+    """The value of a ``rewind`` result (or, ``listing``, a ``history`` one) as JSON,
+    for a client to read."""
     value = result.value
     if isinstance(value, RewindResult):
         data: dict[str, Any] = to_json(value)
         return data
-    if isinstance(value, list) and value and all(isinstance(v, RecordedCall) for v in value):
+    if listing and isinstance(value, list):
         return {"calls": to_json(value, list[RecordedCall])}
     return None
 
