@@ -54,7 +54,7 @@ def _spelt(text: str, room: int) -> tuple[str, bool]:
     that is all of it: a character a git ref name and a tag take anywhere as it is, any
     other as its UTF-8 bytes, ``.XX`` each. Never more than ``room`` is spelt, so a
     hostile megabyte id costs no more than a short one."""
-    parts = []
+    parts: list[str] = []
     used = 0
     for char in text:
         unit = (
