@@ -279,7 +279,7 @@ def test_mcp_on_a_host_directory_rewinds_unless_told_not_to(tmp_path: Path) -> N
         ("history", {}),
         ("rewind", {"call_id": "call-1"}),  # the server names calls ``call-<n>``
     ]
-    names, results = anyio.run(_calls, _server("--host", str(root)), calls)
+    names, results = anyio.run(_calls, _server("--host", str(root), "--rewind"), calls)
     assert {"history", "rewind"} <= set(names)
     assert results[2][1].splitlines()[1:] == [
         "1. `call-1` edit_file: changed the workspace",
@@ -289,7 +289,7 @@ def test_mcp_on_a_host_directory_rewinds_unless_told_not_to(tmp_path: Path) -> N
     assert (root / "main.py").read_text() == "print('hi')\n"  # back, in place
     assert not (root / "new.txt").exists()
 
-    names, results = anyio.run(_calls, _server("--host", str(root), "--no-rewind"), calls[:2])
+    names, results = anyio.run(_calls, _server("--host", str(root)), calls[:2])  # the default
     assert names == filesystem_tools().names
     assert [error for error, _ in results] == [False, False]
     assert (root / "new.txt").read_text() == "new\n"

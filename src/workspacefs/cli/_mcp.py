@@ -101,14 +101,15 @@ def mcp(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Refuse every write to the workspace.")
     ] = False,
-    no_rewind: Annotated[
-        bool,
+    rewind: Annotated[
+        bool | None,
         typer.Option(
-            "--no-rewind",
-            help="Record no call, and offer no history or rewind tool (with --host, each "
-            "recorded call commits DIR's state to its snapshot repository).",
+            "--rewind/--no-rewind",
+            help="Record every change-making call for history and rewind (the default, "
+            "but with --host: there each recorded call commits DIR's whole state to its "
+            "snapshot repository, tens of milliseconds a call).",
         ),
-    ] = False,
+    ] = None,
 ) -> None:
     """Serve the agent tools (ls, read_file, edit_file, grep, snapshot, ...) over MCP on
     stdin/stdout, on a running workspace, a fresh in-memory one or a host directory."""
@@ -148,7 +149,8 @@ def mcp(
         fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
     try:
-        serve_stdio(fs, tools=filesystem_tools(fs) if no_rewind else None)
+        recording = rewind if rewind is not None else host is None
+        serve_stdio(fs, tools=None if recording else filesystem_tools(fs))
     finally:
         if isinstance(fs, HostFilesystem):
             fs.cleanup()
