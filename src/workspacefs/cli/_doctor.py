@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Annotated, Literal
 
@@ -137,6 +140,22 @@ def _shadow_check() -> Check:
     return Check("git shadow", "ok" if ready else "warning", "; ".join(parts))
 
 
+MOUNT_ANSWER_SECONDS = 5.0
+"""How long ``doctor`` waits for a mount to answer whether its daemon is there."""
+
+
+def _answered(question: Callable[[], bool], seconds: float) -> bool | None:
+    """``question()``, asked in a thread of its own; None if it has not answered within
+    ``seconds`` (a mount whose daemon is alive but stuck blocks whoever asks it, and
+    ``doctor`` must report every other check meanwhile; the thread is left to finish
+    or to end with the process)."""
+    answers: list[bool] = []
+    asking = threading.Thread(target=lambda: answers.append(question()), daemon=True)
+    asking.start()
+    asking.join(seconds)
+    return answers[0] if answers else None
+
+
 def _leftover_checks(fix: bool) -> list[Check]:
     """Stale workspacefs mounts and dead daemons' runtime files (cleaned with ``fix``)."""
     from ..daemon import known_mounts, remove_files, runtime_dir
@@ -144,7 +163,14 @@ def _leftover_checks(fix: bool) -> list[Check]:
 
     checks = [Check("runtime dir", "ok", str(runtime_dir()))]
     for point, kind in sorted(fuse_mounts().items()):
-        if kind != "fuse.workspacefs" or not is_stale(point):
+        if kind != "fuse.workspacefs":
+            continue
+        stale = _answered(functools.partial(is_stale, point), MOUNT_ANSWER_SECONDS)
+        if stale is None:  # a live daemon too busy or stuck to answer: say so, go on
+            why = f"{point}: answered nothing within {MOUNT_ANSWER_SECONDS:g} s"
+            checks.append(Check("mount not answering", "problem", why))
+            continue
+        if not stale:
             continue
         if fix:
             try:
