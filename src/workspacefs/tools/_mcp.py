@@ -25,7 +25,7 @@ from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from ..fs import Filesystem
+from ..fs import Filesystem, to_json
 from ._context import ToolContext
 from ._registry import ToolRegistry
 from ._result import ToolResult
@@ -106,7 +106,11 @@ def create_server(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         result = run(params.name, dict(params.arguments or {}), _request_id(ctx))
-        return types.CallToolResult(content=_content(result), is_error=not result.success)
+        return types.CallToolResult(
+            content=_content(result),
+            structured_content=_structured(registry.get(params.name), result),
+            is_error=not result.success,
+        )
 
     return Server(
         name,
@@ -127,6 +131,15 @@ def _content(result: ToolResult[Any]) -> list[types.ContentBlock]:
         else:
             blocks.append(types.ImageContent(data=data, mime_type=item.mime_type))
     return blocks
+
+
+def _structured(tool: Tool[Any, Any] | None, result: ToolResult[Any]) -> dict[str, Any] | None:
+    """A result's value as MCP structured content, for a tool that declares its
+    ``output`` type (None for the others, and for a failure)."""
+    if tool is None or tool.output is None or result.value is None or not result.success:
+        return None
+    data = to_json(result.value, tool.output)
+    return data if isinstance(data, dict) else {"result": data}
 
 
 def _request_id(ctx: ServerRequestContext[Any]) -> str | None:
