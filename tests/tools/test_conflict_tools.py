@@ -192,6 +192,42 @@ def test_a_refused_resolve_names_the_paths_and_changes_nothing() -> None:
     )
     assert not bad.success
     assert "take.b" in bad.message
+    outside = _tools(merges).call(
+        "resolve", {"take": {"../b": "ours"}}, context=ToolContext(filesystem=held.filesystem)
+    )
+    assert not outside.success
+    assert "outside the workspace" in outside.message
+    unknown = _tools(merges).call(
+        "resolve", {"take": {"./nope": "ours"}}, context=ToolContext(filesystem=held.filesystem)
+    )
+    assert not unknown.success
+    assert "not a conflicting path of this merge" in unknown.message
+    assert (digest(ws), digest(held.filesystem)) == (before, fork_before)
+
+
+def test_sides_are_taken_by_the_paths_the_other_tools_take() -> None:
+    """``/workspace/b`` and ``./b`` name ``b``, as for every file tool."""
+    from workspacefs import InMemoryFilesystem
+
+    ws = InMemoryFilesystem(mount_point="/workspace")
+    ws.write_bytes("b", BIN + b"1")
+    ws.write_bytes("c", BIN + b"1")
+    fork = ws.fork()
+    ws.write_bytes("b", BIN + b"2")
+    ws.write_bytes("c", BIN + b"2")
+    fork.write_bytes("b", BIN + b"3")
+    fork.write_bytes("c", BIN + b"3")
+    merges = WorkspaceMerges.of(ws)
+    merges.merge(fork, hold=True)
+    held = merges.open
+    assert held is not None
+    done = _tools(merges).call(
+        "resolve",
+        {"take": {"/workspace/b": "theirs", "./c": "base"}},
+        context=ToolContext(filesystem=held.filesystem),
+    )
+    assert done.success, done.message
+    assert (ws.read_bytes("b").content, ws.read_bytes("c").content) == (BIN + b"3", BIN + b"1")
 
 
 async def _over_mcp(server: Any, calls: list[Call]) -> list[types.CallToolResult]:

@@ -58,6 +58,7 @@ from ..fs import (
     MergeResult,
     MergeSide,
     Side,
+    normalize_path,
     short_id,
 )
 from ..tree import Directory, Tree, TreeView, Version
@@ -259,12 +260,15 @@ class OpenMerge:
                 self._take(tree, choose)
 
     def _take(self, tree: Tree, choose: Mapping[str, Side]) -> None:
-        for path, side in choose.items():
+        fs = self.workspace
+        # Paths as every verb takes them: relative, or under the workspace's mount point.
+        chosen = {normalize_path(path, fs.mount_point, fs.limits): s for path, s in choose.items()}
+        for path, side in chosen.items():
             if path not in self._conflicts:
                 raise InvalidArgumentError("not a conflicting path of this merge", path)
             if side not in SIDES:
                 raise InvalidArgumentError(f"no side {side!r}: base, ours or theirs", path)
-        for path, side in choose.items():
+        for path, side in chosen.items():
             version = getattr(self._planned, "ancestor" if side == "base" else side)
             target = _state(version, path)
             conflict = self._conflicts[path]
