@@ -36,6 +36,7 @@ from ._errors import SnapshotRestoreError as SnapshotRestoreError
 from ._errors import StoreDamagedError as StoreDamagedError
 from ._errors import StoreError as StoreError
 from ._errors import TooManyLinksError as TooManyLinksError
+from ._errors import UnresolvedConflictsError as UnresolvedConflictsError
 from ._lazy import lazy_exports
 
 # Not typing's TYPE_CHECKING: importing typing would cost more than this package does.

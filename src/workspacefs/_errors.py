@@ -138,6 +138,13 @@ class ContentChangedError(FsError):
     default_errno = _errno.ESTALE
 
 
+class UnresolvedConflictsError(BusyError):
+    """A merge held open cannot continue: some of its paths still conflict (EBUSY).
+
+    The message names every such path; nothing was changed.
+    """
+
+
 class MountedInsideError(BusyError):
     """A mount point cannot be unmounted: something else is mounted inside it (EBUSY).
 

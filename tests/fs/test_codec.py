@@ -121,9 +121,9 @@ def test_a_value_is_written_as_its_declared_type() -> None:
         conflicts=(MergeConflict(path="b", kind="content", base=None, ours=side, theirs=side),),
         applied=False,
     )
-    # As a report, the conflict keeps its path, kind and markers, not its sides.
+    # As a report, the conflict keeps its path, kind, markers and detail, not its sides.
     data = to_json(result, MergeReport)
-    assert data["conflicts"] == [{"path": "b", "kind": "content", "markers": None}]
+    assert data["conflicts"] == [{"path": "b", "kind": "content", "markers": None, "detail": None}]
     assert from_json(MergeReport, data).conflicts == (ConflictReport("b", "content"),)
     assert round_trip(result) == result
 

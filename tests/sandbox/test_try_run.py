@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from support.merges import digest
 from workspacefs import InMemoryFilesystem, InvalidArgumentError, ReadOnlyError
+from workspacefs.git import WorkspaceMerges
 from workspacefs.sandbox import PodmanSandbox, PodmanWorkspace, TryRun
 
 from .conftest import closed_cleanly, container_names
@@ -280,3 +282,77 @@ def test_dry_runs_through_the_tools() -> None:
         plain = section.tools.call("shell", {"command": "touch z"}, context=context)
         assert plain.success
         assert fs.exists("z")
+
+
+def state_of(run: TryRun) -> str:
+    """Where ``run`` stands (read anew each time: mypy keeps a property narrowed)."""
+    return run.state
+
+
+def test_an_accept_with_nothing_left_to_merge_accepts(box: PodmanSandbox) -> None:
+    """The workspace got the try's change meanwhile: the merge has nothing to change,
+    and the try is accepted (not left pending, as a conflict would leave it)."""
+    fs = box.filesystem
+    run = box.try_exec("echo same > same.txt")
+    fs.write("same.txt", "same\n")
+    outcome = run.accept()
+    assert (outcome.applied, outcome.conflicts) == (False, ())
+    assert run.state == "accepted"
+    assert box.tries() == {}
+
+
+def test_a_conflicting_accept_held_open_and_resolved_by_the_tools() -> None:
+    with PodmanWorkspace(dry_run=True) as section:
+        fs = section.filesystem
+        fs.write("src/app.py", "def main():\n    return 1\n")
+        context = section.context()
+        assert {"conflicts", "resolve", "abort_merge"} <= set(section.tools.names)
+        tried = section.tools.call(
+            "shell",
+            {
+                "command": "sed -i 's/return 1/return 2/' src/app.py && echo t > t.txt",
+                "dry_run": True,
+            },
+            context=context,
+        )
+        assert tried.success, tried.message
+        fs.write("src/app.py", "def main():\n    return 3\n")
+        before = digest(fs)
+        held = section.tools.call("accept_try", {"try_id": "try-1", "hold": True}, context=context)
+        assert held.success, held.message
+        assert "src/app.py: content conflict" in held.message
+        assert "    ours:\n          return 3\n    theirs:\n          return 2" in held.message
+        assert "the merge is held open" in held.message
+        assert held.value is not None
+        assert held.value.held is not None
+        assert held.value.held.source == "try-1"
+        assert digest(fs) == before
+        (run,) = section.sandbox.tries().values()
+        assert state_of(run) == "pending"
+
+        dropped = section.tools.call("abort_merge", {}, context=context)
+        assert dropped.success, dropped.message
+        assert digest(fs) == before
+        assert state_of(run) == "pending"
+
+        section.tools.call("accept_try", {"try_id": "try-1", "hold": True}, context=context)
+        done = section.tools.call("resolve", {"take": {"src/app.py": "theirs"}}, context=context)
+        assert done.success, done.message
+        assert state_of(run) == "accepted"
+        assert section.sandbox.tries() == {}
+        assert fs.read("src/app.py").content == "def main():\n    return 2\n"
+        assert fs.read("t.txt").content == "t\n"
+
+
+def test_rejecting_a_try_aborts_its_merge_held_open(box: PodmanSandbox) -> None:
+    fs = box.filesystem
+    run = box.try_exec("sed -i 's/return 1/return 2/' src/app.py")
+    fs.write("src/app.py", "def main():\n    return 3\n")
+    before = digest(fs)
+    outcome = run.accept(hold=True)
+    assert outcome.held is not None
+    merges = WorkspaceMerges.of(fs)
+    assert merges.open is not None
+    run.reject()
+    assert merges.open is None
+    assert digest(fs) == before

@@ -230,7 +230,7 @@ def test_mcp_offers_history_and_rewind_and_names_each_call() -> None:
         (True, "The call id 'toolu_1' is recorded already; give each call an id of its own."),
         (True, "_meta['workspacefs/call_id'] must be a non-empty string, the call's id."),
     ]
-    calls = seen["history"]["calls"]
+    calls = seen["history"]["result"]  # a list, wrapped as MCP wants an object
     assert [(c["call_id"], c["tool"]) for c in calls] == [
         ("toolu_1", "write_file"),
         (seen["ids"][2], "write_file"),
@@ -243,7 +243,7 @@ def test_mcp_offers_history_and_rewind_and_names_each_call() -> None:
     assert text.startswith(f"Rewound to just before call `{seen['ids'][2]}`")
     assert seen["missing"][0] is True
     assert "no recorded call has this id" in seen["missing"][1]
-    assert [c["call_id"] for c in seen["after"]["calls"]] == ["toolu_1"]  # no rewind call
+    assert [c["call_id"] for c in seen["after"]["result"]] == ["toolu_1"]  # no rewind call
     assert fs.read("a").content == "1"
     assert not fs.exists("b")
 

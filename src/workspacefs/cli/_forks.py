@@ -22,7 +22,7 @@ from ._output import emit_json, size, stdout
 
 if TYPE_CHECKING:
     from ..daemon import RemoteFilesystem
-    from ..fs import MergeReport
+    from ..fs import MergeReport, Side
 
 FORKS_DIR = ".forks"
 
@@ -242,27 +242,98 @@ def forks(of: OfOption = None, as_json: JsonOption = False) -> None:
     stdout.print(table)
 
 
-@app.command(epilog="Example: workspacefs merge experiment --dry-run")
+@app.command(
+    epilog="Examples: workspacefs merge experiment --dry-run; workspacefs merge experiment "
+    "--hold (then edit .forks/merge-1, and: workspacefs merge --continue [--take PATH=theirs], "
+    "or workspacefs merge --abort)"
+)
 def merge(
     fork_ref: Annotated[
-        str, typer.Argument(metavar="FORK", help="A fork's name, its path, or where it is bound.")
-    ],
+        str | None,
+        typer.Argument(metavar="[FORK]", help="A fork's name, its path, or where it is bound."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report.")] = False,
     markers: Annotated[
         bool, typer.Option("--markers", help="Print text conflicts with git's conflict markers.")
+    ] = False,
+    hold: Annotated[
+        bool,
+        typer.Option(
+            "--hold",
+            help="On conflicts, hold the merge open: its result in a fork "
+            "(<mountpoint>/.forks/merge-<n>), text conflicts with markers, to resolve there.",
+        ),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            help="Finish the merge held open, all or nothing, once no path conflicts.",
+        ),
+    ] = False,
+    take: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--take",
+            metavar="PATH=SIDE",
+            help="With --continue: take base, ours or theirs for a conflicting PATH (repeatable).",
+        ),
+    ] = None,
+    abort: Annotated[
+        bool, typer.Option("--abort", help="Drop the merge held open; the workspace is as before.")
+    ] = False,
+    status: Annotated[
+        bool, typer.Option("--status", help="Show the merge held open, conflict by conflict.")
     ] = False,
     of: OfOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Merge a fork into its workspace, three-way: all or nothing, a snapshot before.
 
-    Conflicts are printed per path and exit with status 1, changing nothing.
+    Conflicts are printed per path and exit with status 1, changing nothing;
+    with --hold the merge stays open in a fork until --continue or --abort.
     """
+    steps = [
+        name
+        for name, on in (("--continue", resume), ("--abort", abort), ("--status", status))
+        if on
+    ]
+    if len(steps) > 1 or (steps and (fork_ref or dry_run or markers or hold)):
+        raise typer.BadParameter(f"{' and '.join(steps)} take(s) no FORK or merge option")
+    if take and not resume:
+        raise typer.BadParameter("--take goes with --continue")
+    if not steps and fork_ref is None:
+        raise typer.BadParameter("name the FORK to merge (or --continue, --abort, --status)")
+    if steps:
+        _held_step(steps[0], _sides(take or []), of, as_json=as_json)
+        return
+    assert fork_ref is not None
+    _merge_fork(fork_ref, of, dry_run=dry_run, markers=markers, hold=hold, as_json=as_json)
+
+
+def _sides(take: list[str]) -> dict[str, Side]:
+    """``--take PATH=SIDE`` values as path -> side."""
+    from ..fs import SIDES
+
+    chosen: dict[str, Side] = {}
+    for item in take:
+        path, _, side = item.rpartition("=")
+        if not path or side not in SIDES:
+            raise typer.BadParameter(
+                f"--take {item!r}: expected PATH=base, PATH=ours or PATH=theirs"
+            )
+        chosen[path] = side
+    return chosen
+
+
+def _merge_fork(
+    fork_ref: str, of: str | None, *, dry_run: bool, markers: bool, hold: bool, as_json: bool
+) -> None:
     from ..fs import MergeReport, to_json
 
     fs, name = resolve_fork(fork_ref, of)
     with fs:
-        report = fs.merge_fork(name, dry_run=dry_run, markers=markers)
+        report = fs.merge_fork(name, dry_run=dry_run, markers=markers, hold=hold)
         mountpoint = fs.mountpoint
     if as_json:
         emit_json({"fork": name, **to_json(report, MergeReport)})
@@ -272,14 +343,54 @@ def merge(
         raise typer.Exit(EXIT_FAILED)
 
 
+def _held_step(step: str, choose: dict[str, Side], of: str | None, *, as_json: bool) -> None:
+    """--continue, --abort or --status of the merge held open in the workspace."""
+    from ..fs import HeldMerge, MergeReport, held_lines, to_json
+
+    with origin(of) as fs:
+        mountpoint = fs.mountpoint
+        if step == "--status":
+            held = fs.merge_status()
+            if as_json:
+                emit_json(to_json(held, HeldMerge | None))
+            elif held is None:
+                stdout.print(f"No merge is held open in {mountpoint}.")
+            else:
+                print("\n".join(held_lines(held)))
+            return
+        if step == "--abort":
+            fs.abort_merge()
+            if as_json:
+                emit_json({"aborted": True})
+            else:
+                stdout.print(f"Aborted the merge held open in {mountpoint}; nothing changed.")
+            return
+        report = fs.continue_merge(choose=choose or None)
+    if as_json:
+        emit_json(to_json(report, MergeReport))
+        return
+    _print_applied(report, f"Merged the merge held open into {mountpoint}")
+
+
 def _print_merge(report: MergeReport, fork: str, mountpoint: str, *, dry_run: bool) -> None:
-    from ..fs import snapshot_label
+    from ..fs import conflict_lines
 
     for conflict in report.conflicts:
         print(f"CONFLICT ({conflict.kind}): {conflict.path}")
         if conflict.markers is not None:
             text = conflict.markers.decode("utf-8", "replace")
             print(text, end="" if text.endswith("\n") else "\n")
+        for line in conflict_lines(conflict, hunks=False)[1:]:  # the sides
+            print(line)
+    held = report.held
+    if held is not None:
+        print(
+            f"{len(report.conflicts)} conflict(s): the merge of fork {fork} is held open in "
+            f"{held.path or held.fork}; resolve them there (text conflicts carry markers), then "
+            "workspacefs merge --continue [--take PATH=base|ours|theirs], or --abort",
+            flush=True,
+        )
+        return
     if report.conflicts:
         print(
             f"{len(report.conflicts)} conflict(s): nothing merged from fork {fork}",
@@ -287,8 +398,13 @@ def _print_merge(report: MergeReport, fork: str, mountpoint: str, *, dry_run: bo
         )
         return
     verb = "Would merge" if dry_run else "Merged"
-    paths = len(report.changed)
-    stdout.print(f"{verb} fork {fork} into {mountpoint}: {paths} path(s) changed")
+    _print_applied(report, f"{verb} fork {fork} into {mountpoint}")
+
+
+def _print_applied(report: MergeReport, head: str) -> None:
+    from ..fs import snapshot_label
+
+    stdout.print(f"{head}: {len(report.changed)} path(s) changed")
     for path in report.changed:
         print(f"\t{path}")
     if report.snapshot is not None:

@@ -5,16 +5,22 @@ change), which only works inside one process; so the daemon of a workspace
 serves its forks too, on its own mount, at ``<mountpoint>/.forks/<name>``
 (see ``Mount.add_fork`` and docs/forks.md). The CLI's ``fork``, ``forks``
 and ``merge`` commands reach them through the control socket.
+
+A merge held open (``git.WorkspaceMerges``) is served the same way while it
+is open, at ``<mountpoint>/.forks/merge-<n>``: not one of the forks listed,
+merged or dropped by name; it goes when the merge is continued or aborted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
+from collections.abc import Mapping
 
 from .. import git
 from .._errors import BackendUnavailableError, NotFoundError, ReadOnlyError
-from ..fs import FilesystemSnapshot, InMemoryFilesystem
+from ..fs import FilesystemSnapshot, HeldMerge, InMemoryFilesystem, Side
 from ..fuse import Mount
 from ..tree import diff_versions
 from ._fork_results import ForkInfo
@@ -88,18 +94,58 @@ class Forks:
                 raise NotFoundError("no fork of this name", name)
         self._serving().remove_fork(name)
 
-    def merge(self, name: str, *, dry_run: bool, markers: bool) -> git.MergeResult:
+    def merge(self, name: str, *, dry_run: bool, markers: bool, hold: bool) -> git.MergeResult:
         """Merge fork ``name`` into the workspace (``workspacefs.git.merge``): all
-        or nothing, a snapshot before; the fork stays.
+        or nothing, a snapshot before; the fork stays. With ``hold``, a merge with
+        conflicts is held open, its fork served at ``<mountpoint>/.forks/merge-<n>``.
 
         Raises:
             NotFoundError: No fork of that name.
+            BusyError: ``hold``, and a merge is held open already.
         """
         with self._lock:
             fork = self._forks.get(name)
         if fork is None:
             raise NotFoundError("no fork of this name", name)
-        return git.merge(self._fs, fork, dry_run=dry_run, markers=markers)
+        merges = git.WorkspaceMerges.of(self._fs)
+        result = merges.merge(fork, dry_run=dry_run, markers=markers, hold=hold, source=name)
+        held = merges.open
+        if result.held is None or held is None:
+            return result
+        try:
+            served = self._serve(held)
+        except BaseException:
+            held.abort()  # unserved, it could not be edited: the workspace never changed
+            raise
+        return dataclasses.replace(result, held=served)
+
+    def _serve(self, held: git.OpenMerge) -> HeldMerge:
+        """Serve an open merge's fork on the mount until the merge closes."""
+        mount = self._serving()
+        with self._lock:
+            taken = {*self._forks, *mount.forks()}
+            name = next(f"merge-{n}" for n in itertools.count(1) if f"merge-{n}" not in taken)
+            path = mount.add_fork(name, held.filesystem)
+        held.serve(name, path)
+        held.on_close(lambda _: self._unserve(name))
+        return held.report()
+
+    def _unserve(self, name: str) -> None:
+        mount = self._mount
+        if mount is not None and mount.running:
+            mount.remove_fork(name)
+
+    def merge_status(self) -> HeldMerge | None:
+        """The merge held open, as it stands (None: none is)."""
+        return git.WorkspaceMerges.of(self._fs).merge_status()
+
+    def continue_merge(self, choose: Mapping[str, Side] | None) -> git.MergeResult:
+        """Finish the merge held open, all or nothing (``OpenMerge.continue_merge``)."""
+        return git.WorkspaceMerges.of(self._fs).continue_merge(choose=choose)
+
+    def abort_merge(self) -> None:
+        """Drop the merge held open; the workspace never changed."""
+        git.WorkspaceMerges.of(self._fs).abort_merge()
 
     def _info(self, name: str, fork: InMemoryFilesystem) -> ForkInfo:
         tree = fork.tree

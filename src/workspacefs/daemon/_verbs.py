@@ -45,11 +45,13 @@ from ..fs import (
     BlameEntry,
     Filesystem,
     FilesystemSnapshot,
+    HeldMerge,
     MergeReport,
     PersistResult,
     PruneResult,
     RecordedCall,
     RewindResult,
+    Side,
     SnapshotableFilesystem,
     SnapshotChanges,
     SnapshotRetentionPolicy,
@@ -188,7 +190,9 @@ class Daemon(Protocol):
         """Stop serving fork ``name`` (its path goes at once) and forget it."""
         ...
 
-    def merge_fork(self, name: str, *, dry_run: bool = False, markers: bool = False) -> MergeReport:
+    def merge_fork(
+        self, name: str, *, dry_run: bool = False, markers: bool = False, hold: bool = False
+    ) -> MergeReport:
         """Merge fork ``name`` into the workspace, three-way, all or nothing
         (``workspacefs.git.merge``); the fork stays until dropped.
 
@@ -196,6 +200,38 @@ class Daemon(Protocol):
             name: The fork.
             dry_run: Only report.
             markers: Give text conflicts the merged text with git's markers.
+            hold: Hold a merge with conflicts open (``held`` in the report): its
+                result so far in a fork served at ``<mountpoint>/.forks/merge-<n>``,
+                text conflicts with markers, to resolve there, then
+                ``continue_merge`` or ``abort_merge``.
+
+        Raises:
+            BusyError: ``hold``, and a merge is held open already.
+        """
+        ...
+
+    def merge_status(self) -> HeldMerge | None:
+        """The merge held open (None: none is): its fork, and per conflict whether it
+        is resolved, the side taken and the lines still holding markers."""
+        ...
+
+    def continue_merge(self, *, choose: Mapping[str, Side] | None = None) -> MergeReport:
+        """Take the sides ``choose`` names (path -> ``base``, ``ours`` or ``theirs``) in
+        the merge's fork, then merge the fork into the workspace: all or nothing.
+
+        Raises:
+            UnresolvedConflictsError: Paths still conflict (named); nothing changed.
+            ContentChangedError: The workspace changed a path since the merge opened,
+                differently; nothing changed.
+            NotFoundError: No merge is held open.
+        """
+        ...
+
+    def abort_merge(self) -> None:
+        """Drop the merge held open and its fork; the workspace never changed.
+
+        Raises:
+            NotFoundError: No merge is held open.
         """
         ...
 
@@ -465,6 +501,9 @@ class WorkspaceVerbs(FilesystemVerbs):
     merge_fork = Method(Daemon.merge_fork, DAEMON, changes=True)
     call_history = Method(Daemon.call_history, DAEMON)
     rewind = Method(Daemon.rewind, DAEMON, changes=True)
+    merge_status = Method(Daemon.merge_status, DAEMON)
+    continue_merge = Method(Daemon.continue_merge, DAEMON, changes=True)
+    abort_merge = Method(Daemon.abort_merge, DAEMON)
     info = Method(Daemon.info, DAEMON)
     status = Method(Daemon.status, DAEMON)
     unmount = Method(Daemon.unmount, DAEMON, stops=True)

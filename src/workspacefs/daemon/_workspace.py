@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,12 +33,14 @@ from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, export_archive, imp
 from ..fs import (
     FilesystemDiff,
     FilesystemSnapshot,
+    HeldMerge,
     InMemoryFilesystem,
     MergeReport,
     PersistResult,
     PruneResult,
     RecordedCall,
     RewindResult,
+    Side,
     SnapshotRetentionPolicy,
     TransferResult,
     TreeFilesystem,
@@ -283,10 +286,24 @@ class Workspace(Daemon):
         """Stop serving a fork."""
         self._forks.drop(name)
 
-    def merge_fork(self, name: str, *, dry_run: bool = False, markers: bool = False) -> MergeReport:
+    def merge_fork(
+        self, name: str, *, dry_run: bool = False, markers: bool = False, hold: bool = False
+    ) -> MergeReport:
         """Merge a fork into the workspace (its conflicts' sides stay here: the
-        answer is written as a ``MergeReport``)."""
-        return self._forks.merge(name, dry_run=dry_run, markers=markers)
+        answer is written as a ``MergeReport``); ``hold``: hold a conflicting one open."""
+        return self._forks.merge(name, dry_run=dry_run, markers=markers, hold=hold)
+
+    def merge_status(self) -> HeldMerge | None:
+        """The merge held open, as it stands."""
+        return self._forks.merge_status()
+
+    def continue_merge(self, *, choose: Mapping[str, Side] | None = None) -> MergeReport:
+        """Finish the merge held open, all or nothing."""
+        return self._forks.continue_merge(choose)
+
+    def abort_merge(self) -> None:
+        """Drop the merge held open."""
+        self._forks.abort_merge()
 
     # -- about the daemon --------------------------------------------------------------
 

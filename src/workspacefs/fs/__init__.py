@@ -35,6 +35,17 @@ if TYPE_CHECKING:
     from ._conditional import changed_paths as changed_paths
     from ._conditional import changed_since as changed_since
     from ._conditional import content_digest as content_digest
+    from ._conflict_text import conflict_lines as conflict_lines
+    from ._conflict_text import held_lines as held_lines
+    from ._conflicts import MAX_HUNK_BYTES as MAX_HUNK_BYTES
+    from ._conflicts import MAX_HUNKS as MAX_HUNKS
+    from ._conflicts import SIDES as SIDES
+    from ._conflicts import ConflictDetail as ConflictDetail
+    from ._conflicts import ConflictHunk as ConflictHunk
+    from ._conflicts import ConflictSide as ConflictSide
+    from ._conflicts import HeldState as HeldState
+    from ._conflicts import Side as Side
+    from ._conflicts import SideKind as SideKind
     from ._directory import DirectoryBackend as DirectoryBackend
     from ._entries import MAX_ENTRIES as MAX_ENTRIES
     from ._entries import EntryKind as EntryKind
@@ -58,6 +69,7 @@ if TYPE_CHECKING:
     from ._memory import InMemoryFilesystem as InMemoryFilesystem
     from ._outcomes import ConflictKind as ConflictKind
     from ._outcomes import ConflictReport as ConflictReport
+    from ._outcomes import HeldMerge as HeldMerge
     from ._outcomes import MergeConflict as MergeConflict
     from ._outcomes import MergeReport as MergeReport
     from ._outcomes import MergeResult as MergeResult
@@ -126,10 +138,13 @@ __all__ = [
     "LAST_TIME_NS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
+    "MAX_HUNKS",
+    "MAX_HUNK_BYTES",
     "MAX_NAME",
     "MIN_ID_PREFIX",
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
+    "SIDES",
     "SPECIAL_BITS",
     "ArchiveVerbs",
     "AttributedFilesystem",
@@ -138,8 +153,11 @@ __all__ = [
     "CallTag",
     "Cause",
     "ChangeKind",
+    "ConflictDetail",
+    "ConflictHunk",
     "ConflictKind",
     "ConflictReport",
+    "ConflictSide",
     "DirectoryBackend",
     "EntryKind",
     "FileEntry",
@@ -150,6 +168,8 @@ __all__ = [
     "FilesystemSource",
     "GlobMatch",
     "GrepMatch",
+    "HeldMerge",
+    "HeldState",
     "HostMount",
     "InMemoryFilesystem",
     "InMemorySnapshotStore",
@@ -174,6 +194,8 @@ __all__ = [
     "RefRefused",
     "RefWritten",
     "RewindResult",
+    "Side",
+    "SideKind",
     "SnapshotBytes",
     "SnapshotChanges",
     "SnapshotKind",
@@ -203,6 +225,7 @@ __all__ = [
     "changed_since",
     "check_name",
     "check_tag",
+    "conflict_lines",
     "content_digest",
     "current_cause",
     "default_memory_budget",
@@ -211,6 +234,7 @@ __all__ = [
     "file_patch",
     "find_snapshot",
     "from_json",
+    "held_lines",
     "is_binary",
     "link_reach",
     "locate",
@@ -287,7 +311,19 @@ _EXPORTS = {
     "LinkReach": "._links",
     "link_reach": "._links",
     "InMemoryFilesystem": "._memory",
+    "conflict_lines": "._conflict_text",
+    "held_lines": "._conflict_text",
+    "MAX_HUNK_BYTES": "._conflicts",
+    "MAX_HUNKS": "._conflicts",
+    "SIDES": "._conflicts",
+    "ConflictDetail": "._conflicts",
+    "ConflictHunk": "._conflicts",
+    "ConflictSide": "._conflicts",
+    "HeldState": "._conflicts",
+    "Side": "._conflicts",
+    "SideKind": "._conflicts",
     "ConflictKind": "._outcomes",
+    "HeldMerge": "._outcomes",
     "ConflictReport": "._outcomes",
     "MergeConflict": "._outcomes",
     "MergeReport": "._outcomes",

@@ -7,8 +7,10 @@ less than the merge itself has, the smaller type is the base and the larger
 one extends it (no field is declared twice):
 
 * ``MergeReport`` / ``ConflictReport``: the paths, the conflicts by kind, the
-  marker text; ``MergeResult`` / ``MergeConflict`` add the three sides of each
-  conflict (whole file contents, which stay in the process that merged);
+  marker text, each conflict's sides described (``ConflictDetail``: kinds,
+  modes, sizes, text hunks) and a merge held open (``HeldMerge``);
+  ``MergeResult`` / ``MergeConflict`` add the three sides of each conflict
+  (whole file contents, which stay in the process that merged);
 * ``PersistedSnapshot``: where ``git.persist`` put a snapshot;
   ``PersistResult`` adds what the daemon did around it (its repository, a push);
 * ``TransferResult``: what a ``push`` or ``fetch`` wrote and what it refused.
@@ -19,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
+from ._conflicts import ConflictDetail, HeldState
 from ._snapshots import FilesystemSnapshot
 
 ConflictKind = Literal[
@@ -43,12 +46,14 @@ class ConflictReport:
     """A path both sides changed in ways that do not merge.
 
     ``markers`` is the text merged with git's conflict markers, for a
-    ``content`` or text ``add/add`` conflict when asked for.
+    ``content`` or text ``add/add`` conflict when asked for; ``detail``
+    describes the three sides (and a text's conflicting hunks).
     """
 
     path: str
     kind: ConflictKind
     markers: bytes | None = None
+    detail: ConflictDetail | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +67,34 @@ class MergeConflict(ConflictReport):
 
 
 @dataclass(frozen=True, slots=True)
+class HeldMerge:
+    """A merge held open: its result so far is in a fork of the workspace (clean
+    changes applied, each conflicting path as ``WorkspaceMerges`` placed it: text
+    with conflict markers), and the workspace is unchanged until it continues.
+
+    Attributes:
+        source: What is merged in (a fork's name, a try's id).
+        fork: The name of the fork holding the merge.
+        path: Where that fork is served (``<mountpoint>/.forks/<fork>``), if it is.
+        changed: The paths that merge cleanly (the fork holds their changes).
+        conflicts: The conflicts as found when the merge was opened.
+        states: Where each conflict stands now, in the same order.
+    """
+
+    source: str
+    fork: str
+    path: str | None
+    changed: tuple[str, ...]
+    conflicts: tuple[ConflictReport, ...]
+    states: tuple[HeldState, ...]
+
+    @property
+    def unresolved(self) -> tuple[str, ...]:
+        """The conflicting paths not resolved yet."""
+        return tuple(state.path for state in self.states if not state.resolved)
+
+
+@dataclass(frozen=True, slots=True)
 class MergeReport:
     """What a merge did, or with ``applied`` False would have done.
 
@@ -71,12 +104,15 @@ class MergeReport:
         conflicts: The paths that do not merge; any conflict applies nothing.
         applied: True if the workspace changed.
         snapshot: The snapshot taken before an applied merge.
+        held: The merge is held open (it had conflicts, and holding was asked
+            for): resolve them in its fork, then continue or abort it.
     """
 
     changed: tuple[str, ...]
     conflicts: tuple[ConflictReport, ...]
     applied: bool
     snapshot: FilesystemSnapshot | None = None
+    held: HeldMerge | None = None
 
     @property
     def clean(self) -> bool:

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..fs import ConflictDetail as ConflictDetail
     from ..fs import ConflictKind as ConflictKind
+    from ..fs import HeldMerge as HeldMerge
     from ..fs import MergeConflict as MergeConflict
     from ..fs import MergeResult as MergeResult
     from ..fs import MergeSide as MergeSide
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from ._blobs import BlobStore as BlobStore
     from ._directories import data_directory as data_directory
     from ._directories import default_repository as default_repository
+    from ._held import OpenMerge as OpenMerge
+    from ._held import WorkspaceMerges as WorkspaceMerges
     from ._history import decode_history as decode_history
     from ._history import encode_history as encode_history
     from ._load import load as load
@@ -64,7 +68,9 @@ if TYPE_CHECKING:
     from ._repo import sync_writes as sync_writes
 
 _EXPORTS = {
+    "ConflictDetail": "..fs",
     "ConflictKind": "..fs",
+    "HeldMerge": "..fs",
     "MergeConflict": "..fs",
     "MergeResult": "..fs",
     "MergeSide": "..fs",
@@ -75,6 +81,8 @@ _EXPORTS = {
     "default_repository": "._directories",
     "decode_history": "._history",
     "encode_history": "._history",
+    "OpenMerge": "._held",
+    "WorkspaceMerges": "._held",
     "load": "._load",
     "recorded_changes": "._load",
     "find_base": "._merge",

@@ -22,22 +22,27 @@ A rename is a delete and an add (git would follow it by content similarity).
 Directories follow their files, as in git: one emptied by the merge goes.
 
 A merge applies all or nothing: with any conflict it changes nothing and
-reports the conflicts with both sides (and, for text, the merged text with
-conflict markers if asked); otherwise it takes a snapshot tagged
+reports the conflicts with both sides, each described (``detail``: kinds,
+modes, sizes, a text's hunks; ``_details``) and, for text, the merged text
+with conflict markers if asked; otherwise it takes a snapshot tagged
 ``before-merge`` and applies every change in one transaction.
+``WorkspaceMerges`` (``_held``) can hold a conflicting merge open in a fork
+instead, to be resolved there and continued.
 """
 
 from __future__ import annotations
 
 import os
 import stat as _stat
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from .._errors import InvalidArgumentError, ReadOnlyError
 from ..fs import (
     ConflictKind,
     FilesystemSnapshot,
+    HeldMerge,
     InMemoryFilesystem,
     MergeConflict,
     MergeResult,
@@ -57,9 +62,10 @@ from ..tree import (
     diff_versions,
 )
 from ..tree import same_entry as _same
+from ._details import describe_conflict
 from ._mergefile import merge_text
 
-_Target = MergeSide | None
+Target = MergeSide | None
 """What a path becomes: a state, or None for deleted."""
 
 
@@ -84,13 +90,53 @@ def merge(
         markers: Give text conflicts the merged text with conflict markers.
 
     Returns:
-        The changes and the conflicts; ``applied`` says whether the live tree
-        changed (never with a conflict or a dry run).
+        The changes and the conflicts (each with its ``detail``); ``applied``
+        says whether the live tree changed (never with a conflict or a dry
+        run). To hold a conflicting merge open instead, see ``WorkspaceMerges``.
 
     Raises:
         InvalidArgumentError: No common ancestor is known; pass ``base``.
         ReadOnlyError: ``fs`` is read-only (and this is no dry run).
     """
+    return merge_or_hold(fs, other, base=base, dry_run=dry_run, markers=markers, hold=None)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedMerge:
+    """A merge worked out and not applied, for a hold (``WorkspaceMerges``).
+
+    Attributes:
+        ancestor: The common ancestor.
+        ours: The workspace's state merged into (its live tree, frozen).
+        theirs: The state merged in.
+        plan: What changes in ``ours``, path -> new state (None: deleted);
+            a ``directory`` conflict's path is in it too.
+        conflicts: The paths that do not merge.
+    """
+
+    ancestor: Version
+    ours: Version
+    theirs: Version
+    plan: dict[str, Target]
+    conflicts: tuple[MergeConflict, ...]
+
+
+Hold = Callable[[PlannedMerge], HeldMerge]
+"""Holds a conflicting merge open; called holding the workspace's lock, with the
+live tree still equal to ``PlannedMerge.ours``."""
+
+
+def merge_or_hold(
+    fs: InMemoryFilesystem,
+    other: InMemoryFilesystem | FilesystemSnapshot,
+    *,
+    base: FilesystemSnapshot | Version | None,
+    dry_run: bool,
+    markers: bool,
+    hold: Hold | None,
+) -> MergeResult:
+    """``merge``, which, given ``hold``, hands a merge with conflicts to it (unless a
+    dry run) and reports what it holds in ``held``."""
     if isinstance(other, InMemoryFilesystem):
         with other.tree.lock:
             theirs = other.tree.snapshot()
@@ -102,23 +148,41 @@ def merge(
             ancestor = find_base(fs, other, ours, theirs)
         else:
             ancestor = fs.version(base) if isinstance(base, FilesystemSnapshot) else base
-        plan, conflicts = _plan(ancestor, ours, theirs, markers=markers)
+        plan, conflicts = plan_merge(ancestor, ours, theirs, markers=markers)
         changed = tuple(sorted(plan))
+        if conflicts and hold is not None and not dry_run:
+            if fs.read_only:
+                raise ReadOnlyError("read-only filesystem", "/")
+            held = hold(PlannedMerge(ancestor, ours, theirs, plan, tuple(conflicts)))
+            return MergeResult(changed, tuple(conflicts), applied=False, held=held)
         if dry_run or conflicts:
             return MergeResult(changed, tuple(conflicts), applied=False)
         if not plan:  # the two agree already: merged, with nothing to change
-            _record(fs, other, ours, theirs)
+            record_merged(fs, other, ours, theirs)
             return MergeResult(changed, (), applied=False)
-        if fs.read_only:
-            raise ReadOnlyError("read-only filesystem", "/")
-        record = fs.snapshot(tag="before-merge")
-        with fs.transaction() as tree:
-            _apply(tree, plan, theirs)
-        _record(fs, other, fs.tree.snapshot(), theirs)  # O(1): the merged state's step
+        record = apply_merge(fs, plan, theirs)
+        record_merged(fs, other, fs.tree.snapshot(), theirs)  # O(1): the merged state's step
     return MergeResult(changed, (), applied=True, snapshot=record)
 
 
-def _record(
+def apply_merge(
+    fs: InMemoryFilesystem, plan: dict[str, Target], theirs: Version
+) -> FilesystemSnapshot:
+    """Apply ``plan`` to ``fs``'s live tree in one transaction, after a snapshot tagged
+    ``before-merge`` (returned); the caller holds the tree's lock.
+
+    Raises:
+        ReadOnlyError: ``fs`` is read-only.
+    """
+    if fs.read_only:
+        raise ReadOnlyError("read-only filesystem", "/")
+    record = fs.snapshot(tag="before-merge")
+    with fs.transaction() as tree:
+        apply_plan(tree, plan, theirs)
+    return record
+
+
+def record_merged(
     fs: InMemoryFilesystem,
     other: InMemoryFilesystem | FilesystemSnapshot,
     merged: Version,
@@ -234,7 +298,7 @@ def _holds(state: Lineage, version: Version, points: list[tuple[Lineage, Version
     )
 
 
-def _side(node: Node | None) -> MergeSide | None:
+def side_of(node: Node | None) -> MergeSide | None:
     if node is None:
         return None
     if isinstance(node, File):
@@ -244,25 +308,25 @@ def _side(node: Node | None) -> MergeSide | None:
     return MergeSide("other", node.mode, b"", node.rdev if isinstance(node, Special) else 0)
 
 
-def _entry(view: TreeView, path: str) -> Node | None:
+def entry_at(view: TreeView, path: str) -> Node | None:
     ino = view.resolve_path(path)
     node = None if ino is None else view.get(ino)
     return None if isinstance(node, Directory) else node
 
 
-def _plan(
+def plan_merge(
     base: Version, ours: Version, theirs: Version, *, markers: bool
-) -> tuple[dict[str, _Target], list[MergeConflict]]:
+) -> tuple[dict[str, Target], list[MergeConflict]]:
     """What to change in ``ours`` (path -> new state) and what conflicts."""
     mine = diff_versions(base, ours, Tree.changes_between(base, ours))
     other = diff_versions(base, theirs, Tree.changes_between(base, theirs))
     ours_changed = {*mine.added, *mine.modified, *mine.deleted}
-    plan: dict[str, _Target] = {}
+    plan: dict[str, Target] = {}
     conflicts: list[MergeConflict] = []
     for path in sorted({*other.added, *other.modified, *other.deleted}):
-        b, o, t = _entry(base, path), _entry(ours, path), _entry(theirs, path)
+        b, o, t = entry_at(base, path), entry_at(ours, path), entry_at(theirs, path)
         if path not in ours_changed:
-            plan[path] = _side(t)
+            plan[path] = side_of(t)
         elif (o is None and t is None) or (o is not None and t is not None and _same(o, t)):
             continue
         else:
@@ -273,11 +337,18 @@ def _plan(
                 plan[path] = target
     for path, target in plan.items():
         if target is not None and _blocked(ours, path, plan):
+            was = side_of(entry_at(base, path))
+            ino = ours.resolve_path(path)
+            there = None if ino is None else ours.get(ino)
+            directory = there.mode if isinstance(there, Directory) else None
             conflicts.append(
                 MergeConflict(
                     path=path,
                     kind="directory",
-                    base=_side(_entry(base, path)),
+                    detail=describe_conflict(
+                        "directory", was, None, target, ours_directory=directory
+                    ),
+                    base=was,
                     ours=None,
                     theirs=target,
                 )
@@ -286,10 +357,10 @@ def _plan(
 
 
 def _same_side(node: Node, side: MergeSide) -> bool:
-    return _side(node) == side
+    return side_of(node) == side
 
 
-def _blocked(ours: Version, path: str, plan: dict[str, _Target]) -> bool:
+def _blocked(ours: Version, path: str, plan: dict[str, Target]) -> bool:
     """True if writing ``path`` meets a directory of ours at it that keeps a
     file after the merge's deletions, or a file of ours above it that the
     merge keeps. (Walking that directory costs its size, only in this case.)"""
@@ -313,9 +384,9 @@ def _blocked(ours: Version, path: str, plan: dict[str, _Target]) -> bool:
 
 def _merge_entry(
     path: str, b: Node | None, o: Node | None, t: Node | None, *, markers: bool
-) -> tuple[_Target, MergeConflict | None]:
+) -> tuple[Target, MergeConflict | None]:
     """Both sides changed ``path`` differently: the merged state, or a conflict."""
-    base, mine, other = _side(b), _side(o), _side(t)
+    base, mine, other = side_of(b), side_of(o), side_of(t)
     outcome: MergeSide | _Conflict
     if mine is None or other is None:
         outcome = "delete/modify", None
@@ -332,6 +403,7 @@ def _merge_entry(
         path=path,
         kind=kind,
         markers=text if markers else None,
+        detail=describe_conflict(kind, base, mine, other),
         base=base,
         ours=mine,
         theirs=other,
@@ -357,14 +429,14 @@ def _merge_same_kind(
     content (both added, or both changed from another kind)."""
     if mine.kind == "symlink":
         return ("add/add" if base is None else "symlink"), None
-    mode = _pick(base.mode if base else None, mine.mode, other.mode)
+    mode = pick(base.mode if base else None, mine.mode, other.mode)
     if base is None:
         if mine.data == other.data:
             return MergeSide("file", mode, mine.data) if mode is not None else ("mode", None)
         if is_binary(mine.data) or is_binary(other.data):
             return "add/add", None
         return "add/add", merge_text(None, mine.data, other.data)[0]
-    data = _pick(base.data, mine.data, other.data)
+    data = pick(base.data, mine.data, other.data)
     if data is None:
         if is_binary(base.data) or is_binary(mine.data) or is_binary(other.data):
             return "binary", None
@@ -380,7 +452,7 @@ def _merge_same_kind(
 _T = TypeVar("_T")
 
 
-def _pick(base: _T | None, mine: _T, other: _T) -> _T | None:
+def pick(base: _T | None, mine: _T, other: _T) -> _T | None:
     """The three-way choice of one value: the side that changed it, or None
     if both changed it differently."""
     if mine == other or other == base:
@@ -390,7 +462,7 @@ def _pick(base: _T | None, mine: _T, other: _T) -> _T | None:
     return None
 
 
-def _apply(tree: Tree, plan: dict[str, _Target], theirs: Version) -> None:
+def apply_plan(tree: Tree, plan: dict[str, Target], theirs: Version) -> None:
     """Make ``tree`` hold ``plan``: deletions first (they may empty a directory
     that a file of the same name replaces), then writes."""
     for path, target in plan.items():
@@ -402,7 +474,7 @@ def _apply(tree: Tree, plan: dict[str, _Target], theirs: Version) -> None:
                 _prune_dirs(tree, parent_path, theirs)
     for path, target in plan.items():
         if target is not None:
-            _write(tree, path, target)
+            write_entry(tree, path, target)
 
 
 def _prune_dirs(tree: Tree, path: str, theirs: Version) -> None:
@@ -424,7 +496,7 @@ def _is_dir(view: TreeView, path: str) -> bool:
     return ino is not None and isinstance(view.get(ino), Directory)
 
 
-def _write(tree: Tree, path: str, target: MergeSide) -> None:
+def write_entry(tree: Tree, path: str, target: MergeSide) -> None:
     parent_path, _, name = path.rpartition("/")
     parent = tree.make_dirs(parent_path)
     ino = tree.find(parent, name)

@@ -31,6 +31,7 @@ from ._shell import shell_tool as shell_tool
 from ._state import cleanup_stale as cleanup_stale
 from ._try import TryRun as TryRun
 from ._try import TryState as TryState
+from ._try_tools import AcceptParams as AcceptParams
 from ._try_tools import TryParams as TryParams
 from ._try_tools import describe_accept as describe_accept
 from ._try_tools import try_tools as try_tools

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 from ..fs import DEFAULT_LIMITS, FilesystemSnapshot, HostMount, InMemoryFilesystem, Limits
-from ..tools import ToolContext, ToolRegistry, WorkspaceSnapshots, filesystem_tools
+from ..git import WorkspaceMerges
+from ..tools import (
+    ToolContext,
+    ToolRegistry,
+    WorkspaceSnapshots,
+    conflict_tools,
+    filesystem_tools,
+)
 from ._config import SandboxConfig, SandboxOptions
 from ._sandbox import PodmanSandbox
 from ._shell import shell_tool
@@ -32,7 +39,8 @@ class PodmanWorkspace:
             ``mount_point`` must be the sandbox's ``workdir``).
         limits: Per-call limits of the protocol, for a new workspace.
         dry_run: Offer dry runs: ``shell`` takes ``dry_run``, with the
-            ``accept_try`` and ``reject_try`` tools (see ``try_tools``).
+            ``accept_try`` and ``reject_try`` tools (see ``try_tools``), and
+            the conflict tools for an accept held open (``conflict_tools``).
         session: The agent session the section belongs to (the seeds pass it;
             kept as ``session``).
         config: The sandbox's options as a ``SandboxConfig`` (seed 000's
@@ -68,6 +76,8 @@ class PodmanWorkspace:
         self._tools.add(shell_tool(self._sandbox, dry_run=dry_run))
         if dry_run:
             for tool in try_tools(self._sandbox):
+                self._tools.add(tool)
+            for tool in conflict_tools(WorkspaceMerges.of(filesystem)):
                 self._tools.add(tool)
 
     @property

@@ -13,7 +13,10 @@ about); the fork waits, mounted, for a decision:
   that is a fast-forward, O(1) plus what changed: the workspace adopts the
   fork's tree. Otherwise the fork is merged three-way
   (``workspacefs.git.merge``), which keeps what was written to the workspace
-  meanwhile; a conflict applies nothing, and the try stays pending.
+  meanwhile; a conflict applies nothing, and the try stays pending. With
+  ``hold``, a conflicting merge is held open instead
+  (``workspacefs.git.WorkspaceMerges``): continuing it accepts the try,
+  aborting it leaves the try pending.
 * ``reject`` drops the fork.
 
 Either way a snapshot of the workspace is taken first, so an accept can be
@@ -29,10 +32,10 @@ import threading
 from collections.abc import Callable
 from typing import Literal
 
-from .._errors import BackendUnavailableError, InvalidArgumentError
+from .._errors import BackendUnavailableError, InvalidArgumentError, NotFoundError
 from ..fs import InMemoryFilesystem
 from ..fuse import Mount
-from ..git import MergeResult, merge
+from ..git import MergeResult, OpenMerge, WorkspaceMerges
 from ._container import Container
 from ._exec import CheckedCommand
 from ._result import ExecResult, changes_and_after
@@ -81,6 +84,7 @@ class TryRun:
         self._release = release
         self._state: TryState = "pending"
         self._lock = threading.Lock()
+        self._held: OpenMerge | None = None
 
     @property
     def state(self) -> TryState:
@@ -88,7 +92,7 @@ class TryRun:
         dropped it."""
         return self._state
 
-    def accept(self) -> MergeResult:
+    def accept(self, *, hold: bool = False) -> MergeResult:
         """Bring the workspace to the fork's state; the fork then goes.
 
         A fast-forward if the workspace has not changed since the fork (O(1)
@@ -97,6 +101,11 @@ class TryRun:
         workspace just before (restore it to undo), and ``changed`` lists the
         paths the workspace got from the try.
 
+        Args:
+            hold: Hold a merge with conflicts open (``result.held``; the
+                workspace's ``WorkspaceMerges``): once it is continued the try
+                is accepted, aborted it stays pending.
+
         Returns:
             The merge's result. With conflicts nothing is applied
             (``applied`` False) and the try stays pending: ``reject`` it, or
@@ -104,6 +113,7 @@ class TryRun:
 
         Raises:
             InvalidArgumentError: The try was decided already.
+            BusyError: ``hold``, and a merge is held open already.
         """
         with self._lock:
             self._check_pending()
@@ -123,9 +133,15 @@ class TryRun:
                 changed = tuple(sorted({*diff.added, *diff.modified, *diff.deleted}))
                 outcome = MergeResult(changed, (), applied=True, snapshot=before)
             else:
-                outcome = merge(origin, reported, base=self.filesystem.fork_point)
-                if not outcome.applied:
-                    return outcome
+                merges = WorkspaceMerges.of(origin)
+                outcome = merges.merge(
+                    reported, base=self.filesystem.fork_point, hold=hold, source=self.id
+                )
+                if outcome.held is not None and merges.open is not None:
+                    self._held = merges.open
+                    self._held.on_close(self._merge_closed)
+                if outcome.conflicts:
+                    return outcome  # a merge with nothing to change accepts, as one applied
             self._state = "accepted"
         self._release(self)
         log.info(
@@ -136,8 +152,18 @@ class TryRun:
         )
         return outcome
 
+    def _merge_closed(self, continued: bool) -> None:
+        """Its merge held open was continued (the try is accepted) or aborted."""
+        with self._lock:
+            self._held = None
+            if not continued or self._state != "pending":
+                return
+            self._state = "accepted"
+        self._release(self)
+        log.info("%s accepted: its merge held open was continued", self.id)
+
     def reject(self) -> None:
-        """Drop the fork: the workspace stays as it is.
+        """Drop the fork (and a merge of it held open): the workspace stays as it is.
 
         Raises:
             InvalidArgumentError: The try was decided already.
@@ -145,6 +171,7 @@ class TryRun:
         with self._lock:
             self._check_pending()
             self._state = "rejected"
+        self._abort_held()
         self._release(self)
 
     def drop(self) -> None:
@@ -153,7 +180,14 @@ class TryRun:
             if self._state != "pending":
                 return
             self._state = "rejected"
+        self._abort_held()
         self._release(self)
+
+    def _abort_held(self) -> None:
+        held = self._held
+        if held is not None and held.is_open:
+            with contextlib.suppress(NotFoundError):  # continued or aborted meanwhile
+                held.abort()
 
     def _check_pending(self) -> None:
         if self._state != "pending":

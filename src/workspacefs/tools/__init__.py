@@ -9,6 +9,11 @@ from typing import TYPE_CHECKING
 
 from ._blame import BLAME as BLAME
 from ._blame import BlameParams as BlameParams
+from ._conflicts import AbortParams as AbortParams
+from ._conflicts import ConflictsParams as ConflictsParams
+from ._conflicts import Merging as Merging
+from ._conflicts import ResolveParams as ResolveParams
+from ._conflicts import conflict_tools as conflict_tools
 from ._context import NO_FILESYSTEM as NO_FILESYSTEM
 from ._context import NoFilesystemError as NoFilesystemError
 from ._context import ToolContext as ToolContext

@@ -26,11 +26,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from .._errors import AlreadyExistsError
-from ..fs import Filesystem, RecordedCall, RewindResult, SnapshotableFilesystem, to_json
+from ..fs import Filesystem, SnapshotableFilesystem, to_json
 from ._context import ToolContext
 from ._registry import ToolRegistry
 from ._result import ToolResult
-from ._rewind import HISTORY
 from ._schemas import input_schema
 from ._stdio import stdio_transport
 from ._tool import Tool
@@ -145,7 +144,7 @@ def create_server(
         result = run(params.name, dict(params.arguments or {}), given)
         return types.CallToolResult(
             content=_content(result),
-            structured_content=_structured(result, listing=registry.get(params.name) is HISTORY),
+            structured_content=_structured(registry.get(params.name), result),
             is_error=not result.success,
             _meta={CALL_ID_META: given},
         )
@@ -167,18 +166,6 @@ def _new_id(toolset: ToolRegistry | UndoableToolset, ctx: ServerRequestContext[A
     return f"mcp-{ctx.request_id}"
 
 
-def _structured(result: ToolResult[Any], *, listing: bool) -> dict[str, Any] | None:
-    """The value of a ``rewind`` result (or, ``listing``, a ``history`` one) as JSON,
-    for a client to read."""
-    value = result.value
-    if isinstance(value, RewindResult):
-        data: dict[str, Any] = to_json(value)
-        return data
-    if listing and isinstance(value, list):
-        return {"calls": to_json(value, list[RecordedCall])}
-    return None
-
-
 def _content(result: ToolResult[Any]) -> list[types.ContentBlock]:
     """The message, then each attachment as MCP image or audio content."""
     blocks: list[types.ContentBlock] = [types.TextContent(text=result.message)]
@@ -189,6 +176,15 @@ def _content(result: ToolResult[Any]) -> list[types.ContentBlock]:
         else:
             blocks.append(types.ImageContent(data=data, mime_type=item.mime_type))
     return blocks
+
+
+def _structured(tool: Tool[Any, Any] | None, result: ToolResult[Any]) -> dict[str, Any] | None:
+    """A result's value as MCP structured content, for a tool that declares its
+    ``output`` type (None for the others, and for a failure)."""
+    if tool is None or tool.output is None or result.value is None or not result.success:
+        return None
+    data = to_json(result.value, tool.output)
+    return data if isinstance(data, dict) else {"result": data}
 
 
 async def _serve(server: Server[Any]) -> None:

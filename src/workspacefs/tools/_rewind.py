@@ -71,6 +71,7 @@ HISTORY = Tool(
     ),
     params=HistoryParams,
     handler=history,
+    output=list[RecordedCall],
     annotations=ToolAnnotations(
         read_only=True, destructive=False, idempotent=True, title="Tool call history"
     ),
@@ -145,6 +146,7 @@ REWIND = Tool(
     ),
     params=RewindParams,
     handler=rewind_tool,
+    output=RewindResult,
     annotations=ToolAnnotations(
         read_only=False, destructive=True, idempotent=False, title="Rewind workspace"
     ),

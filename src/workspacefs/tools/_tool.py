@@ -68,6 +68,8 @@ class Tool(Generic[P, T]):
         params: The pydantic model its arguments are validated against.
         handler: ``handler(params, *, context) -> ToolResult``.
         annotations: Hints about its effects.
+        output: The type its result's value is written as (``fs.to_json``) for MCP's
+            structured content, besides the message; None: the message only.
     """
 
     name: str
@@ -75,6 +77,7 @@ class Tool(Generic[P, T]):
     params: type[P]
     handler: ToolHandler[P, T]
     annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
+    output: Any = None
 
     @property
     def mutating(self) -> bool:
