@@ -164,7 +164,7 @@ class Session:
 async def _history_by_tool(session: Session) -> list[str]:
     result = await session.client.call_tool("history", {})
     assert result.structured_content is not None
-    return [call["call_id"] for call in result.structured_content["calls"]]
+    return [call["call_id"] for call in result.structured_content["result"]]
 
 
 async def scripted(
