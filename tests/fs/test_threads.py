@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -73,3 +74,39 @@ def test_concurrent_writers_snapshots_and_readers() -> None:
         for path in files:
             data = view.read_bytes(path).content
             assert data == data[:1] * SIZE
+
+
+def test_snapshots_taken_while_others_read_the_history() -> None:
+    # Several clients' tool calls each take a snapshot, while others read what the
+    # snapshots changed (blame, the journal): listing the snapshots raced a new one.
+    fs = InMemoryFilesystem()
+    fs.write("a", "x")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def repeat(action: object) -> None:
+        assert callable(action)
+        while not stop.is_set():
+            try:
+                action()
+            except BaseException as exc:
+                errors.append(exc)
+                stop.set()
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the GIL over at every chance: the race shows at once
+    try:
+        threads = [threading.Thread(target=repeat, args=(fs.snapshot,)) for _ in range(2)]
+        threads += [
+            threading.Thread(target=repeat, args=(lambda: (fs.changes(None), fs.snapshots()),))
+            for _ in range(2)
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    finally:
+        sys.setswitchinterval(switching)
+    assert errors == []

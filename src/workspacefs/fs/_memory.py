@@ -547,7 +547,7 @@ class InMemoryFilesystem(TreeFilesystem):
                 except SnapshotNotFoundError:  # deleted meanwhile
                     continue
                 anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
-            for lineage, found in workspace._recorded.items():
+            for lineage, found in list(workspace._recorded.items()):  # see _store.list
                 recorded.setdefault(lineage, found)
             workspace = workspace._origin() if workspace._origin is not None else None
         for record, version in extra:

@@ -290,7 +290,11 @@ class InMemorySnapshotStore(Generic[PayloadT]):
         return found
 
     def list(self) -> Sequence[FilesystemSnapshot]:
-        return [snapshot for snapshot, _ in self._entries.values()]
+        # Copied in one step first (``list`` of a dict view runs in C, so no other
+        # thread's save or delete comes between): a Python loop over the view itself
+        # fails when another thread takes a snapshot meanwhile (several clients'
+        # tool calls each take one).
+        return [snapshot for snapshot, _ in list(self._entries.values())]
 
     def delete(self, snapshot_id: uuid.UUID) -> None:
         if self._entries.pop(snapshot_id, None) is None:
