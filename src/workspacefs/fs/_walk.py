@@ -22,18 +22,12 @@ from types import TracebackType
 
 from ..tree import make_way
 from ._backend import Backend, Entry, Handle, Kind
-from ._entries import EntryKind, TreeEntry
+from ._entries import TreeEntry
 from ._paths import join
 from ._resolve import locate
 from ._search import NOT_LISTED, Listing
 
 _kind_field = operator.itemgetter(1)
-_ENTRY_KINDS: dict[Kind, EntryKind] = {
-    Kind.FILE: "file",
-    Kind.DIRECTORY: "directory",
-    Kind.SYMLINK: "symlink",
-    Kind.OTHER: "other",
-}
 
 
 def _on_path(directory: str, path: str) -> bool:
@@ -105,10 +99,12 @@ class Walk:
                 entry = backend.lookup(directory, name)
                 if entry is None:
                     continue  # gone since it was listed
-                kind = _ENTRY_KINDS[entry.kind]
-                size = entry.size if kind in ("file", "symlink") else 0
-                target = backend.readlink(directory, name) if kind == "symlink" else None
-                found.append(TreeEntry(join(path, name), kind, size, entry.mode, target))
+                linked = entry.kind is Kind.SYMLINK
+                size = entry.size if linked or entry.kind is Kind.FILE else 0
+                target = backend.readlink(directory, name) if linked else None
+                # A kind's value is the listing's word for it.
+                entry_of = TreeEntry(join(path, name), entry.kind.value, size, entry.mode, target)
+                found.append(entry_of)
         return found
 
     def read_blocks(self, path: str) -> Iterable[bytes]:
