@@ -146,9 +146,9 @@ def test_long_readers_pause_only_while_a_mount_is_busy(monkeypatch: pytest.Monke
     monkeypatch.setattr(_turns, "_last_request", -_turns.BUSY_NS)
     _turns.make_way()
     assert slept == []  # no mount: never
-    _turns.mount_request()
+    _turns.mount_request(time.perf_counter_ns())
     _turns.make_way()
     assert slept == [_turns.PAUSE]  # a request just now: once, a moment
-    monkeypatch.setattr(_turns, "_last_request", time.monotonic_ns() - 2 * _turns.BUSY_NS)
+    monkeypatch.setattr(_turns, "_last_request", time.perf_counter_ns() - 2 * _turns.BUSY_NS)
     _turns.make_way()
     assert slept == [_turns.PAUSE]  # the mount idle since

@@ -101,7 +101,7 @@ def fuse_errors(
     @functools.wraps(handler)
     async def wrapper(self: WorkspaceOperations, /, *args: P.args, **kwargs: P.kwargs) -> R:
         started = _now()
-        mount_request()  # long readers in this process make way (``tree._turns``)
+        mount_request(started)  # long readers in this process make way (``tree._turns``)
         try:
             if changing and self._before_change is not None:
                 self._before_change()  # a store that can take no more: refused, unchanged

@@ -24,13 +24,14 @@ PAUSE = 0.0002
 _last_request = -BUSY_NS
 
 
-def mount_request() -> None:
-    """Note that a mount is answering a request now (its handlers call this)."""
+def mount_request(now_ns: int) -> None:
+    """Note that a mount is answering a request now (its handlers call this with the
+    ``time.perf_counter_ns()`` they took already)."""
     global _last_request
-    _last_request = time.monotonic_ns()
+    _last_request = now_ns
 
 
 def make_way() -> None:
     """For a long reader, between items: sleep a moment if a mount is busy."""
-    if time.monotonic_ns() - _last_request < BUSY_NS:
+    if time.perf_counter_ns() - _last_request < BUSY_NS:
         time.sleep(PAUSE)
