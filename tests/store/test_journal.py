@@ -18,6 +18,7 @@ from support.interpreter import child_env
 from workspacefs import NoSpaceError, StoreDamagedError, StoreError
 from workspacefs.store import Journal, Kind, cut_after, read_journal, segments
 from workspacefs.store._journal import HEADROOM
+from workspacefs.store._records import Parts
 
 
 def payloads(count: int) -> list[bytes]:
@@ -253,3 +254,18 @@ def test_lengthen_keeps_zeros_ahead_so_appends_leave_the_length_alone(tmp_path: 
     assert os.stat(segment).st_size == length
     journal.close()
     assert len(read_journal(str(tmp_path)).records) == 16
+
+
+def test_a_record_in_parts_reads_back_as_their_bytes(tmp_path: Path) -> None:
+    # More parts than one pwritev takes (IOV_MAX), some empty, views of larger buffers.
+    chunk = bytearray(os.urandom(70_000))
+    parts: list[bytes | bytearray | memoryview] = []
+    for n in range(os.sysconf("SC_IOV_MAX") + 300):
+        parts += [n.to_bytes(4, "little"), b"", memoryview(chunk)[n : n + 9000 + n % 5]]
+    journal = Journal(str(tmp_path), 1)
+    journal.append(Kind.CHANGES, b"before")
+    journal.append(Kind.CHANGES, Parts(parts))
+    journal.append(Kind.CHANGES, b"after")
+    journal.close()
+    records = read_journal(str(tmp_path)).records
+    assert [r.payload for r in records] == [b"before", b"".join(parts), b"after"]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._descriptors import scan_directory as scan_directory
     from ._descriptors import walk_directory as walk_directory
     from ._descriptors import write_all as write_all
+    from ._descriptors import write_parts as write_parts
     from ._mounts import MountEntry as MountEntry
     from ._mounts import canonical_mountpoint as canonical_mountpoint
     from ._mounts import mount_table as mount_table
@@ -81,6 +82,7 @@ __all__ = [
     "set_attributes",
     "walk_directory",
     "write_all",
+    "write_parts",
     "write_private_file",
 ]
 
@@ -89,6 +91,7 @@ _EXPORTS = {
     "DIRECTORY_FLAGS": "._descriptors",
     "OpenDirectories": "._descriptors",
     "write_all": "._descriptors",
+    "write_parts": "._descriptors",
     "Walked": "._descriptors",
     "open_beneath": "._descriptors",
     "open_directory": "._descriptors",

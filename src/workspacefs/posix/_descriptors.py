@@ -27,7 +27,7 @@ import errno
 import os
 import platform
 import stat as _stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -209,6 +209,22 @@ def write_all(fd: int, data: bytes | bytearray | memoryview, offset: int | None 
         else:
             written = os.pwrite(fd, view, offset)
             view, offset = view[written:], offset + written
+
+
+def write_parts(fd: int, parts: Sequence[bytes | bytearray | memoryview], offset: int) -> None:
+    """Write ``parts`` one after the other at ``offset`` (``pwritev``, so nothing is
+    joined in memory first), however many there are and however little each call takes."""
+    views = [memoryview(part) for part in parts if len(part)]
+    limit = os.sysconf("SC_IOV_MAX")
+    first = 0
+    while first < len(views):
+        written = os.pwritev(fd, views[first : first + limit], offset)
+        offset += written
+        while first < len(views) and written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
+        if written:
+            views[first] = views[first][written:]
 
 
 def _read(fd: int, size: int) -> bytes:

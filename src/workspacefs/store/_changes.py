@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from .._errors import StoreDamagedError
 from ..tree import Chunk, Content, Directory, File, Node, Special, Symlink, Tree, TreeView
+from ._records import Buffer, Parts
 
 GONE, FILE, DIRECTORY, SYMLINK, SPECIAL, CHUNKS = range(6)
 DELTA, WHOLE, SAME, BLOB = range(4)
@@ -60,6 +61,8 @@ _U32_AT = _U32.unpack_from
 _U64_AT = _U64.unpack_from
 _FILE = struct.Struct("<QBI")  # size, how, dropped count (then the chunks' count, below)
 _CHUNK = struct.Struct("<QII")  # index, head and tail kept from the chunk it replaces
+_VIEW_FROM = 4096
+"""Chunk bytes from this many on are written from the chunk, not copied into the record."""
 
 
 def encode_changes(
@@ -68,7 +71,7 @@ def encode_changes(
     inodes: Iterable[int],
     counts: tuple[int, int, int],
     blob_of: BlobOf | None = None,
-) -> Iterator[bytes]:
+) -> Iterator[Parts]:
     """The payloads of the group of records taking a tree from ``before`` (None:
     nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
     the inodes that differ). Each payload holds at most about ``PART_BYTES``.
@@ -91,28 +94,47 @@ def encode_changes(
 
 
 class _Writer:
-    """Builds a group's records, closing one whenever it is full."""
+    """Builds a group's records, closing one whenever it is full. A record is its
+    small fields packed in buffers and, between them, views of the chunks whose bytes
+    it holds (``Parts``): file data is not copied until the journal writes it."""
 
     def __init__(self, counts: tuple[int, int, int], blob_of: BlobOf | None) -> None:
         self.counts = counts
         self.blob_of = blob_of
         self.out = bytearray()
+        self.parts: list[Buffer] = []
+        self.held = 0  # bytes in ``parts``
         self.count = 0
 
     def entry(self, ino: int, kind: int) -> None:
         self.out += _ENTRY.pack(ino, kind)
         self.count += 1
 
-    def close(self, *, final: bool) -> bytes:
-        payload = _HEAD.pack(*self.counts, final, self.count) + self.out
+    def put_data(self, data: memoryview) -> None:
+        """Length-prefixed bytes, kept as a view if they are many."""
+        self.out += _U32.pack(len(data))
+        if len(data) < _VIEW_FROM:
+            self.out += data
+            return
+        self.parts += (self.out, data)
+        self.held += len(self.out) + len(data)
         self.out = bytearray()
+
+    def size(self) -> int:
+        return self.held + len(self.out)
+
+    def close(self, *, final: bool) -> Parts:
+        payload = Parts([_HEAD.pack(*self.counts, final, self.count), *self.parts, self.out])
+        self.out = bytearray()
+        self.parts = []
+        self.held = 0
         self.count = 0
         return payload
 
     def full(self) -> bool:
-        return len(self.out) >= PART_BYTES
+        return self.size() >= PART_BYTES
 
-    def node(self, ino: int, node: Node, old: Node | None) -> Iterator[bytes]:
+    def node(self, ino: int, node: Node, old: Node | None) -> Iterator[Parts]:
         kind = _kind_of(node)
         self.entry(ino, kind)
         out = self.out
@@ -141,7 +163,7 @@ class _Writer:
         if self.full():
             yield self.close(final=False)
 
-    def data(self, ino: int, node: File, old: File | None) -> Iterator[bytes]:
+    def data(self, ino: int, node: File, old: File | None) -> Iterator[Parts]:
         """A file's data: the chunks that changed, continued in ``CHUNKS`` entries of
         the next records when they do not fit this one."""
         if old is not None and (
@@ -171,7 +193,7 @@ class _Writer:
 
     def chunks(
         self, ino: int, listed: list[int], chunks: dict[int, Chunk], previous: dict[int, Chunk]
-    ) -> Iterator[bytes]:
+    ) -> Iterator[Parts]:
         """``listed`` chunks as a count and each as its index, the head and tail it
         shares with the chunk it replaced in ``previous`` (none if new), and the
         bytes between; split where a record is full: the rest goes in a ``CHUNKS``
@@ -180,7 +202,7 @@ class _Writer:
         while True:
             room = 1
             if start < len(listed):
-                room = max(1, (PART_BYTES - len(self.out)) // (len(chunks[listed[start]]) + 20))
+                room = max(1, (PART_BYTES - self.size()) // (len(chunks[listed[start]]) + 20))
             batch = listed[start : start + room]
             self.out += _U32.pack(len(batch))
             for index in batch:
@@ -188,7 +210,7 @@ class _Writer:
                 replaced = previous.get(index)
                 head, tail = (0, 0) if replaced is None else shared_ends(replaced, chunk)
                 self.out += _CHUNK.pack(index, head, tail)
-                _put_bytes(self.out, memoryview(chunk)[head : len(chunk) - tail])
+                self.put_data(memoryview(chunk)[head : len(chunk) - tail])
             start += len(batch)
             if start >= len(listed):
                 return

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from .._errors import NoSpaceError, StoreDamagedError, StoreError
-from ..posix import write_all
+from ..posix import write_all, write_parts
 from ._directory import sync_directory
 from ._records import (
     FILE_HEADER,
+    Buffer,
     Damage,
     Kind,
+    Parts,
     Record,
     check_file_header,
     damage,
@@ -243,7 +245,7 @@ class Journal:
             raise NoSpaceError("the workspace's store is full", self.directory) from exc
         raise StoreError(f"writing the journal failed: {exc.strerror}", self.directory) from exc
 
-    def append(self, kind: Kind, payload: bytes) -> int:
+    def append(self, kind: Kind, payload: Buffer | Parts) -> int:
         """Append one record; its sequence number. On disk only after ``sync``.
 
         Raises:
@@ -254,14 +256,14 @@ class Journal:
         with self._write_lock:
             self._check()
             sequence = self._next
-            if sequence != struct.unpack_from("<Q", data, 8)[0]:
+            if sequence != struct.unpack_from("<Q", data.parts[0], 8)[0]:
                 data = frame(sequence, kind, payload)  # another writer took that number
             try:
                 if self._fd < 0 or self._size >= self._segment_bytes:
                     self._rotate(sequence)
                 if self._size + len(data) > self._allocated:
                     self._extend(self._size + len(data))
-                write_all(self._fd, data, self._size)
+                write_parts(self._fd, data.parts, self._size)
             except OSError as exc:
                 self._fail(exc)
             self._size += len(data)
