@@ -437,3 +437,26 @@ def test_a_time_past_64_bits_is_journalled_within_them(tmp_path: Path) -> None:
     with again:
         tree = again.fs.tree
         assert tree.node(tree.lookup(1, "old.txt")).mtime_ns == (1 << 63) - 1
+
+
+def test_a_resumed_workspace_persists_on_top_of_what_it_persisted_before(tmp_path: Path) -> None:
+    import pygit2
+
+    from workspacefs import git
+    from workspacefs.git._history import recorded_history
+
+    store, repo = str(tmp_path / "store"), str(tmp_path / "repo.git")
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with durable:
+        durable.fs.write("a.txt", "one\n")
+        first = git.persist(durable.fs, durable.fs.snapshot(tag="first"), repo)
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        again.fs.write("a.txt", "two\n")
+        second = git.persist(again.fs, again.fs.snapshot(tag="second"), repo)
+    repository = pygit2.Repository(repo)
+    commit = repository.get(second.commit)
+    assert [str(parent) for parent in commit.parent_ids] == [first.commit]
+    # The history the first commit holds is not repeated in the second.
+    history = recorded_history(repository.odb, repository.get(second.meta_commit), 1 << 20)
+    assert [step.snapshot.tag for step in history or [] if step.snapshot] == ["second"]

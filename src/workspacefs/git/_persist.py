@@ -609,10 +609,39 @@ def _incremental(
     existing = open_repository(location) if os.path.exists(location) else None
     path = os.path.realpath(existing.path if existing is not None else location)
     state = state_for(fs, path)
+    if existing is not None and state.version is None:
+        _adopt_persisted(existing, fs, state)
     changed = None
     if state.version is not None and state.version.tree_id == version.tree_id:
         changed = Tree.changes_between(state.version, version)
     return existing, state, changed
+
+
+def _adopt_persisted(
+    repository: pygit2.Repository, fs: InMemoryFilesystem, state: PersistState
+) -> None:
+    """A first persist of this process to a repository that holds snapshots of the
+    workspace already (a workspace resumed from its store, a daemon restarted): take
+    over what it holds, so the next commit's parent is the nearest snapshot persisted
+    before and its history stops where the repository's covers it, as if one process
+    had persisted them all."""
+    refs = RefNamespace.for_workspace(fs.workspace_id)
+    held: dict[str, tuple[pygit2.Oid, pygit2.Oid]] = {}
+    for number in refs.numbers(repository):
+        commit = repository.get(repository.references[refs.snapshot(number)].target)
+        if not isinstance(commit, pygit2.Commit):
+            continue
+        trailers = dict(line.split(": ", 1) for line in commit.message.splitlines() if ": " in line)
+        with contextlib.suppress(KeyError, ValueError):
+            held[trailers["Snapshot-Id"]] = (
+                commit.id,
+                pygit2.Oid(hex=trailers["Workspacefs-Meta"]),
+            )
+    for record in fs.snapshots():
+        found = held.get(str(record.snapshot_id))
+        if found is not None:
+            state.commits[fs.version(record).history_key] = found
+            state.persisted.add(record.snapshot_id)
 
 
 def _parents(state: PersistState, version: Version) -> tuple[list[pygit2.Oid], list[pygit2.Oid]]:
