@@ -460,3 +460,20 @@ def test_a_resumed_workspace_persists_on_top_of_what_it_persisted_before(tmp_pat
     # The history the first commit holds is not repeated in the second.
     history = recorded_history(repository.odb, repository.get(second.meta_commit), 1 << 20)
     assert [step.snapshot.tag for step in history or [] if step.snapshot] == ["second"]
+
+
+def test_a_snapshot_deleted_after_resuming_frees_its_data(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED, checkpoints=False)
+    with durable:
+        durable.fs.write_bytes("big.bin", os.urandom(2 << 20))
+        durable.fs.snapshot(tag="with-the-file")
+        durable.fs.delete("big.bin")
+        durable.fs.snapshot(tag="without")
+    again, _ = open_workspace(store, durability=Durability.REQUESTED, checkpoints=False)
+    with again:
+        fs = again.fs
+        held = fs.tree.budget.held
+        assert held >= 2 << 20  # replayed: the first snapshot holds the file's data
+        fs.delete_snapshot(fs.snapshots()[0])
+        assert fs.tree.budget.held < held - (1 << 20)

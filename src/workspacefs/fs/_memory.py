@@ -568,6 +568,15 @@ class InMemoryFilesystem(TreeFilesystem):
     def delete_snapshot(self, snapshot: FilesystemSnapshot) -> None:
         """Forget a snapshot; memory no other version shares is freed."""
         self._store.delete(snapshot.snapshot_id)
+        self._forgotten(snapshot)
+
+    def _forgotten(self, snapshot: FilesystemSnapshot) -> None:
+        """A snapshot left the store: drop the history recorded for it (which holds its
+        version, so its data would stay in memory), and tell the observers."""
+        for lineage, found in list(self._recorded.items()):
+            record = found.anchor.record
+            if record is not None and record.snapshot_id == snapshot.snapshot_id:
+                self._recorded.pop(lineage, None)
         for observer in self._observers:
             observer.snapshot_deleted(snapshot)
 
@@ -613,8 +622,7 @@ class InMemoryFilesystem(TreeFilesystem):
         for snapshot in snapshots:
             with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile
                 self._store.delete(snapshot.snapshot_id)
-                for observer in self._observers:
-                    observer.snapshot_deleted(snapshot)
+                self._forgotten(snapshot)
 
     def version(self, snapshot: FilesystemSnapshot) -> Version:
         """The frozen tree of a snapshot, for persistence and the FUSE layer."""
