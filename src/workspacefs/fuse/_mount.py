@@ -131,6 +131,20 @@ def refuse_if_mounted_inside(mountpoint: str) -> None:
         )
 
 
+def _ask_child(argv: list[str]) -> str | None:
+    """What ``argv`` printed, if it succeeded within START_TIMEOUT (else None: it is
+    killed, and left to exit when it can)."""
+    child = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
+    )
+    try:
+        out, _ = child.communicate(timeout=START_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return None
+    return out.decode().strip() if child.returncode == 0 else None
+
+
 def is_stale(mountpoint: str) -> bool:
     """True if ``mountpoint`` is a FUSE mount whose server is gone (ENOTCONN).
 
@@ -459,31 +473,25 @@ class Mount:
         """Return once the kernel has finished INIT and the loop answered a request.
 
         Requests wait in the kernel until INIT is done, so a statfs answered
-        proves both; it runs in a helper thread, so that a loop that never
-        answers costs START_TIMEOUT, not a hang.
+        proves both. It comes from a child process, as the open probe does, never from a
+        thread of this one: a process killed while one of its own threads waits on
+        its mount for an answer the loop had read cannot exit (the kernel waits
+        for that answer, uninterruptibly) until someone aborts the connection. A
+        loop that never answers costs START_TIMEOUT, not a hang.
         """
-        answer: list[os.stat_result | OSError] = []
-
-        def probe() -> None:
-            try:
-                os.statvfs(self.mountpoint)
-                answer.append(os.stat(self.mountpoint))
-            except OSError as exc:
-                answer.append(exc)
-
-        thread = threading.Thread(target=probe, name=f"fuse-init:{self.mountpoint}", daemon=True)
-        thread.start()
-        thread.join(START_TIMEOUT)
-        if not answer or isinstance(answer[0], OSError) or self._error is not None:
-            reason = self._error or (answer[0] if answer else "no answer")
+        # statfs first: it is never answered from the kernel's caches.
+        script = 'stat --file-system "$1" >/dev/null && stat --format=%d "$1"'
+        answer = _ask_child(["sh", "-c", script, "sh", self.mountpoint])
+        if answer is None or self._error is not None:
+            reason = self._error or "no answer"
             raise BackendUnavailableError(f"mount failed: {reason!r}", self.mountpoint)
-        self._device = os.minor(answer[0].st_dev)
+        self._device = os.minor(int(answer))
         operations = self._operations
         if operations is not None and operations.open_free:
             # An OPEN answered ENOSYS turns the kernel open-free (no RELEASE
             # for each file created from then on); a failed probe costs only that.
-            with operations.open_probe() as name, contextlib.suppress(OSError):
-                os.close(os.open(os.path.join(self.mountpoint, name), os.O_RDONLY))
+            with operations.open_probe() as name:
+                _ask_child(["head", "--bytes=0", os.path.join(self.mountpoint, name)])
 
     async def _main(self, operations: WorkspaceOperations) -> None:
         self._token = trio.lowlevel.current_trio_token()
