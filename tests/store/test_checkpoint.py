@@ -149,3 +149,38 @@ def test_a_kill_during_a_checkpoint_loses_nothing_synced(tmp_path: Path, seed: i
                 512 << 10
             )
     assert not [p for p in (store / "checkpoints").iterdir() if p.name.startswith(".new-")]
+
+
+@pytest.mark.parametrize("cap", ["high", "low"])
+def test_a_checkpoint_waits_for_the_mount_to_be_quiet_up_to_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: str
+) -> None:
+    from workspacefs.store import _durable
+    from workspacefs.tree import mount_request
+
+    monkeypatch.setattr(_durable, "CHECKPOINT_BYTES", 10_000)
+    monkeypatch.setattr(_durable, "BUSY_CHECKPOINT_BYTES", 10**12 if cap == "high" else 20_000)
+    monkeypatch.setattr(_durable, "QUIET_SECONDS", 0.3)
+    store = tmp_path / "store"
+    durable, _ = open_workspace(str(store), durability=Durability.INTERVAL, interval=0.05)
+    with durable:
+        text = "".join(f"line {n} of a text that compresses well\n" for n in range(20_000))
+        ends = time.monotonic() + 1.0
+        n = 0
+        while time.monotonic() < ends:  # a mount busy answering requests meanwhile
+            mount_request(time.perf_counter_ns())
+            durable.fs.write_bytes(f"f{n % 5}.txt", (text + str(n)).encode())
+            n += 1
+            time.sleep(0.01)
+        checkpoints = store / "checkpoints"
+        busy = [p.name for p in checkpoints.iterdir()] if checkpoints.exists() else []
+        if cap == "high":
+            assert busy == []  # none while the mount was busy
+            ends = time.monotonic() + 10
+            while not (checkpoints.exists() and any(checkpoints.iterdir())):
+                assert time.monotonic() < ends, "no checkpoint once the mount was quiet"
+                time.sleep(0.05)
+            assert _pack_bytes(store) < len(text)  # compressed: there was time
+        else:
+            assert busy, "the bound starts one even while the mount is busy"
+            assert _pack_bytes(store) >= len(text)  # stored: the mount needed the CPU

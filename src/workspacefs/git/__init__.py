@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._objects import walk_tree as walk_tree
     from ._objects import workspace_name as workspace_name
     from ._objects import write_trees as write_trees
+    from ._pack import DEFAULT_COMPRESSION as DEFAULT_COMPRESSION
     from ._pack import PackWriter as PackWriter
     from ._persist import Progress as Progress
     from ._persist import blob_pieces as blob_pieces
@@ -103,6 +104,7 @@ _EXPORTS = {
     "walk_tree": "._objects",
     "workspace_name": "._objects",
     "write_trees": "._objects",
+    "DEFAULT_COMPRESSION": "._pack",
     "PackWriter": "._pack",
     "Progress": "._persist",
     "blob_pieces": "._persist",

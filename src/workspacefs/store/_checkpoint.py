@@ -34,7 +34,7 @@ from pygit2.enums import ObjectType
 
 from .. import git
 from .._errors import StoreDamagedError
-from ..tree import File, TreeView, Version
+from ..tree import File, TreeView, Version, make_way
 from ._changes import encode_changes
 from ._directory import sync_directory
 from ._journal import Journal, Reading, read_journal
@@ -109,6 +109,9 @@ class Blobs:
 
     def __init__(self, repository: pygit2.Repository) -> None:
         self.repository = repository
+        self.compression = git.DEFAULT_COMPRESSION
+        """The zlib level of the next pack: 0 (stored) for a checkpoint that could not
+        wait for the mount to be quiet, whose CPU the mount's requests need."""
         self.store = git.BlobStore(repository)
         self._known: dict[Hashable, bytes] = {}
         self._next: dict[Hashable, bytes] = {}
@@ -137,7 +140,8 @@ class Blobs:
         oid = self._known.get(key) or self._next.get(key)
         if oid is None:
             if self._pack is None:
-                self._pack = git.PackWriter(self.repository)
+                self._pack = git.PackWriter(self.repository, compression=self.compression)
+            make_way()  # a checkpoint is background work: the mount's requests go first
             pieces = git.blob_pieces(node)
             oid = self._pack.add_stream(ObjectType.BLOB, node.size, pieces).raw
         self._next[key] = oid

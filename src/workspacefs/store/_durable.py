@@ -42,7 +42,7 @@ from .._errors import (
     StoreError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
-from ..tree import TreeView, Version, collector_paused, thaw
+from ..tree import TreeView, Version, collector_paused, mount_quiet, thaw
 from ._changes import ChangesReplay, encode_changes
 from ._checkpoint import (
     CHECKPOINTS,
@@ -63,7 +63,12 @@ Counts = tuple[int, int, int]
 """A state's next inode number, file count and total bytes."""
 
 CHECKPOINT_BYTES = 64 << 20
-"""Journal bytes written since the last checkpoint that start one in the background."""
+"""Journal bytes written since the last checkpoint that start one in the background,
+once the mount has been quiet for ``QUIET_SECONDS``."""
+BUSY_CHECKPOINT_BYTES = 4 * CHECKPOINT_BYTES
+"""Journal bytes since the last checkpoint that start one even while the mount is busy
+(bounding what a crash leaves to replay); its blobs are stored uncompressed."""
+QUIET_SECONDS = 1.0
 CLOSING_CHECKPOINT_BYTES = 1 << 20
 """Journal bytes since the last checkpoint past which closing writes one."""
 
@@ -324,13 +329,15 @@ class DurableWorkspace:
         except OSError as exc:  # a full disk: only what list --all shows is missing
             log.warning("could not write the summary of %s: %s", self.store.path, exc.strerror)
 
-    def _checkpoint_in_background(self) -> None:
-        """Start a checkpoint in a thread of its own, unless one runs."""
+    def _checkpoint_in_background(self, *, compress: bool) -> None:
+        """Start a checkpoint in a thread of its own, unless one runs (``compress``:
+        its blobs at the repository's usual zlib level, else stored)."""
         if self._checkpointer is not None and self._checkpointer.is_alive():
             return
 
         def run() -> None:
             try:
+                self._blobs.compression = git.DEFAULT_COMPRESSION if compress else 0
                 self.checkpoint()
             except Exception:
                 # The journal is intact and goes on: only opening stays slow.
@@ -349,7 +356,11 @@ class DurableWorkspace:
                 self.flush(sync=True)
                 self._journal.lengthen()
                 if self._checkpoints and self._since_checkpoint > CHECKPOINT_BYTES:
-                    self._checkpoint_in_background()
+                    # A burst of writes (an archive extracted, a build) is not slowed by
+                    # folding it while it goes on: the checkpoint waits for a pause.
+                    quiet = mount_quiet(QUIET_SECONDS)
+                    if quiet or self._since_checkpoint > BUSY_CHECKPOINT_BYTES:
+                        self._checkpoint_in_background(compress=quiet)
             except Exception:
                 # The store's disk full or failing: said in the log, and raised by the
                 # next durability point to its caller. Nothing more can be journalled.

@@ -31,6 +31,12 @@ def mount_request(now_ns: int) -> None:
     _last_request = now_ns
 
 
+def mount_quiet(seconds: float) -> bool:
+    """True if no mount of this process has answered a request for ``seconds``: for
+    background work that can wait for a pause (a journal's checkpoint)."""
+    return time.perf_counter_ns() - _last_request >= seconds * 1e9
+
+
 def make_way() -> None:
     """For a long reader, between items: sleep a moment if a mount is busy."""
     if time.perf_counter_ns() - _last_request < BUSY_NS:
