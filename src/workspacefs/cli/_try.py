@@ -267,7 +267,7 @@ def _print_trial(trial: Trial, mountpoint: str, *, hints: bool = True) -> None:
             f"{seconds:.1f}s",
             f"{len(changes.added) + len(changes.modified) + len(changes.deleted):,}",
             attempt.state,
-            Text(attempt.run.command),  # the caller's text, never rich markup
+            Text(_one_line(attempt.run.command)),  # the caller's text, never rich markup
         )
     stdout.print(table)
     for attempt in trial.attempts:
@@ -287,12 +287,19 @@ def _print_trial(trial: Trial, mountpoint: str, *, hints: bool = True) -> None:
         )
 
 
+def _one_line(command: str) -> str:
+    """A command line on one table row: its first line, marked if more follow."""
+    lines = command.strip().splitlines() or [""]
+    return lines[0] + (" ..." if len(lines) > 1 else "")
+
+
 def _print_tail(attempt: Attempt) -> None:
     """The last lines a failed attempt printed: its score command's, or its own."""
     outcome = attempt.scoring if attempt.run.ok and attempt.scoring else attempt.run
     text = (outcome.stdout.rstrip() + "\n" + outcome.stderr.rstrip()).strip()
     lines = text.splitlines()[-TAIL_LINES:]
     if lines:
-        stderr.print(f"{attempt.id}: {outcome.command}: exit {outcome.exit_code}", markup=False)
+        where = f"{attempt.id}: {_one_line(outcome.command)}"
+        stderr.print(f"{where}: exit {outcome.exit_code}", markup=False)
         for line in lines:
             stderr.print(f"    {line}", markup=False)

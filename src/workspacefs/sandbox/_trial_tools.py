@@ -23,7 +23,7 @@ from ._try import MAX_PENDING_TRIES
 
 MAX_LISTED = 20
 """Changed paths an attempt's line lists before counting the rest."""
-TAIL_LINES = 8
+TAIL_LINES = 20
 """Lines of a failed attempt's output its description quotes."""
 
 
