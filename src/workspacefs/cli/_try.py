@@ -4,7 +4,7 @@
 once, each in a fork of the workspace and a Podman container of its own, then
 the score command in each fork; each attempt waits, its fork served at
 ``<mountpoint>/.forks/<attempt>``, until ``--accept`` merges one (and drops
-the others) or ``--drop`` drops them all. See docs/forks.md, "Best of N".
+the others) or ``--drop`` drops them all. See docs/agents.md, "Best of N".
 """
 
 from __future__ import annotations

@@ -301,6 +301,7 @@ class TrialBook:
             return ", ".join(self._trials) or "none"
 
     def _pending(self, trial_id: str | None = None, attempt_id: str | None = None) -> TrialRun:
+        self._settle()  # a trial decided attempt by attempt (reject_try) is decided
         with self._lock:
             for kept in self._trials.values():
                 if not isinstance(kept, TrialRun):
