@@ -354,12 +354,12 @@ def _compare_attempts(browser: Any, target: LiveTarget, trial_id: str, tmp_path:
         boxes = [cards.nth(i).bounding_box() for i in range(3)]
         assert all(box is not None for box in boxes)
         # Side by side: one row, left to right in the trial's order, none overlapping.
-        assert len({round(box["y"]) for box in boxes}) == 1  # type: ignore[index]
+        assert len({round(box["y"]) for box in boxes}) == 1
         for left, right in itertools.pairwise(boxes):
-            assert left["x"] + left["width"] <= right["x"]  # type: ignore[index]
+            assert left["x"] + left["width"] <= right["x"]
         view = page.locator("#attempts-view").bounding_box()
         assert view is not None
-        assert boxes[2]["x"] + boxes[2]["width"] <= view["x"] + view["width"]  # type: ignore[index]
+        assert boxes[2]["x"] + boxes[2]["width"] <= view["x"] + view["width"]
         assert [cards.nth(i).get_attribute("data-attempt") for i in range(3)] == [
             "try-1",
             "try-2",
