@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print("best-of-N benchmark skipped: " + "; ".join(problems))
         return 0
-    rounds, cases = (1, 200) if args.quick else (3, 3000)
+    rounds, cases = (1, 200) if args.quick else (5, 3000)
 
     base = scratch_dir("wsfs-bench-best-of-")
     runtime = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))  # a socket path is short
