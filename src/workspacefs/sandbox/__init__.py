@@ -32,13 +32,10 @@ from ._shell import describe_result as describe_result
 from ._shell import shell_tool as shell_tool
 from ._state import cleanup_stale as cleanup_stale
 from ._trial import KEPT_DECIDED as KEPT_DECIDED
-from ._trial import TrialBook as TrialBook
-from ._trial import TrialRun as TrialRun
 from ._trial_tools import AcceptAttemptParams as AcceptAttemptParams
 from ._trial_tools import BestOfParams as BestOfParams
 from ._trial_tools import DropTrialParams as DropTrialParams
 from ._trial_tools import Trials as Trials
-from ._trial_tools import attempt_lines as attempt_lines
 from ._trial_tools import describe_accepted as describe_accepted
 from ._trial_tools import describe_trial as describe_trial
 from ._trial_tools import trial_tools as trial_tools

@@ -12,7 +12,7 @@ tree keeps unlinked inodes the kernel still holds).
 pyfuse3 serves one FUSE mount per process, so a process runs one sandbox at
 a time; a second one is refused with ``BusyError`` until the first closes.
 The sandbox's mount also serves the forks of its try-runs (``try_exec``,
-see ``_try``).
+see ``_try``) and of its best-of-N trials (``best_of``, see ``_trial``).
 """
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ class PodmanSandbox(Generic[W]):
             prints are the paths the API takes. Or a running workspace
             (``connect()``): the container binds its daemon's mount, and this
             process mounts nothing (give the API paths relative to the root);
-            such a sandbox runs no try (``try_exec``).
+            such a sandbox runs no try (``try_exec``, ``best_of``: the daemon
+            runs trials itself, ``connect(...).best_of``).
         image: A local image to run (never pulled), instead of ``rootfs``.
         rootfs: A host directory to run on, through a copy-on-write overlay
             (never written). Default: the host's ``/``, with the host's own
