@@ -15,6 +15,7 @@ MARKS = {
     "durability": [pytest.mark.fuse],  # daemons, and a stale mount detached
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
     "forks": [pytest.mark.fuse, pytest.mark.container],
+    "best_of": [pytest.mark.fuse, pytest.mark.container],  # a daemon and its containers
     # Run by a test of their own (CI would run them twice): not again here.
     "daemon": [pytest.mark.skip(reason="tests/daemon/test_daemon_bench.py runs it")],
     "soak": [pytest.mark.skip(reason="tests/fuse/test_soak.py runs it")],

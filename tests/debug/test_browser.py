@@ -9,6 +9,7 @@ how docs/debug-ui.png is made: ``WORKSPACEFS_SCREENSHOTS=docs pytest -m browser`
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import struct
@@ -19,7 +20,10 @@ from typing import Any
 
 import pytest
 
+from support.best_of import CANDIDATES, CORRECT, SCORE, write_candidate, write_project
+from support.daemon import Daemons, private_runtime
 from workspacefs import InMemoryFilesystem
+from workspacefs.daemon import connect
 from workspacefs.debug import LiveTarget, start, toolset_arguments
 from workspacefs.tools import UndoableToolset, filesystem_tools
 
@@ -312,5 +316,73 @@ def test_the_timeline_and_the_diff_say_who_changed_what(browser: Any) -> None:
         assert page.locator("#diff-file .view-header .who").inner_text() == (
             "by edit_file call call-3"
         )
+        page.close()
+        assert problems == []
+
+
+@pytest.mark.fuse
+@pytest.mark.container
+def test_the_attempts_of_a_trial_side_by_side(browser: Any, tmp_path: Path) -> None:
+    """A daemon's trial (as ``workspacefs debug MOUNTPOINT`` shows it): one card per
+    attempt, side by side, the best marked, each with its result, changes and output."""
+    with private_runtime():
+        daemons = Daemons(tmp_path)
+        try:
+            record = daemons.start(source=str(write_project(tmp_path / "project")))
+            with connect(record.socket) as fs:
+                trial = fs.best_of([write_candidate(c) for c in CANDIDATES], score=SCORE)
+                _compare_attempts(browser, LiveTarget(fs), trial.id, tmp_path)
+        finally:
+            daemons.close()
+
+
+def _compare_attempts(browser: Any, target: LiveTarget, trial_id: str, tmp_path: Path) -> None:
+    with start(target) as server:
+        page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready='1']")
+        assert page.locator("#tab-attempts").is_visible()
+        assert page.locator("#attempts-view").is_hidden()
+        page.keyboard.press("o")
+        page.wait_for_selector("#attempts-view article.attempt")
+        assert page.locator("#trial-select").input_value() == trial_id
+        cards = page.locator("#attempts article.attempt")
+        assert cards.count() == 3
+        boxes = [cards.nth(i).bounding_box() for i in range(3)]
+        assert all(box is not None for box in boxes)
+        # Side by side: one row, left to right in the trial's order, none overlapping.
+        assert len({round(box["y"]) for box in boxes}) == 1
+        for left, right in itertools.pairwise(boxes):
+            assert left["x"] + left["width"] <= right["x"]
+        view = page.locator("#attempts-view").bounding_box()
+        assert view is not None
+        assert boxes[2]["x"] + boxes[2]["width"] <= view["x"] + view["width"]
+        assert [cards.nth(i).get_attribute("data-attempt") for i in range(3)] == [
+            "try-1",
+            "try-2",
+            "try-3",
+        ]
+        best = page.locator("#attempts article.attempt.best")
+        assert best.get_attribute("data-attempt") == "try-2"
+        assert best.locator(".badge.best").inner_text() == "best"
+        assert best.locator(".verdict").inner_text() == "passed"
+        assert [cards.nth(i).locator(".verdict").inner_text() for i in (0, 2)] == [
+            "failed",
+            "failed",
+        ]
+        assert best.locator(".score").inner_text() == "1"
+        assert best.locator(".paths li").all_inner_texts() == ["Mstats.py"]
+        assert best.locator("pre.command").inner_text() == write_candidate(CORRECT)
+        failed = cards.nth(0).locator("pre.tail").last.inner_text()
+        assert "FAIL: test_even" in failed  # the score command's own words
+        assert cards.nth(0).locator(".scoring").inner_text().startswith("exit 1 in ")
+        summary = page.locator("#attempts-view .trial-summary").inner_text()
+        assert summary.startswith("1 of 3 passed in ")
+        shot = page.screenshot()
+        assert png_size(shot) == (VIEWPORT["width"], VIEWPORT["height"])
+        keep(shot, "debug-ui-attempts.png", tmp_path)
         page.close()
         assert problems == []

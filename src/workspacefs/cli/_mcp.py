@@ -17,6 +17,7 @@ from ._app import EXIT_FAILED, app
 
 if TYPE_CHECKING:
     from ..fs import Filesystem, FilesystemSnapshot, InMemoryFilesystem
+    from ..tools import ToolRegistry, UndoableToolset
 
 
 def _refuse_mixed(mountpoint: str | None, source: str | None, host: str | None) -> None:
@@ -53,6 +54,24 @@ def _handback(fs: InMemoryFilesystem, base: FilesystemSnapshot, directory: str) 
         return EXIT_FAILED
     print(f"workspacefs: {summary(result)}", file=sys.stderr)
     return 0
+
+
+def _tools(
+    fs: Filesystem, *, recording: bool, best_of: bool
+) -> ToolRegistry | UndoableToolset | None:
+    """The tools to serve (None: the server's own default, recorded)."""
+    from ..tools import UndoableToolset, filesystem_tools
+
+    if not best_of:
+        return None if recording else filesystem_tools(fs)
+    from ..daemon import RemoteFilesystem
+    from ..sandbox import trial_tools
+
+    assert isinstance(fs, RemoteFilesystem)  # --best-of goes with a running workspace
+    registry = filesystem_tools(fs, rewind=recording)
+    for tool in trial_tools(fs):
+        registry.add(tool)
+    return UndoableToolset(registry, fs) if recording else registry
 
 
 @app.command(
@@ -101,6 +120,15 @@ def mcp(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Refuse every write to the workspace.")
     ] = False,
+    best_of: Annotated[
+        bool,
+        typer.Option(
+            "--best-of",
+            help="With a running workspace: also offer best_of, accept_attempt and "
+            "drop_trial (several commands at once, each in a fork and a Podman container "
+            "of its own, run by the workspace's daemon; one is merged).",
+        ),
+    ] = False,
     rewind: Annotated[
         bool | None,
         typer.Option(
@@ -116,9 +144,13 @@ def mcp(
     from ..daemon import LOADED_TAG, connect, load_source, parse_source
     from ..fs import InMemoryFilesystem
     from ..host import HostFilesystem
-    from ..tools import filesystem_tools, serve_stdio
+    from ..tools import serve_stdio
 
     _refuse_mixed(mountpoint, source, host)
+    if best_of and mountpoint is None:
+        raise typer.BadParameter(
+            "--best-of runs its containers in a running workspace's daemon: give its MOUNTPOINT"
+        )
     fs: Filesystem
     memory: InMemoryFilesystem | None = None
     loaded = parse_source(source)
@@ -150,7 +182,7 @@ def mcp(
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
     try:
         recording = rewind if rewind is not None else host is None
-        serve_stdio(fs, tools=None if recording else filesystem_tools(fs))
+        serve_stdio(fs, tools=_tools(fs, recording=recording, best_of=best_of))
     finally:
         if isinstance(fs, HostFilesystem):
             fs.cleanup()

@@ -109,7 +109,13 @@ class Forks:
             raise NotFoundError("no fork of this name", name)
         merges = git.WorkspaceMerges.of(self._fs)
         result = merges.merge(fork, dry_run=dry_run, markers=markers, hold=hold, source=name)
-        held = merges.open
+        return self.served(result)
+
+    def served(self, result: git.MergeResult) -> git.MergeResult:
+        """``result`` of a merge into the workspace; if it holds the merge open, the
+        merge's fork is served on the mount (at ``<mountpoint>/.forks/merge-<n>``)
+        until the merge closes, and ``held`` says where."""
+        held = git.WorkspaceMerges.of(self._fs).open
         if result.held is None or held is None:
             return result
         try:

@@ -58,6 +58,7 @@ from ..fs import (
     SpaceUsage,
     TransferResult,
     TreeEntry,
+    Trial,
     from_json,
     to_json,
 )
@@ -232,6 +233,58 @@ class Daemon(Protocol):
 
         Raises:
             NotFoundError: No merge is held open.
+        """
+        ...
+
+    def best_of(
+        self,
+        commands: Sequence[str],
+        *,
+        score: str | None = None,
+        timeout: float | None = None,
+        image: str | None = None,
+        rootfs: str | None = None,
+        memory: str | None = None,
+    ) -> Trial:
+        """Run each command at once in a fork of the workspace and a Podman container of
+        its own (the sandbox's defaults; ``image``, ``rootfs`` and ``memory`` as
+        ``workspacefs run`` takes them), then ``score`` after each in its fork; the
+        workspace stays as it is. Each attempt waits for a decision, its fork served
+        at ``<mountpoint>/.forks/<attempt id>`` (``PodmanSandbox.best_of``).
+
+        Raises:
+            InvalidArgumentError: No command, too many, or a bad one or option.
+            ReadOnlyError: The daemon serves the workspace read-only.
+            BusyError: Too many attempts would wait for a decision.
+            BackendUnavailableError: A container did not start or stopped.
+        """
+        ...
+
+    def trials(self) -> list[Trial]:
+        """The trials, oldest first: those waiting for a decision and the last few
+        decided."""
+        ...
+
+    def accept_attempt(self, attempt_id: str, *, hold: bool = False) -> MergeReport:
+        """Accept an attempt of a pending trial (a fast-forward, or a merge if the
+        workspace changed meanwhile) and drop the trial's others. A merge that
+        conflicts applies nothing and leaves every attempt pending; with ``hold`` it is
+        held open (``held``, served at ``<mountpoint>/.forks/merge-<n>``) and
+        continuing it accepts the attempt.
+
+        Raises:
+            NotFoundError: No pending trial has an attempt of that id.
+            InvalidArgumentError: Its trial was decided already.
+            BusyError: ``hold``, and a merge is held open already.
+        """
+        ...
+
+    def drop_trial(self, trial_id: str) -> Trial:
+        """Drop every attempt of a pending trial (their forks go); its report.
+
+        Raises:
+            NotFoundError: No trial of that id.
+            InvalidArgumentError: It was decided already.
         """
         ...
 
@@ -504,6 +557,10 @@ class WorkspaceVerbs(FilesystemVerbs):
     merge_status = Method(Daemon.merge_status, DAEMON)
     continue_merge = Method(Daemon.continue_merge, DAEMON, changes=True)
     abort_merge = Method(Daemon.abort_merge, DAEMON)
+    best_of = Method(Daemon.best_of, DAEMON)
+    trials = Method(Daemon.trials, DAEMON)
+    accept_attempt = Method(Daemon.accept_attempt, DAEMON, changes=True)
+    drop_trial = Method(Daemon.drop_trial, DAEMON)
     info = Method(Daemon.info, DAEMON)
     status = Method(Daemon.status, DAEMON)
     unmount = Method(Daemon.unmount, DAEMON, stops=True)

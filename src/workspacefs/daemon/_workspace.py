@@ -17,13 +17,14 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import git
 from .._errors import (
+    BackendUnavailableError,
     InvalidArgumentError,
     ReadOnlyError,
     ReadOnlyRestoreError,
@@ -44,6 +45,7 @@ from ..fs import (
     SnapshotRetentionPolicy,
     TransferResult,
     TreeFilesystem,
+    Trial,
     call_history,
     from_json,
     rewind,
@@ -54,6 +56,9 @@ from ._fork_results import ForkInfo
 from ._forks import Forks
 from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
 from ._wire import API_VERSION, Json
+
+if TYPE_CHECKING:
+    from ..sandbox import MountTrials, SandboxOptions
 
 VIEW_CACHE = 16
 """Snapshot views kept ready for ``at`` calls (a view is cheap; this spares the lookup)."""
@@ -110,6 +115,8 @@ class Workspace(Daemon):
         self._rewinding = threading.Lock()
         self._started = time.monotonic()
         self._mount: Mount | None = None
+        self._mount_trials: MountTrials | None = None
+        self._trials_lock = threading.Lock()
         # A read-only workspace serves a frozen view of what it was loaded with:
         # the kernel and every API write then refuse alike (EROFS).
         self.view: TreeFilesystem = fs
@@ -305,6 +312,54 @@ class Workspace(Daemon):
         """Drop the merge held open."""
         self._forks.abort_merge()
 
+    # -- best of N ---------------------------------------------------------------------
+
+    def _trials(self) -> MountTrials:
+        """The trials run on the daemon's mount (made on first use: the sandbox's code
+        loads only for a daemon that runs one)."""
+        with self._trials_lock:
+            if self._mount_trials is None:
+                if self._mount is None:
+                    raise BackendUnavailableError("the workspace is not mounted yet", None)
+                from ..sandbox import MountTrials
+
+                self._mount_trials = MountTrials(self.fs, self._mount)
+            return self._mount_trials
+
+    def best_of(
+        self,
+        commands: Sequence[str],
+        *,
+        score: str | None = None,
+        timeout: float | None = None,
+        image: str | None = None,
+        rootfs: str | None = None,
+        memory: str | None = None,
+    ) -> Trial:
+        """Run a trial: each command at once in a fork and a container of its own."""
+        if self.facts.read_only:
+            raise ReadOnlyError("a read-only workspace accepts no try", "/")
+        options: SandboxOptions = {"image": image, "rootfs": rootfs}
+        if memory is not None:
+            options["memory"] = memory
+        if timeout is not None:
+            options["timeout"] = timeout
+        return self._trials().best_of(commands, score=score, **options)
+
+    def trials(self) -> list[Trial]:
+        """The trials, pending and recently decided."""
+        with self._trials_lock:
+            trials = self._mount_trials
+        return [] if trials is None else trials.trials()
+
+    def accept_attempt(self, attempt_id: str, *, hold: bool = False) -> MergeReport:
+        """Accept an attempt, drop its trial's others; a merge held open is served."""
+        return self._forks.served(self._trials().accept_attempt(attempt_id, hold=hold))
+
+    def drop_trial(self, trial_id: str) -> Trial:
+        """Drop every attempt of a pending trial."""
+        return self._trials().drop_trial(trial_id)
+
     # -- about the daemon --------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
@@ -358,6 +413,10 @@ class Workspace(Daemon):
         point: a lazy unmount would take it along, daemon and all. The control server
         stops the daemon once this is answered."""
         refuse_if_mounted_inside(self.facts.mountpoint)
+        with self._trials_lock:
+            trials = self._mount_trials
+        if trials is not None:
+            trials.close()  # no container of a trial outlives the daemon
 
     def _journal(self) -> Json | None:
         """Where the store's journal stands (None: no store), and what resuming found."""

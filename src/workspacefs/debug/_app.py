@@ -14,6 +14,8 @@ needs the run's secret and a Host header naming this server first (``_auth``):
 * ``/api/causes`` who made each snapshot's changes, for the timeline, and
   ``/api/snapshots/{id}/changes`` one snapshot's changes with their causes;
 * ``/api/diff/file?from=&to=&path=`` one file's hunks;
+* ``/api/trials`` a live workspace's best-of-N trials (``available`` False where
+  the target runs none), each attempt's result, changes and output tails;
 * seed 003's ``/api/filesystem/meta``, ``/api/filesystem/tree[?limit=&after=]``
   and ``/api/filesystem/file?path=``, on the newest snapshot unless ``?snapshot=``.
 
@@ -44,7 +46,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .._errors import NotFoundError
-from ..fs import PATCH_LINE_LIMIT, PatchSource, build_patch, file_patch
+from ..fs import PATCH_LINE_LIMIT, PatchSource, Trial, build_patch, file_patch, to_json
 from ..tree import PATH_MAX
 from ._auth import HostRequired, TokenRequired, check_token
 from ._http import (
@@ -352,6 +354,12 @@ class _Api:
         snapshots = self.target.snapshots(space=False)
         return snapshots[-1].id if snapshots else None
 
+    def trials(self, request: Request) -> Response:
+        found = self.target.trials() if isinstance(self.target, LiveTarget) else None
+        if found is None:
+            return JsonResponse({"available": False, "trials": []})
+        return JsonResponse({"available": True, "trials": [_trial_json(t) for t in found]})
+
     def filesystem_meta(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
         if snapshot is None:
@@ -425,6 +433,12 @@ class _Version:
     def name(self, path: str, side: str) -> str:
         """How a unified diff names this side."""
         return "/dev/null" if self.entry is None else f"{side}/{path}"
+
+
+def _trial_json(trial: Trial) -> dict[str, Any]:
+    """A trial as the page reads it: its JSON form, and which attempt is best."""
+    best = trial.best
+    return {**to_json(trial, Trial), "best": None if best is None else best.id}
 
 
 def _is_file(entry: TreeEntry | None) -> bool:
@@ -523,6 +537,7 @@ def create_app(
         Route("/api/causes", api.causes),
         Route("/api/snapshots/{snapshot}/changes", api.changes),
         Route("/api/diff/file", api.diff_file),
+        Route("/api/trials", api.trials),
         Route("/api/filesystem/meta", api.filesystem_meta),
         Route("/api/filesystem/tree", api.filesystem_tree),
         Route("/api/filesystem/file", api.filesystem_file),

@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
-from ..fs import AttributedFilesystem, Filesystem, FilesystemSnapshot, SnapshotableFilesystem
+from ..fs import (
+    AttributedFilesystem,
+    Filesystem,
+    FilesystemSnapshot,
+    SnapshotableFilesystem,
+    Trial,
+)
 from ._model import (
     LIVE,
     Attribution,
@@ -45,6 +51,10 @@ class BrowsableFilesystem(SnapshotableFilesystem, Protocol):
 
 CallArguments = Callable[[str], Mapping[str, Any] | None]
 """The arguments of a tool call by call id (None if unknown)."""
+
+TrialSource = Callable[[], Sequence[Trial]]
+"""The best-of-N trials run on a workspace (``PodmanSandbox.trials``, a daemon's
+``trials`` verb)."""
 
 
 def toolset_arguments(history: Callable[[], Sequence[Any]]) -> CallArguments:
@@ -77,6 +87,9 @@ class LiveTarget:
         call_arguments: Finds a tool call's arguments by call id, so the
             timeline can show them next to an undo snapshot (see
             ``toolset_arguments``).
+        trials: The best-of-N trials run on it, for their attempts to be compared
+            side by side (default: the filesystem's own ``trials``, as a daemon's
+            ``RemoteFilesystem`` has; pass ``box.trials`` for a ``PodmanSandbox``).
     """
 
     def __init__(
@@ -86,8 +99,11 @@ class LiveTarget:
         label: str | None = None,
         location: str | os.PathLike[str] | None = None,
         call_arguments: CallArguments | None = None,
+        trials: TrialSource | None = None,
     ) -> None:
         self._fs = filesystem
+        own = getattr(filesystem, "trials", None)
+        self._trials = trials if trials is not None else own if callable(own) else None
         workspace = getattr(filesystem, "workspace_id", None)
         self._label = label or (str(workspace) if workspace else type(filesystem).__name__)
         self._location = None if location is None else os.fspath(location)
@@ -221,6 +237,16 @@ class LiveTarget:
         if record is not None:
             self._attributions[snapshot] = found
         return found
+
+    def trials(self) -> Sequence[Trial] | None:
+        """The best-of-N trials run on the workspace, oldest first; None where none
+        are run (no source, or a daemon that predates them)."""
+        if self._trials is None:
+            return None
+        try:
+            return list(self._trials())
+        except InvalidArgumentError:  # a daemon that predates the verb
+            return None
 
     def warm(self) -> None:
         pass

@@ -130,6 +130,14 @@ if TYPE_CHECKING:
     from ._space import WorkspaceSpace as WorkspaceSpace
     from ._spellings import either as either
     from ._treefs import TreeFilesystem as TreeFilesystem
+    from ._trials import OUTPUT_TAIL as OUTPUT_TAIL
+    from ._trials import Attempt as Attempt
+    from ._trials import AttemptState as AttemptState
+    from ._trials import CommandOutcome as CommandOutcome
+    from ._trials import Trial as Trial
+    from ._trials import TrialState as TrialState
+    from ._trials import output_tail as output_tail
+    from ._trials import score_value as score_value
 
 __all__ = [
     "CAUSE_VARIABLE",
@@ -142,17 +150,21 @@ __all__ = [
     "MAX_HUNK_BYTES",
     "MAX_NAME",
     "MIN_ID_PREFIX",
+    "OUTPUT_TAIL",
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
     "SIDES",
     "SPECIAL_BITS",
     "ArchiveVerbs",
+    "Attempt",
+    "AttemptState",
     "AttributedFilesystem",
     "BackendFilesystem",
     "BlameEntry",
     "CallTag",
     "Cause",
     "ChangeKind",
+    "CommandOutcome",
     "ConflictDetail",
     "ConflictHunk",
     "ConflictKind",
@@ -211,6 +223,8 @@ __all__ = [
     "TransferResult",
     "TreeEntry",
     "TreeFilesystem",
+    "Trial",
+    "TrialState",
     "WorkspaceSpace",
     "WriteMode",
     "WriteResult",
@@ -241,6 +255,7 @@ __all__ = [
     "memory_ceilings",
     "node_entry",
     "normalize_path",
+    "output_tail",
     "parse_call_tag",
     "patch_lines",
     "recorded_calls",
@@ -252,6 +267,7 @@ __all__ = [
     "register_archive_verbs",
     "rewind",
     "sanitised_mode",
+    "score_value",
     "short_id",
     "snapshot_label",
     "to_json",
@@ -385,6 +401,14 @@ _EXPORTS = {
     "WorkspaceSpace": "._space",
     "either": "._spellings",
     "TreeFilesystem": "._treefs",
+    "OUTPUT_TAIL": "._trials",
+    "Attempt": "._trials",
+    "AttemptState": "._trials",
+    "CommandOutcome": "._trials",
+    "Trial": "._trials",
+    "TrialState": "._trials",
+    "output_tail": "._trials",
+    "score_value": "._trials",
 }
 
 if not TYPE_CHECKING:

@@ -24,13 +24,17 @@ limit; stdin is written in pieces as the pipe accepts them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import selectors
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .._errors import InvalidArgumentError, NotADirectoryFsError
+from ..fs import CAUSE_VARIABLE, Cause, Filesystem, current_cause
+from ._config import SandboxConfig, check_env
 from ._container import Container
 from ._output import Capture, Output
 from ._podman import podman_command, podman_env, run_podman
@@ -102,6 +106,52 @@ class CheckedCommand:
             output_limit=self.output_limit,
             workdir=container.workdir,
         )
+
+
+def caused(command: CheckedCommand, call_id: str) -> CheckedCommand:
+    """``command`` with the call it runs for in its environment (``WORKSPACEFS_CAUSE``):
+    the call in effect (a ``shell`` tool call's name and id), else ``call_id``, and the
+    command line. The mount attributes what its processes write to it (``blame``)."""
+    outer = current_cause() or Cause()
+    call = Cause.call(outer.tool, outer.call_id or call_id, command.command)
+    return dataclasses.replace(command, env=[(CAUSE_VARIABLE, call.environment()), *command.env])
+
+
+def check_command(
+    config: SandboxConfig,
+    filesystem: Filesystem,
+    command: str,
+    timeout: float | None,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    stdin: str | bytes | None,
+) -> CheckedCommand:
+    """A command's arguments checked, against the sandbox's ``config`` and the
+    workspace ``filesystem`` seen at ``config.workdir`` (see ``PodmanSandbox.exec``).
+
+    Raises:
+        InvalidArgumentError: An empty command or a bad argument.
+        FileNotFoundError, NotADirectoryError: ``cwd`` is in the workspace and is
+            not a directory there.
+    """
+    if not isinstance(command, str) or not command.strip() or "\0" in command:
+        raise InvalidArgumentError("the command must be a non-empty string without NUL", None)
+    timeout = config.timeout if timeout is None else timeout
+    if timeout <= 0:
+        raise InvalidArgumentError("timeout must be positive", None)
+    directory = None
+    if cwd is not None:
+        if "\0" in cwd:
+            raise InvalidArgumentError("cwd must not contain NUL", cwd)
+        directory = os.path.normpath(os.path.join(config.workdir, cwd))
+        workdir = config.workdir
+        if (directory == workdir or directory.startswith(workdir + "/")) and not (
+            filesystem.stat(os.path.relpath(directory, workdir)).is_directory
+        ):
+            raise NotADirectoryFsError("cwd is not a directory", directory)
+    pairs = tuple(check_env(env))
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return CheckedCommand(command, timeout, directory, pairs, data, config.output_limit)
 
 
 class _Stderr:

@@ -12,50 +12,48 @@ tree keeps unlinked inodes the kernel still holds).
 pyfuse3 serves one FUSE mount per process, so a process runs one sandbox at
 a time; a second one is refused with ``BusyError`` until the first closes.
 The sandbox's mount also serves the forks of its try-runs (``try_exec``,
-see ``_try``).
+see ``_try``) and of its best-of-N trials (``best_of``, see ``_trial``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Unpack, overload
 
 from .._errors import (
     BackendUnavailableError,
     BusyError,
     InvalidArgumentError,
-    NotADirectoryFsError,
     NotPermittedError,
     NotSupportedError,
     ReadOnlyError,
 )
 from ..fs import (
-    CAUSE_VARIABLE,
-    Cause,
     FilesystemSnapshot,
     InMemoryFilesystem,
     SnapshotableFilesystem,
-    current_cause,
+    Trial,
 )
 from ..fuse import Mount, mount
+from ..git import MergeResult
 from ..tools import WorkspaceSnapshots
-from ._config import SandboxConfig, SandboxOptions, check_env
+from ._config import SandboxConfig, SandboxOptions
 from ._container import Container
-from ._exec import CheckedCommand
+from ._exec import CheckedCommand, Completed, caused, check_command
 from ._podman import PodmanError, run_podman
 from ._preflight import preflight
 from ._result import ExecResult, SandboxSnapshot, SnapshotStrategy, changes_and_after
 from ._rootfs import COMMIT_REFUSED, RootFilesystem, root_filesystem
 from ._run import run_arguments
 from ._state import cleanup_stale, make_state_dir, remove_state_dir
-from ._try import TryRun, run_try
+from ._trial import TrialBook, check_commands, run_trial
+from ._try import MAX_PENDING_TRIES, TryRun, TrySite
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +68,6 @@ else:
 
     W = TypeVar("W", bound=SnapshotableFilesystem)
 
-MAX_PENDING_TRIES = 16
-"""Tries a sandbox keeps waiting for a decision; ``try_exec`` refuses more."""
-
 _one_per_process = threading.Lock()
 _open: list[str] = []  # the name of the sandbox holding the process's one mount
 
@@ -80,15 +75,6 @@ _exec_numbers: weakref.WeakKeyDictionary[SnapshotableFilesystem, Iterator[int]] 
     weakref.WeakKeyDictionary()
 )
 _numbers_lock = threading.Lock()
-
-
-def _caused(command: CheckedCommand, call_id: str) -> CheckedCommand:
-    """``command`` with the call it runs for in its environment (``WORKSPACEFS_CAUSE``):
-    the call in effect (a ``shell`` tool call's name and id), else ``call_id``, and the
-    command line. The mount attributes what its processes write to it (``blame``)."""
-    outer = current_cause() or Cause()
-    call = Cause.call(outer.tool, outer.call_id or call_id, command.command)
-    return dataclasses.replace(command, env=[(CAUSE_VARIABLE, call.environment()), *command.env])
 
 
 def _next_exec_number(filesystem: SnapshotableFilesystem) -> int:
@@ -194,7 +180,8 @@ class PodmanSandbox(Generic[W]):
             prints are the paths the API takes. Or a running workspace
             (``connect()``): the container binds its daemon's mount, and this
             process mounts nothing (give the API paths relative to the root);
-            such a sandbox runs no try (``try_exec``).
+            such a sandbox runs no try (``try_exec``, ``best_of``: the daemon
+            runs trials itself, ``connect(...).best_of``).
         image: A local image to run (never pulled), instead of ``rootfs``.
         rootfs: A host directory to run on, through a copy-on-write overlay
             (never written). Default: the host's ``/``, with the host's own
@@ -269,6 +256,7 @@ class PodmanSandbox(Generic[W]):
         self._lock = threading.RLock()
         self._commits = itertools.count(1)
         self._try_numbers = itertools.count(1)
+        self._trials = TrialBook()
         self._resources = _Resources()
         self._finalize = weakref.finalize(self, self._resources.close)
         try:
@@ -457,10 +445,10 @@ class PodmanSandbox(Generic[W]):
         with self._lock:
             container = self._container()
             number = _next_exec_number(self._fs)
-            caused = _caused(checked, f"exec-{number}")
+            running = caused(checked, f"exec-{number}")
             before = self._fs.snapshot(tag=f"exec-{number}-before")
             try:
-                done = caused.run(container)
+                done = running.run(container)
             finally:
                 changes, after = changes_and_after(self._fs, before, f"exec-{number}-after")
             self._container()  # a command that took the container down is an error, not a result
@@ -475,24 +463,7 @@ class PodmanSandbox(Generic[W]):
         stdin: str | bytes | None,
     ) -> CheckedCommand:
         """``exec``'s arguments, checked (the raises of ``exec``)."""
-        if not isinstance(command, str) or not command.strip() or "\0" in command:
-            raise InvalidArgumentError("the command must be a non-empty string without NUL", None)
-        timeout = self._config.timeout if timeout is None else timeout
-        if timeout <= 0:
-            raise InvalidArgumentError("timeout must be positive", None)
-        directory = None
-        if cwd is not None:
-            if "\0" in cwd:
-                raise InvalidArgumentError("cwd must not contain NUL", cwd)
-            directory = os.path.normpath(os.path.join(self._config.workdir, cwd))
-            workdir = self._config.workdir
-            if (directory == workdir or directory.startswith(workdir + "/")) and not (
-                self._fs.stat(os.path.relpath(directory, workdir)).is_directory
-            ):
-                raise NotADirectoryFsError("cwd is not a directory", directory)
-        pairs = tuple(check_env(env))
-        data = stdin.encode() if isinstance(stdin, str) else stdin
-        return CheckedCommand(command, timeout, directory, pairs, data, self._config.output_limit)
+        return check_command(self._config, self._fs, command, timeout, cwd, env, stdin)
 
     # -- try-runs ---------------------------------------------------------------------
 
@@ -525,46 +496,153 @@ class PodmanSandbox(Generic[W]):
             BusyError: ``MAX_PENDING_TRIES`` tries wait for a decision.
         """
         checked = self._command(command, timeout, cwd, env, stdin)
+        self._check_tries()
+        assert isinstance(self._fs, InMemoryFilesystem)
+        with self._lock:
+            self._container()
+            self._check_room(1)
+            try_id = f"try-{next(self._try_numbers)}"
+            run, _ = self._start_try(try_id, self._fs.fork(), checked, None)
+        return run
+
+    def _check_tries(self) -> None:
+        """Refuse tries where none could be accepted or served."""
         if self._read_only:
             raise ReadOnlyError("a read-only workspace accepts no try", self._config.workdir)
         if not isinstance(self._fs, InMemoryFilesystem):
             raise NotSupportedError(
                 "a try runs in a fork this process mounts: a sandbox on a running "
-                "workspace runs none (fork it with the daemon's fork verb instead)",
+                "workspace runs none (fork it with the daemon's fork verb instead, or "
+                "its best_of verb)",
                 None,
             )
-        resources = self._resources
-        with self._lock:
-            self._container()
-            pending = self.tries()
-            if len(pending) >= MAX_PENDING_TRIES:
-                raise BusyError(
-                    f"{len(pending)} tries wait for a decision: accept or reject one "
-                    f"({', '.join(pending)})",
-                    None,
-                )
-            assert resources.mount is not None, "a running sandbox is mounted"
-            try_id = f"try-{next(self._try_numbers)}"
-            result, fork, path = run_try(
-                try_id,
-                f"{self._name}-{try_id}",
-                self._fs,
-                resources.mount,
-                self._root,
-                self._run_args,
-                os.path.join(self._state, try_id),
-                _caused(checked, try_id),
-                resources.later,
+
+    def _check_room(self, wanted: int) -> None:
+        """Refuse ``wanted`` more tries if they would pass ``MAX_PENDING_TRIES``."""
+        pending = self.tries()
+        if len(pending) + wanted > MAX_PENDING_TRIES:
+            waiting = f" ({', '.join(pending)})" if pending else ""
+            raise BusyError(
+                f"{len(pending)} tries wait for a decision{waiting} and at most "
+                f"{MAX_PENDING_TRIES} may: accept or reject some first",
+                None,
             )
-            run = TryRun(try_id, result, fork, self._fs, path, resources.end_try)
-            with resources.tries_lock:
-                resources.tries[try_id] = run
-        return run
+
+    def _start_try(
+        self,
+        try_id: str,
+        fork: InMemoryFilesystem,
+        command: CheckedCommand,
+        score: CheckedCommand | None,
+    ) -> tuple[TryRun, Completed | None]:
+        """Run one try on the sandbox's mount and root filesystem, and keep it pending."""
+        resources = self._resources
+        assert resources.mount is not None, "a running sandbox is mounted"
+        assert isinstance(self._fs, InMemoryFilesystem)
+        site = TrySite(
+            self._fs,
+            resources.mount,
+            self._root,
+            self._run_args,
+            self._state,
+            self._name,
+            resources.later,
+            resources.end_try,
+        )
+        run, scored = site.start(try_id, fork, command, score)
+        with resources.tries_lock:
+            resources.tries[try_id] = run
+        return run, scored
 
     def tries(self) -> dict[str, TryRun]:
         """The tries waiting for a decision, by id."""
         with self._resources.tries_lock:
             return dict(self._resources.tries)
+
+    # -- best of N --------------------------------------------------------------------
+
+    def best_of(
+        self,
+        commands: Sequence[str],
+        *,
+        score: str | None = None,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Trial:
+        """Run each command at once in a fork of the workspace and a container of its
+        own (a try each, as ``try_exec`` runs one), then ``score`` after each in the
+        same fork; the workspace stays as it is.
+
+        Every fork is taken in one step, so all start from the same state. Each
+        attempt's report has its exit status, the end of its output, the paths
+        it changed, and its score (``Attempt``); ``Trial.best`` is the highest
+        scoring attempt that passed. ``accept_attempt`` merges one and drops the
+        others; ``drop_trial`` drops them all (the sandbox's close drops those left).
+
+        Args:
+            commands: The command lines, one per attempt (the same one N times for
+                N attempts of it).
+            score: A command run after each, in its fork (what it writes is not
+                kept): a test command, say. Its exit status decides whether the
+                attempt passed; the score is the number its last line of output
+                is, if it is one, else 1 for passed and 0 for failed
+                (``workspacefs.fs.score_value``). None: each command's own result.
+            timeout: Seconds each command, and each score command, may run
+                (default: the sandbox's).
+            cwd: The working directory of every command, as for ``exec``.
+            env: Environment variables of every command.
+
+        Raises:
+            InvalidArgumentError: No command, more than ``MAX_PENDING_TRIES``, or a
+                bad one (as ``exec`` checks them).
+            ReadOnlyError: The workspace is read-only.
+            BusyError: The attempts would pass ``MAX_PENDING_TRIES`` pending tries.
+            BackendUnavailableError: An attempt's container did not start or
+                stopped; the other attempts are dropped.
+        """
+        checked = [self._command(c, timeout, cwd, env, None) for c in check_commands(commands)]
+        scoring = None if score is None else self._command(score, timeout, cwd, env, None)
+        self._check_tries()
+        assert isinstance(self._fs, InMemoryFilesystem)
+        with self._lock:
+            self._container()
+            self._check_room(len(checked))
+            try_ids = [f"try-{next(self._try_numbers)}" for _ in checked]
+            run = run_trial(
+                self._trials.next_id(), try_ids, self._fs, checked, scoring, self._start_try
+            )
+            self._trials.add(run)
+        return run.report()
+
+    def trials(self) -> list[Trial]:
+        """The trials, oldest first: those waiting for a decision, and the last few
+        decided (``KEPT_DECIDED``)."""
+        return self._trials.list()
+
+    def accept_attempt(self, attempt_id: str, *, hold: bool = False) -> MergeResult:
+        """Accept an attempt of a pending trial (``TryRun.accept``: a fast-forward, or a
+        merge if the workspace changed meanwhile), and drop the trial's other attempts.
+
+        A merge that conflicts applies nothing and leaves every attempt pending
+        (accept another, or drop the trial); with ``hold`` it is held open
+        instead (``result.held``), and continuing it accepts the attempt.
+
+        Raises:
+            NotFoundError: No pending trial has an attempt of that id.
+            InvalidArgumentError: Its trial was decided already.
+            BusyError: ``hold``, and a merge is held open already.
+        """
+        return self._trials.accept(attempt_id, hold=hold)
+
+    def drop_trial(self, trial_id: str) -> Trial:
+        """Drop every attempt of a pending trial; the workspace stays as it is.
+
+        Raises:
+            NotFoundError: No trial of that id.
+            InvalidArgumentError: It was decided already.
+        """
+        return self._trials.drop(trial_id)
 
     # -- snapshots --------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from .._errors import BackendUnavailableError, InvalidArgumentError, NotFoundError
@@ -37,12 +38,15 @@ from ..fs import InMemoryFilesystem
 from ..fuse import Mount
 from ..git import MergeResult, OpenMerge, WorkspaceMerges
 from ._container import Container
-from ._exec import CheckedCommand
+from ._exec import CheckedCommand, Completed, caused
 from ._result import ExecResult, changes_and_after
 from ._rootfs import RootFilesystem
 from ._state import remove_state_dir
 
 log = logging.getLogger(__name__)
+
+MAX_PENDING_TRIES = 16
+"""Tries a sandbox (or a daemon) keeps waiting for a decision; more are refused."""
 
 TryState = Literal["pending", "accepted", "rejected"]
 """Where a try stands: waiting for a decision, or decided."""
@@ -203,29 +207,81 @@ class TryRun:
         return f"<TryRun {self.id} {self._state}, exit {self.result.exit_code}>"
 
 
+@dataclass(frozen=True, slots=True)
+class TrySite:
+    """Where tries run: what ``start`` needs besides the command.
+
+    Attributes:
+        origin: The workspace the tries are forks of (what ``accept`` changes).
+        mount: Serves the tries' forks (the workspace's own mount).
+        root: The root filesystem each try's container starts on a branch of.
+        run_args: ``podman run``'s arguments for (container name, fork path, root).
+        state: A private directory; each try's goes in it, named by its id.
+        prefix: Each try's container is named ``<prefix>-<try id>``.
+        later: Runs a try's cleanup once its command (and score) ended.
+        release: Called with a try once it is decided (its fork leaves the mount).
+    """
+
+    origin: InMemoryFilesystem
+    mount: Mount
+    root: RootFilesystem
+    run_args: Callable[[str, str, RootFilesystem], list[str]]
+    state: str
+    prefix: str
+    later: Callable[[Callable[[], None]], None]
+    release: Callable[[TryRun], None]
+
+    def start(
+        self,
+        try_id: str,
+        fork: InMemoryFilesystem,
+        command: CheckedCommand,
+        score: CheckedCommand | None = None,
+    ) -> tuple[TryRun, Completed | None]:
+        """Run ``command`` (then ``score``) in ``fork``, a fork of ``origin`` (``run_try``);
+        the try, pending, and how ``score`` went. What the commands write is attributed
+        to the try (``caused``)."""
+        result, path, scored = run_try(
+            try_id,
+            f"{self.prefix}-{try_id}",
+            fork,
+            self.mount,
+            self.root,
+            self.run_args,
+            os.path.join(self.state, try_id),
+            caused(command, try_id),
+            self.later,
+            score=None if score is None else caused(score, try_id),
+        )
+        return TryRun(try_id, result, fork, self.origin, path, self.release), scored
+
+
 def run_try(
     try_id: str,
     container_name: str,
-    origin: InMemoryFilesystem,
+    fork: InMemoryFilesystem,
     mount: Mount,
     root: RootFilesystem,
     run_args: Callable[[str, str, RootFilesystem], list[str]],
     state: str,
     command: CheckedCommand,
     later: Callable[[Callable[[], None]], None],
-) -> tuple[ExecResult, InMemoryFilesystem, str]:
-    """Fork ``origin``, serve the fork on ``mount`` as ``try_id`` and run ``command``
-    in a container of its own; (its result, the fork, the fork's path).
+    *,
+    score: CheckedCommand | None = None,
+) -> tuple[ExecResult, str, Completed | None]:
+    """Serve ``fork`` (a fork of the workspace) on ``mount`` as ``try_id`` and run
+    ``command`` in a container of its own; (its result, the fork's path, how ``score``
+    went).
 
     The container ``container_name`` starts on ``root.branch`` (its files in
     the new directory ``state``), with ``run_args(container name, fork path,
-    root)``. Once the command has ended, the container, the branch and
-    ``state`` are removed by ``later(cleanup)`` (in the background: removing a
-    container costs a Podman call, and what the try reports, ``after``, is
-    frozen already). On any error they go at once, and the fork leaves the
-    mount too.
+    root)``. Once the command has ended, what it left is frozen (``after``) and
+    ``score``, if given, runs in the same container and fork: what it writes is
+    not part of the result. Then the container, the branch and ``state`` are
+    removed by ``later(cleanup)`` (in the background: removing a container
+    costs a Podman call, and what the try reports, ``after``, is frozen
+    already). On any error they go at once, and the fork leaves the mount too.
     """
-    fork = origin.fork()
     path = mount.add_fork(try_id, fork)
     cleanups: list[Callable[[], object]] = []
 
@@ -243,9 +299,12 @@ def run_try(
         container = Container(container_name, run_args(container_name, path, branch), log_path)
         cleanups.append(container.stop)
         done = command.run(container)
-        if not container.running:  # the command took its container down
-            raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)
+        _check_running(container)
         changes, after = changes_and_after(fork, before, f"{try_id}-after")
+        scored = None
+        if score is not None:
+            scored = score.run(container)
+            _check_running(container)
     except BaseException:
         try:
             clean_up()
@@ -255,4 +314,10 @@ def run_try(
         raise
     later(clean_up)
     result = ExecResult.of(done, changes, before=before, after=after)
-    return result, fork, path
+    return result, path, scored
+
+
+def _check_running(container: Container) -> None:
+    """A command that took its container down is an error, not a result."""
+    if not container.running:
+        raise BackendUnavailableError(f"the try's container stopped: {container.log()}", None)

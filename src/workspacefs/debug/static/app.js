@@ -13,6 +13,8 @@ const state = {
   diffFile: null, // last /api/diff/file answer
   causes: {}, // snapshot id -> {causes, more}: who made its changes (/api/causes)
   layout: "split", // or "unified"
+  trials: [], // best-of-N trials (/api/trials), oldest first
+  trial: null, // the trial shown in the attempts view
 };
 
 const $ = (selector) => document.querySelector(selector);
@@ -680,10 +682,133 @@ function toggleLayout() {
   renderDiffFile();
 }
 
+// -- best-of-N attempts, side by side ---------------------------------------------------
+
+async function loadTrials() {
+  const found = await api("/api/trials");
+  state.trials = found.trials;
+  $("#tab-attempts").hidden = !found.available;
+  if (!state.trials.some((trial) => trial.id === state.trial)) {
+    state.trial = state.trials.length ? state.trials[state.trials.length - 1].id : null;
+  }
+  renderTrials();
+}
+
+function seconds(value) {
+  return `${value.toFixed(1)} s`;
+}
+
+function outcomeText(outcome) {
+  return outcome.timed_out ? `timed out after ${seconds(outcome.duration)}`
+    : `exit ${outcome.exit_code} in ${seconds(outcome.duration)}`;
+}
+
+function tailBlock(title, outcome) {
+  const text = [outcome.stdout, outcome.stderr].filter((part) => part).join("\n");
+  return [
+    el("h4", { text: title }),
+    text ? el("pre", { class: "tail", text }) : el("p", { class: "muted", text: "no output" }),
+  ];
+}
+
+function attemptCard(attempt, trial) {
+  const best = trial.best === attempt.id;
+  const changes = attempt.changes;
+  const paths = [
+    ...changes.added.map((path) => ["added", "A", path]),
+    ...changes.modified.map((path) => ["modified", "M", path]),
+    ...changes.deleted.map((path) => ["deleted", "D", path]),
+  ].sort((a, b) => (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0));
+  const verdict = attempt.passed ? "passed" : "failed";
+  return el(
+    "article",
+    {
+      class: `attempt ${verdict}${best ? " best" : ""}`,
+      "aria-label": `Attempt ${attempt.number}: ${attempt.id}, ${verdict}`,
+      dataset: { attempt: attempt.id },
+    },
+    el(
+      "header",
+      {},
+      el("span", { class: "attempt-id", text: `#${attempt.number} ${attempt.id}` }),
+      best ? el("span", { class: "badge best", text: "best" }) : null,
+      el("span", { class: `verdict ${verdict}`, text: verdict }),
+      el("span", { class: "state muted", text: attempt.state }),
+    ),
+    el("pre", { class: "command", text: attempt.run.command }),
+    el(
+      "dl",
+      {},
+      el("dt", { text: "command" }),
+      el("dd", { class: "run", text: outcomeText(attempt.run) }),
+      el("dt", { text: "score" }),
+      el("dd", { class: "score", text: String(attempt.score) }),
+      attempt.scoring ? el("dt", { text: "scored" }) : null,
+      attempt.scoring ? el("dd", { class: "scoring", text: outcomeText(attempt.scoring) }) : null,
+      attempt.path ? el("dt", { text: "fork" }) : null,
+      attempt.path ? el("dd", { class: "path", text: attempt.path }) : null,
+    ),
+    el("h4", { text: `Changed (${paths.length})` }),
+    el(
+      "ul",
+      { class: "paths" },
+      paths.map(([kind, mark, path]) =>
+        el("li", { class: kind }, el("span", { class: "st", text: mark }), path),
+      ),
+    ),
+    tailBlock("Output", attempt.run),
+    attempt.scoring ? tailBlock("Score output", attempt.scoring) : null,
+  );
+}
+
+function renderTrials() {
+  const view = $("#attempts-view");
+  if (!state.trials.length) {
+    view.replaceChildren(el("p", { class: "muted", text: "No best-of-N trial has run on this workspace." }));
+    return;
+  }
+  const select = el(
+    "select",
+    {
+      id: "trial-select",
+      "aria-label": "Trial",
+      onchange: (event) => {
+        state.trial = event.target.value;
+        renderTrials();
+      },
+    },
+    [...state.trials].reverse().map((trial) =>
+      el("option", {
+        value: trial.id,
+        text: `${trial.id} (${trial.state}, ${trial.attempts.length} attempts)`,
+        selected: trial.id === state.trial,
+      }),
+    ),
+  );
+  const trial = state.trials.find((found) => found.id === state.trial);
+  const passed = trial.attempts.filter((attempt) => attempt.passed).length;
+  const header = el(
+    "div",
+    { class: "view-header" },
+    select,
+    el("span", {
+      class: "trial-summary",
+      text: `${passed} of ${trial.attempts.length} passed in ${seconds(trial.duration)}` +
+        (trial.score_command ? `, scored by ${trial.score_command}` : ""),
+    }),
+  );
+  const grid = el(
+    "div",
+    { id: "attempts", role: "group", "aria-label": `Attempts of ${trial.id}, side by side` },
+    trial.attempts.map((attempt) => attemptCard(attempt, trial)),
+  );
+  view.replaceChildren(header, grid);
+}
+
 // -- tabs, keys, location -------------------------------------------------------------
 
 function showTab(name) {
-  for (const which of ["file", "diff"]) {
+  for (const which of ["file", "diff", "attempts"]) {
     $(`#tab-${which}`).setAttribute("aria-selected", String(which === name));
     $(`#${which}-view`).hidden = which !== name;
   }
@@ -737,6 +862,11 @@ function onGlobalKey(event) {
     n: () => moveChanged(1),
     p: () => moveChanged(-1),
     r: refresh,
+    o: () => {
+      if ($("#tab-attempts").hidden) return;
+      showTab("attempts");
+      $("#attempts-view").focus();
+    },
     "?": () => $("#help").showModal(),
   };
   const action = actions[event.key];
@@ -759,6 +889,7 @@ function updateHash() {
 async function refresh() {
   try {
     await loadSnapshots();
+    await loadTrials();
     setStatus(`${state.snapshots.length} snapshots`);
   } catch (error) {
     setStatus(error.message, true);
@@ -780,6 +911,7 @@ async function start() {
   $("#layout-button").addEventListener("click", toggleLayout);
   $("#tab-file").addEventListener("click", () => showTab("file"));
   $("#tab-diff").addEventListener("click", () => showTab("diff"));
+  $("#tab-attempts").addEventListener("click", () => showTab("attempts"));
   $("#help-button").addEventListener("click", () => $("#help").showModal());
   $("#help-close").addEventListener("click", () => $("#help").close());
   try {
@@ -787,6 +919,7 @@ async function start() {
     $("#target-label").textContent = `${target.kind}: ${target.label}`;
     document.title = `${target.label} — workspacefs debug`;
     await loadSnapshots();
+    await loadTrials();
   } catch (error) {
     setStatus(error.message, true);
     return;
