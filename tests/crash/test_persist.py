@@ -102,7 +102,7 @@ def test_kill_during_persist(rng: random.Random, kills: int) -> None:
             workspace.stop()
 
 
-def test_a_ref_lock_a_killed_persist_left_does_not_stop_the_next(tmp_path: Path) -> None:
+def test_what_a_killed_persist_left_does_not_stop_the_next_nor_stay(tmp_path: Path) -> None:
     # A kill while libgit2 updated a snapshot's refs leaves their lock files (made
     # with O_EXCL, renamed into place once written): git and libgit2 then refuse those
     # refs for good. The store's own repository is written by its daemon alone.
@@ -118,7 +118,10 @@ def test_a_ref_lock_a_killed_persist_left_does_not_stop_the_next(tmp_path: Path)
             namespace = repository / "refs" / "workspacefs" / record.workspace_id
             for kind in ("meta", "snapshots"):
                 (namespace / kind / "2.lock").write_text("")  # cut short before the rename
+            partial = repository / "objects" / "pack" / "tmp_pack_Xy12ab"
+            partial.write_bytes(b"PACK" + bytes(1 << 20))  # a pack cut short
             workspace.mount()
+            assert not partial.exists()
             (workspace.mountpoint / "b.txt").write_text("second\n")
             persist(workspace.mountpoint)
             git_fsck(repository)

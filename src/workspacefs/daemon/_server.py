@@ -128,9 +128,9 @@ def _mount_kept(
     own = os.path.join(kept.store, "git") if kept.store else None
     if repository == own and os.path.isdir(repository):
         # The store's own repository: written by its daemon alone (the store is locked),
-        # so a ref lock there is a killed persist's, which would refuse that ref for good.
-        for lock in git.remove_stale_locks(repository):
-            log.warning("removed %s, left by a persist that was killed", lock)
+        # so a ref lock or a partial pack there is a killed persist's or checkpoint's.
+        for leftover in git.remove_leftovers(repository):
+            log.warning("removed %s, left by a writer that was killed", leftover)
     info = WorkspaceInfo(
         mountpoint=mountpoint,
         socket=os.fspath(paths.socket),

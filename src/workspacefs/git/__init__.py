@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from ._repo import Identity as Identity
     from ._repo import create_repository as create_repository
     from ._repo import open_repository as open_repository
-    from ._repo import remove_stale_locks as remove_stale_locks
+    from ._repo import remove_leftovers as remove_leftovers
     from ._repo import sync_writes as sync_writes
 
 _EXPORTS = {
@@ -124,7 +124,7 @@ _EXPORTS = {
     "Identity": "._repo",
     "create_repository": "._repo",
     "open_repository": "._repo",
-    "remove_stale_locks": "._repo",
+    "remove_leftovers": "._repo",
     "sync_writes": "._repo",
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -69,24 +70,30 @@ def open_repository(path: str | os.PathLike[str], *, create: bool = False) -> py
     return repository
 
 
-def remove_stale_locks(path: str | os.PathLike[str]) -> list[str]:
-    """Delete the ref lock files of the repository at ``path`` (``refs/**/*.lock``,
-    ``packed-refs.lock``); the paths deleted.
+def remove_leftovers(path: str | os.PathLike[str]) -> list[str]:
+    """Delete what killed writers left in the repository at ``path``: ref lock files
+    (``refs/**/*.lock``, ``packed-refs.lock``) and packs cut short
+    (``objects/pack/tmp_pack_*``); the paths deleted.
 
     A process killed while it updated a ref leaves the ref's lock file (made with
     ``O_EXCL``, renamed into place once written), and git and libgit2 then refuse that
-    ref for good. Only for the one process that alone writes the repository, before it
-    writes: any lock there is then a dead one's.
+    ref for good; one killed while it wrote a pack leaves the pack's temporary file,
+    which nothing reads and git removes only after two weeks. Only for the one process
+    that alone writes the repository, before it writes: anything there is then a dead
+    one's.
     """
     root = os.fspath(path)
     found = [os.path.join(root, "packed-refs.lock")]
     for directory, _, names in os.walk(os.path.join(root, "refs")):
         found += [os.path.join(directory, name) for name in names if name.endswith(".lock")]
+    packs = os.path.join(root, "objects", "pack")
+    with contextlib.suppress(FileNotFoundError):
+        found += [os.path.join(packs, n) for n in os.listdir(packs) if n.startswith("tmp_pack_")]
     removed = []
-    for lock in found:
+    for leftover in found:
         try:
-            os.unlink(lock)
+            os.unlink(leftover)
         except FileNotFoundError:
             continue
-        removed.append(lock)
+        removed.append(leftover)
     return removed
