@@ -113,34 +113,22 @@ def mcp(
 ) -> None:
     """Serve the agent tools (ls, read_file, edit_file, grep, snapshot, ...) over MCP on
     stdin/stdout, on a running workspace, a fresh in-memory one or a host directory."""
-    from ..daemon import LOADED_TAG, connect, load_source, parse_source
+    _refuse_mixed(mountpoint, source, host)
+    recording = rewind if rewind is not None else host is None
+    if mountpoint is not None:
+        _on_running(mountpoint, mount_point=mount_point, read_only=read_only, rewind=recording)
+        return
+    from ..daemon import LOADED_TAG, load_source, parse_source
     from ..fs import InMemoryFilesystem
     from ..host import HostFilesystem
     from ..tools import filesystem_tools, serve_stdio
 
-    _refuse_mixed(mountpoint, source, host)
     fs: Filesystem
     memory: InMemoryFilesystem | None = None
     loaded = parse_source(source)
     if handback and loaded.kind != "directory":
         raise typer.BadParameter("--apply writes back to the directory --from DIR names")
-    if mountpoint is not None:
-        # A running workspace was shaped when it was mounted (`workspacefs mount --from,
-        # --read-only`); these options cannot reshape it, so they are refused, not ignored.
-        given = [
-            name
-            for name, value in (
-                ("--mount-point", mount_point is not None),
-                ("--read-only", read_only),
-            )
-            if value
-        ]
-        if given:
-            raise typer.BadParameter(
-                f"{', '.join(given)} shape a fresh workspace, not the running one at {mountpoint}"
-            )
-        fs = connect(mountpoint)
-    elif host is not None:
+    if host is not None:
         fs = HostFilesystem(host, read_only=read_only, mount_point=mount_point or "/workspace")
     else:
         point = "/workspace" if mount_point is None else mount_point
@@ -149,7 +137,6 @@ def mcp(
         fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
     try:
-        recording = rewind if rewind is not None else host is None
         serve_stdio(fs, tools=None if recording else filesystem_tools(fs))
     finally:
         if isinstance(fs, HostFilesystem):
@@ -157,3 +144,23 @@ def mcp(
     if handback and memory is not None and loaded.path is not None:
         base = next(s for s in memory.snapshots() if s.tag == LOADED_TAG)
         raise typer.Exit(_handback(memory, base, loaded.path))
+
+
+def _on_running(mountpoint: str, *, mount_point: str | None, read_only: bool, rewind: bool) -> None:
+    """Serve the running workspace at ``mountpoint``: the daemon serves the session on
+    this process's stdin and stdout, its tools where its tree is."""
+    from ..daemon import connect, hand_over_stdio
+
+    # A running workspace was shaped when it was mounted (`workspacefs mount --from,
+    # --read-only`); these options cannot reshape it, so they are refused, not ignored.
+    given = [
+        name
+        for name, value in (("--mount-point", mount_point is not None), ("--read-only", read_only))
+        if value
+    ]
+    if given:
+        raise typer.BadParameter(
+            f"{', '.join(given)} shape a fresh workspace, not the running one at {mountpoint}"
+        )
+    with connect(mountpoint) as fs:
+        hand_over_stdio(fs, rewind=rewind)

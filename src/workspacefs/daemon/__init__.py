@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._client import RemoteSnapshotView as RemoteSnapshotView
     from ._client import connect as connect
     from ._fork_results import ForkInfo as ForkInfo
+    from ._handover import hand_over_stdio as hand_over_stdio
     from ._load import LOADED_TAG as LOADED_TAG
     from ._load import load_source as load_source
     from ._options import START_TIMEOUT as START_TIMEOUT
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from ._spawn import start as start
     from ._verbs import VERBS as VERBS
     from ._verbs import Daemon as Daemon
+    from ._verbs import DaemonVerbs as DaemonVerbs
     from ._verbs import FilesystemVerbs as FilesystemVerbs
     from ._verbs import InMemoryWorkspace as InMemoryWorkspace
     from ._verbs import Method as Method
@@ -64,6 +66,7 @@ _EXPORTS = {
     "RemoteSnapshotView": "._client",
     "connect": "._client",
     "ForkInfo": "._fork_results",
+    "hand_over_stdio": "._handover",
     "LOADED_TAG": "._load",
     "load_source": "._load",
     "DaemonOptions": "._options",
@@ -83,6 +86,7 @@ _EXPORTS = {
     "daemon_command": "._spawn",
     "start": "._spawn",
     "Daemon": "._verbs",
+    "DaemonVerbs": "._verbs",
     "FilesystemVerbs": "._verbs",
     "InMemoryWorkspace": "._verbs",
     "Method": "._verbs",
