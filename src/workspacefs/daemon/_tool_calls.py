@@ -186,14 +186,14 @@ class ToolCalls:
                 peer = closing.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
                 peer.settimeout(TAKE_TIMEOUT)
                 peer.connect(path)
-                _, fds, _, _ = socket.recv_fds(peer, 16, STDIO_FDS)
+                _, fds, flags, _ = socket.recv_fds(peer, 16, STDIO_FDS)
             except OSError as exc:
                 log.warning("no MCP session: its descriptors did not come: %s", exc)
                 return
             for fd in fds:
                 closing.callback(os.close, fd)
-            if len(fds) != STDIO_FDS:
-                log.warning("no MCP session: %d descriptors came, not 2", len(fds))
+            if len(fds) != STDIO_FDS or flags & socket.MSG_CTRUNC:
+                log.warning("no MCP session: not the two descriptors it needs came")
                 return
             peer.settimeout(None)
             for fd in fds:
