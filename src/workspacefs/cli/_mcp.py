@@ -17,6 +17,7 @@ from ._app import EXIT_FAILED, app
 
 if TYPE_CHECKING:
     from ..fs import Filesystem, FilesystemSnapshot, InMemoryFilesystem
+    from ..host import HostFilesystem
 
 
 def _refuse_mixed(mountpoint: str | None, source: str | None, host: str | None) -> None:
@@ -119,18 +120,22 @@ def mcp(
         _on_running(mountpoint, mount_point=mount_point, read_only=read_only, rewind=recording)
         return
     from ..daemon import LOADED_TAG, load_source, parse_source
-    from ..fs import InMemoryFilesystem
-    from ..host import HostFilesystem
     from ..tools import filesystem_tools, serve_stdio
 
     fs: Filesystem
     memory: InMemoryFilesystem | None = None
+    directory: HostFilesystem | None = None
     loaded = parse_source(source)
     if handback and loaded.kind != "directory":
         raise typer.BadParameter("--apply writes back to the directory --from DIR names")
     if host is not None:
-        fs = HostFilesystem(host, read_only=read_only, mount_point=mount_point or "/workspace")
+        from ..host import HostFilesystem
+
+        point = mount_point or "/workspace"
+        fs = directory = HostFilesystem(host, read_only=read_only, mount_point=point)
     else:
+        from ..fs import InMemoryFilesystem
+
         point = "/workspace" if mount_point is None else mount_point
         memory = load_source(loaded, point) if source is not None else None
         memory = memory or InMemoryFilesystem(mount_point=point)
@@ -139,8 +144,8 @@ def mcp(
     try:
         serve_stdio(fs, tools=None if recording else filesystem_tools(fs))
     finally:
-        if isinstance(fs, HostFilesystem):
-            fs.cleanup()
+        if directory is not None:
+            directory.cleanup()
     if handback and memory is not None and loaded.path is not None:
         base = next(s for s in memory.snapshots() if s.tag == LOADED_TAG)
         raise typer.Exit(_handback(memory, base, loaded.path))
