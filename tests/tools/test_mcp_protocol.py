@@ -51,7 +51,7 @@ def _request(
     return message
 
 
-def _call(request_id: int, tool: str, arguments: Any, call_id: object = None, **kw: Any) -> Any:
+def _call(request_id: int, tool: Any, arguments: Any, call_id: object = None, **kw: Any) -> Any:
     params: dict[str, Any] = {"name": tool, "arguments": arguments}
     if call_id is not None:
         params["_meta"] = {"workspacefs/call_id": call_id}

@@ -4,6 +4,7 @@ loads it), or a host directory in place (``--host``)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -16,8 +17,10 @@ import typer
 from ._app import EXIT_FAILED, app
 
 if TYPE_CHECKING:
+    from ..daemon import Source
     from ..fs import Filesystem, FilesystemSnapshot, InMemoryFilesystem
     from ..host import HostFilesystem
+    from ..tools import ServedTools
 
 
 def _refuse_mixed(mountpoint: str | None, source: str | None, host: str | None) -> None:
@@ -119,36 +122,69 @@ def mcp(
     if mountpoint is not None:
         _on_running(mountpoint, mount_point=mount_point, read_only=read_only, rewind=recording)
         return
-    from ..daemon import LOADED_TAG, load_source, parse_source
-    from ..tools import filesystem_tools, serve_stdio
+    from ..daemon import LOADED_TAG, parse_source
+    from ..tools import DeferredTools, serve_mcp_stdio
 
-    fs: Filesystem
-    memory: InMemoryFilesystem | None = None
-    directory: HostFilesystem | None = None
     loaded = parse_source(source)
     if handback and loaded.kind != "directory":
         raise typer.BadParameter("--apply writes back to the directory --from DIR names")
+    made = _Made()
     if host is not None:
         from ..host import HostFilesystem
 
         point = mount_point or "/workspace"
-        fs = directory = HostFilesystem(host, read_only=read_only, mount_point=point)
+        # Made here, so what cannot be served is said before anything is.
+        made.directory = HostFilesystem(host, read_only=read_only, mount_point=point)
+        make = functools.partial(_served, made.directory, recording)
     else:
-        from ..fs import InMemoryFilesystem
+        from ..fs import normalize_mount_point
 
         point = "/workspace" if mount_point is None else mount_point
-        memory = load_source(loaded, point) if source is not None else None
-        memory = memory or InMemoryFilesystem(mount_point=point)
-        fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
+        normalize_mount_point(point)  # refused now, as the workspace would refuse it
+        make = functools.partial(made.memory_tools, loaded, point, read_only, recording)
+    # The workspace and its tools are made while the session starts (DeferredTools).
+    kind = "host" if host is not None else "memory"
+    configuration = f"{kind}:read_only={read_only}:rewind={recording}"
+    served = DeferredTools(make, configuration=configuration)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
     try:
-        serve_stdio(fs, tools=None if recording else filesystem_tools(fs))
+        serve_mcp_stdio(served)
+        served.made()  # a workspace that could not be made fails the command
     finally:
-        if directory is not None:
-            directory.cleanup()
+        if made.directory is not None:
+            made.directory.cleanup()
+    memory = made.memory
     if handback and memory is not None and loaded.path is not None:
         base = next(s for s in memory.snapshots() if s.tag == LOADED_TAG)
         raise typer.Exit(_handback(memory, base, loaded.path))
+
+
+def _served(fs: Filesystem, recording: bool) -> ServedTools:
+    """The tools served on ``fs``, every call recorded if ``recording``."""
+    from ..tools import ServedTools, filesystem_tools
+
+    return ServedTools(fs, tools=None if recording else filesystem_tools(fs))
+
+
+class _Made:
+    """What the session's workspace was made of, for what follows it."""
+
+    def __init__(self) -> None:
+        self.memory: InMemoryFilesystem | None = None
+        self.directory: HostFilesystem | None = None
+
+    def memory_tools(
+        self, loaded: Source, point: str, read_only: bool, recording: bool
+    ) -> ServedTools:
+        """A fresh in-memory workspace (loaded from ``loaded``, if it names anything)
+        and its tools."""
+        from ..daemon import load_source
+        from ..fs import InMemoryFilesystem
+
+        memory = load_source(loaded, point) if loaded.path is not None else None
+        memory = self.memory = memory or InMemoryFilesystem(mount_point=point)
+        fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
+        return _served(fs, recording)
 
 
 def _on_running(mountpoint: str, *, mount_point: str | None, read_only: bool, rewind: bool) -> None:

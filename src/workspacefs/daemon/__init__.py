@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ._runtime import running_mounts as running_mounts
     from ._runtime import runtime_dir as runtime_dir
     from ._server import run_daemon as run_daemon
+    from ._sources import Source as Source
     from ._sources import parse_source as parse_source
     from ._spawn import daemon_command as daemon_command
     from ._spawn import start as start
@@ -82,6 +83,7 @@ _EXPORTS = {
     "running_mounts": "._runtime",
     "runtime_dir": "._runtime",
     "run_daemon": "._server",
+    "Source": "._sources",
     "parse_source": "._sources",
     "daemon_command": "._spawn",
     "start": "._spawn",

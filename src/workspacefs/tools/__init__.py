@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._coordinated import CoordinatedSnapshot as CoordinatedSnapshot
     from ._coordinated import coordinated_rollback as coordinated_rollback
     from ._coordinated import coordinated_snapshot as coordinated_snapshot
+    from ._deferred import DeferredTools as DeferredTools
     from ._edit import EDIT_FILE as EDIT_FILE
     from ._edit import Edit as Edit
     from ._edit import EditFileParams as EditFileParams
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from ._listing import Removal as Removal
     from ._listing import RmParams as RmParams
     from ._mcp import create_server as create_server
+    from ._mcp_session import ToolService as ToolService
+    from ._mcp_session import serve_mcp as serve_mcp
+    from ._mcp_session import serve_mcp_stdio as serve_mcp_stdio
     from ._media import READ_BYTES as READ_BYTES
     from ._media import FileBytes as FileBytes
     from ._media import ReadBytesParams as ReadBytesParams
@@ -85,7 +89,6 @@ if TYPE_CHECKING:
     from ._sections import find_filesystem as find_filesystem
     from ._serving import CALL_ID_META as CALL_ID_META
     from ._serving import ServedTools as ServedTools
-    from ._serving import serve_mcp as serve_mcp
     from ._serving import serve_stdio as serve_stdio
     from ._snapshot_tools import DIFF as DIFF
     from ._snapshot_tools import RESTORE as RESTORE
@@ -139,6 +142,7 @@ __all__ = [
     "CallRecorder",
     "ConflictsParams",
     "CoordinatedSnapshot",
+    "DeferredTools",
     "DiffParams",
     "Edit",
     "EditFileParams",
@@ -183,6 +187,7 @@ __all__ = [
     "ToolParams",
     "ToolRegistry",
     "ToolResult",
+    "ToolService",
     "UndoableToolset",
     "VfsWorkspace",
     "WorkspaceSection",
@@ -201,6 +206,7 @@ __all__ = [
     "input_schema",
     "openai_schema",
     "serve_mcp",
+    "serve_mcp_stdio",
     "serve_stdio",
 ]
 
@@ -218,6 +224,7 @@ _EXPORTS = {
     "CoordinatedSnapshot": "._coordinated",
     "coordinated_rollback": "._coordinated",
     "coordinated_snapshot": "._coordinated",
+    "DeferredTools": "._deferred",
     "EDIT_FILE": "._edit",
     "Edit": "._edit",
     "EditFileParams": "._edit",
@@ -297,7 +304,9 @@ _EXPORTS = {
     "CALL_ID_META": "._serving",
     "create_server": "._mcp",
     "ServedTools": "._serving",
-    "serve_mcp": "._serving",
+    "ToolService": "._mcp_session",
+    "serve_mcp": "._mcp_session",
+    "serve_mcp_stdio": "._mcp_session",
     "serve_stdio": "._serving",
     "MAX_REQUEST_BYTES": "._stdio",
 }

@@ -16,8 +16,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from ..fs import Filesystem
+from ._mcp_session import INSTRUCTIONS
 from ._registry import ToolRegistry
-from ._serving import INSTRUCTIONS, ServedTools
+from ._serving import ServedTools
 from ._undo import UndoableToolset
 
 

@@ -27,10 +27,20 @@ client in the tests, and ``create_server`` for an in-process SDK session.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
-from ._stdio import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Json, Message, error
+from ._stdio import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Json,
+    Message,
+    claimed_stdio,
+    error,
+    serve_lines,
+)
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Protocol versions served through ``initialize``, oldest first."""
@@ -45,6 +55,25 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
 CAPABILITIES: Json = {"tools": {"listChanged": False}}
 """What the server offers: tools, a list that never changes while it serves."""
+
+INSTRUCTIONS = (
+    "Tools over one workspace filesystem. Paths are relative to the workspace root. "
+    "read_file numbers lines like `cat -n` (any size, any text encoding); edit_file and "
+    "multi_edit need the exact text without those numbers. read_bytes shows images and "
+    "other binary files; stat says which read tool a file needs. snapshot/restore/diff "
+    "save, return to and compare states of the whole workspace. Where offered, history "
+    "lists the calls that may have changed it and rewind returns it to just before one."
+)
+"""What the server tells the client's model about the tools."""
+
+
+def server_version() -> str:
+    """This package's version, as servers name it ("" when run from a source tree)."""
+    try:
+        from .._version import __version__
+    except ImportError:  # PackageNotFoundError: not installed
+        return ""
+    return __version__
 
 
 class ToolService(Protocol):
@@ -256,3 +285,15 @@ class McpSession:
             return {"tools": self._service.listing()}
         meta = params.get("_meta")
         return self._service.call(params["name"], params.get("arguments"), meta, request_id)
+
+
+def serve_mcp(fd_in: int, fd_out: int, service: ToolService) -> None:
+    """Serve ``service`` over MCP on two descriptors until ``fd_in`` ends."""
+    serve_lines(fd_in, fd_out, McpSession(service).handle)
+
+
+def serve_mcp_stdio(service: ToolService) -> None:
+    """Serve ``service`` over MCP on stdin/stdout until the client closes stdin."""
+    # A client that went away mid-answer ends the session.
+    with claimed_stdio() as (wire_in, wire_out), contextlib.suppress(BrokenPipeError):
+        serve_mcp(wire_in, wire_out, service)

@@ -15,20 +15,21 @@ answered.
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import logging
 import threading
 from typing import Any
 
+from pydantic import BaseModel
+
 from .._errors import AlreadyExistsError
 from ..fs import Filesystem, SnapshotableFilesystem, to_json
 from ._context import ToolContext
-from ._mcp_session import McpSession
+from ._mcp_session import INSTRUCTIONS, serve_mcp_stdio, server_version
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._schemas import input_schema
-from ._stdio import Json, claimed_stdio, serve_lines
+from ._stdio import Json
 from ._tool import Tool
 from ._toolset import filesystem_tools
 from ._undo import UndoableToolset
@@ -38,24 +39,6 @@ log = logging.getLogger(__name__)
 CALL_ID_META = "workspacefs/call_id"
 """The ``_meta`` key of a call's id: in a request, the id to record it under; in its
 result, the id it was recorded (or attributed) under."""
-
-INSTRUCTIONS = (
-    "Tools over one workspace filesystem. Paths are relative to the workspace root. "
-    "read_file numbers lines like `cat -n` (any size, any text encoding); edit_file and "
-    "multi_edit need the exact text without those numbers. read_bytes shows images and "
-    "other binary files; stat says which read tool a file needs. snapshot/restore/diff "
-    "save, return to and compare states of the whole workspace. Where offered, history "
-    "lists the calls that may have changed it and rewind returns it to just before one."
-)
-
-
-def server_version() -> str:
-    """This package's version, as servers name it ("" when run from a source tree)."""
-    try:
-        from .._version import __version__
-    except ImportError:  # PackageNotFoundError: not installed
-        return ""
-    return __version__
 
 
 def recorded(filesystem: Filesystem) -> bool:
@@ -84,9 +67,21 @@ def listed(tool: Tool[Any, Any]) -> Json:
     return {
         "name": tool.name,
         "description": tool.description,
-        "inputSchema": input_schema(tool.params),
+        "inputSchema": _schema(tool.params),
         "annotations": annotations,
     }
+
+
+_SCHEMAS: dict[type[BaseModel], Json] = {}
+
+
+def _schema(params: type[BaseModel]) -> Json:
+    """``input_schema(params)``, made once per model (a daemon lists its tools in every
+    session; pydantic takes a millisecond a model)."""
+    schema = _SCHEMAS.get(params)
+    if schema is None:
+        schema = _SCHEMAS[params] = input_schema(params)
+    return schema
 
 
 def content(result: ToolResult[Any]) -> list[Json]:
@@ -213,11 +208,6 @@ class ServedTools:
             return given, ToolResult.fail(f"{name} failed with an internal error: {exc!r}")
 
 
-def serve_mcp(fd_in: int, fd_out: int, tools: ServedTools) -> None:
-    """Serve ``tools`` over MCP on two descriptors until ``fd_in`` ends."""
-    serve_lines(fd_in, fd_out, McpSession(tools).handle)
-
-
 def serve_stdio(
     filesystem: Filesystem,
     *,
@@ -232,7 +222,4 @@ def serve_stdio(
             where the workspace can).
         name: The server name clients see.
     """
-    served = ServedTools(filesystem, tools=tools, name=name)
-    # A client that went away mid-answer ends the session.
-    with claimed_stdio() as (wire_in, wire_out), contextlib.suppress(BrokenPipeError):
-        serve_mcp(wire_in, wire_out, served)
+    serve_mcp_stdio(ServedTools(filesystem, tools=tools, name=name))

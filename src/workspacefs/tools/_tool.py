@@ -146,7 +146,7 @@ class Tool(Generic[P, T]):
     def _host(self, context: ToolContext) -> Callable[..., ToolAnswer] | None:
         """The context's ``ToolHost.call_tool``, if it has one and this is the tool a host
         runs under this name (a tool of the caller's own of the same name is run here)."""
-        if _SERVED.get(self.name) is not self or context.filesystem is None:
+        if not is_served(self) or context.filesystem is None:
             return None
         try:
             return host_of(context.workspace())
@@ -180,9 +180,9 @@ def served(tool: Tool[P, T]) -> Tool[P, T]:
     return tool
 
 
-def served_tools() -> Mapping[str, Tool[Any, Any]]:
-    """The tools marked ``served``, by name (those of the modules loaded so far)."""
-    return dict(_SERVED)
+def is_served(tool: Tool[Any, Any]) -> bool:
+    """Whether ``tool`` is the one a ``ToolHost`` runs under its name (``served``)."""
+    return _SERVED.get(tool.name) is tool
 
 
 def host_of(filesystem: object) -> Callable[..., ToolAnswer] | None:

@@ -50,7 +50,7 @@ from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._rewind import HISTORY, REWIND
 from ._snapshots import WorkspaceSnapshots
-from ._tool import Tool, host_of, result_of, served_tools, wire_arguments
+from ._tool import Tool, host_of, is_served, result_of, wire_arguments
 
 _ATTEMPTS = 8
 """Fresh ids tried for a forwarded call before giving up (see ``UndoableToolset._forward``)."""
@@ -160,13 +160,14 @@ class UndoableToolset:
                 control_id = given or self.new_call_id()
                 result = self._control(name, arguments, context)
                 return ToolCall(control_id, name, dict(arguments or {}), result, None)
-            host = host_of(self._fs)
-            raw = wire_arguments(tool, arguments) if tool is not None else None
-            if host is not None and served_tools().get(name) is tool and not isinstance(raw, str):
-                assert tool is not None
-                call = self._forward(host, tool, arguments, raw, given)
-                self._record(call)
-                return call
+            # A built-in tool on a workspace that runs it (a daemon's client): recorded there.
+            host = host_of(self._fs) if tool is not None and is_served(tool) else None
+            if host is not None and tool is not None:
+                raw = wire_arguments(tool, arguments)
+                if not isinstance(raw, str):  # else: refused here, as in process
+                    call = self._forward(host, tool, arguments, raw, given)
+                    self._record(call)
+                    return call
             return self._recorder.record(
                 self._tools,
                 name,
