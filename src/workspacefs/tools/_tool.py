@@ -191,15 +191,14 @@ def host_of(filesystem: object) -> Callable[..., ToolAnswer] | None:
     return call if callable(call) else None
 
 
-def wire_arguments(tool: Tool[Any, Any], arguments: object) -> Mapping[str, Any] | str | None:
-    """``arguments`` as a host takes them (a model's JSON), or the message refusing them."""
-    if isinstance(arguments, BaseModel):
-        dumped: dict[str, Any] = arguments.model_dump(mode="json", by_alias=True)
-        return dumped
-    if arguments is None or isinstance(arguments, Mapping):
-        return arguments
-    refused = tool.validate(arguments)
-    return refused if isinstance(refused, str) else None
+def wire_arguments(tool: Tool[Any, Any], arguments: object) -> dict[str, Any] | str:
+    """``arguments`` as a host takes them: checked here (else the message refusing them,
+    as ``validate`` words it) and written as the parameter model's JSON."""
+    params = tool.validate(arguments)
+    if isinstance(params, str):
+        return params
+    dumped: dict[str, Any] = params.model_dump(mode="json", by_alias=True)
+    return dumped
 
 
 def value_type(tool: Tool[Any, Any]) -> Any:

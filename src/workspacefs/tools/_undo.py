@@ -183,7 +183,7 @@ class UndoableToolset:
         host: Callable[..., ToolAnswer],
         tool: Tool[Any, Any],
         arguments: Mapping[str, Any] | None,
-        raw: Mapping[str, Any] | None,
+        raw: dict[str, Any],
         given: str | None,
     ) -> ToolCall:
         """Record the call where the workspace is (its ``ToolHost``): one request, the
