@@ -17,7 +17,9 @@ snapshots taken one call at a time.
 (``serve_mcp``: descriptors sent over a Unix socket, ``_handover``), which
 serves the MCP session on them itself, in a thread of its own: a call costs no
 request at all. Measured against one ``call_tool`` request a call (HTTP over the
-control socket, the control server's worker thread): NNN.
+control socket and a worker thread of the control server, which the command would
+have relayed each call to): a ``stat`` answered in 0.10-0.28 ms on the session
+(raw JSON lines) against 1.1 ms for the request alone (load average 3-6).
 """
 
 from __future__ import annotations
