@@ -17,6 +17,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -273,3 +274,33 @@ def test_an_answer_naming_a_file_that_is_not_utf8_is_sent(tmp_path: Path) -> Non
         _still_serving(running, 21)
     finally:
         running.close()
+
+
+def test_a_non_blocking_stdin_is_served() -> None:
+    """A client may hand over a pipe set non-blocking: the server waits for its lines
+    rather than failing its first read (and leaves the pipe as it found it)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    process = subprocess.Popen(
+        [sys.executable, *MCP_COMMAND],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    os.close(read_end)
+    try:
+        assert process.stdout is not None
+        os.write(write_end, _line(INITIALIZE))
+        assert json.loads(process.stdout.readline())["id"] == "init"
+        time.sleep(0.5)  # the server reads on while nothing comes
+        os.write(write_end, _line({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        assert json.loads(process.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    finally:
+        os.close(write_end)
+        process.wait(30)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    assert process.returncode == 0

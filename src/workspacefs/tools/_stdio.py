@@ -299,11 +299,29 @@ def _claimed(fd: int, diversion: Callable[[], int], *, keep: bool) -> Iterator[i
 
 
 @contextlib.contextmanager
+def _blocking(fd: int) -> Iterator[None]:
+    """``fd`` in blocking mode while the session reads and writes it (a pipe handed over
+    non-blocking would fail a read with EAGAIN); put back afterwards, as the flag
+    belongs to the open pipe, which others may share."""
+    was_blocking = os.get_blocking(fd)
+    if not was_blocking:
+        os.set_blocking(fd, True)
+    try:
+        yield
+    finally:
+        if not was_blocking:
+            os.set_blocking(fd, False)
+
+
+@contextlib.contextmanager
 def claimed_stdio() -> Iterator[tuple[int, int]]:
-    """Private copies of stdin and stdout for the wire, while descriptors 0 and 1 read
-    ``/dev/null`` and write to stderr (see the module docstring)."""
+    """Private copies of stdin and stdout for the wire, in blocking mode, while
+    descriptors 0 and 1 read ``/dev/null`` and write to stderr (see the module
+    docstring)."""
     with (
         _claimed(0, lambda: os.open(os.devnull, os.O_RDONLY), keep=False) as wire_in,
         _claimed(1, lambda: os.dup(2), keep=False) as wire_out,
+        _blocking(wire_in),
+        _blocking(wire_out),
     ):
         yield wire_in, wire_out
