@@ -35,13 +35,15 @@ NEVER = (
     "workspacefs.daemon._server",
     "workspacefs.fuse._mount",
     "workspacefs.sandbox",
-    "workspacefs.tools",
+    "workspacefs.tools._tool",
+    "workspacefs.tools._serving",
     "workspacefs.git._repo",
     "workspacefs.store._durable",
     "workspacefs.fs._memory",
 )
 """What no such command loads: the daemon's side (trio, pyfuse3, hypercorn, starlette,
-pygit2), the sandbox, the agent tools and the in-memory backend; httpx, whose
+pygit2), the sandbox, the agent tools (their models and handlers: the verb table names
+only ``tools.ToolAnswer``, a plain record) and the in-memory backend; httpx, whose
 connection layer loads trio and anyio; and pydantic, which typer 0.29 builds every
 parameter's coercion with (90 ms a command: the project keeps typer below it)."""
 

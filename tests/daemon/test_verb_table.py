@@ -19,12 +19,12 @@ from workspacefs.archive import Archivable
 from workspacefs.daemon import (
     VERBS,
     Daemon,
+    DaemonVerbs,
     FilesystemVerbs,
     InMemoryWorkspace,
     RemoteFilesystem,
     RemoteSnapshotView,
     Verb,
-    WorkspaceVerbs,
 )
 from workspacefs.daemon._workspace import Workspace
 from workspacefs.fs import (
@@ -33,6 +33,7 @@ from workspacefs.fs import (
     SnapshotableFilesystem,
     TreeFilesystem,
 )
+from workspacefs.tools import ToolHost
 
 FACTS = {"root", "read_only", "mount_point"}
 """Protocol properties the client answers from the daemon's facts, not by a verb."""
@@ -74,7 +75,7 @@ def _without(shape: Shape, extra: set[str]) -> Shape:
 
 @pytest.mark.parametrize(
     "protocol",
-    [Filesystem, SnapshotableFilesystem, InMemoryWorkspace, Daemon],
+    [Filesystem, SnapshotableFilesystem, InMemoryWorkspace, Daemon, ToolHost],
     ids=lambda p: p.__name__,
 )
 def test_every_protocol_verb_is_in_the_table_with_the_protocols_contract(protocol: type) -> None:
@@ -90,7 +91,7 @@ def test_every_protocol_verb_is_in_the_table_with_the_protocols_contract(protoco
 
 
 def test_every_verb_is_a_protocol_method_named_as_declared() -> None:
-    sources = (Filesystem, SnapshotableFilesystem, InMemoryWorkspace, Daemon)
+    sources = (Filesystem, SnapshotableFilesystem, InMemoryWorkspace, Daemon, ToolHost)
     for name, verb in VERBS.items():
         assert verb.name == name
         assert any(
@@ -108,7 +109,7 @@ def _client_member(cls: type, name: str) -> tuple[str, Any]:
 
 @pytest.mark.parametrize("client", [RemoteFilesystem, RemoteSnapshotView], ids=lambda c: c.__name__)
 def test_client_methods_have_their_contracts_signatures(client: type) -> None:
-    table = WorkspaceVerbs if client is RemoteFilesystem else FilesystemVerbs
+    table = DaemonVerbs if client is RemoteFilesystem else FilesystemVerbs
     own = {"changes", "blame", "export_archive"} if client is RemoteSnapshotView else set()
     names = sorted({name for name in VERBS if hasattr(table, name)} | own)
     for name in names:

@@ -455,10 +455,11 @@ def test_a_resumed_workspace_persists_on_top_of_what_it_persisted_before(tmp_pat
         again.fs.write("a.txt", "two\n")
         second = git.persist(again.fs, again.fs.snapshot(tag="second"), repo)
     repository = pygit2.Repository(repo)
-    commit = repository.get(second.commit)
+    commit = repository[second.commit].peel(pygit2.Commit)
     assert [str(parent) for parent in commit.parent_ids] == [first.commit]
     # The history the first commit holds is not repeated in the second.
-    history = recorded_history(repository.odb, repository.get(second.meta_commit), 1 << 20)
+    meta = repository[second.meta_commit].peel(pygit2.Commit)
+    history = recorded_history(repository.odb, meta, 1 << 20)
     assert [step.snapshot.tag for step in history or [] if step.snapshot] == ["second"]
 
 

@@ -1,4 +1,5 @@
-"""``import workspacefs.tools`` does not load the MCP SDK; the server names load it on use."""
+"""``import workspacefs.tools`` loads nothing heavy; serving over stdio never loads the MCP
+SDK, and ``create_server`` (an SDK ``Server``) loads it on use."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ def test_tools_import_is_light_and_the_server_loads_on_use() -> None:
     out = python(
         "import sys, workspacefs.tools as t\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
-        "server = t.create_server\n"
         "from workspacefs.tools import serve_stdio\n"
-        "print('mcp' in sys.modules, 'create_server' in dir(t), callable(serve_stdio))\n"
+        "print('mcp' in sys.modules, 'anyio' in sys.modules, callable(serve_stdio))\n"
+        "server = t.create_server\n"
+        "print('mcp' in sys.modules, 'create_server' in dir(t))\n"
     )
-    light, loaded = out.splitlines()
+    light, serving, loaded = out.splitlines()
     assert light == "[]"
-    assert loaded == "True True True"
+    assert serving == "False False True"
+    assert loaded == "True True"

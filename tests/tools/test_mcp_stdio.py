@@ -3,7 +3,10 @@
 A line that is not JSON gets a parse error (-32700), one that is JSON but no
 JSON-RPC message an invalid-request error (-32600), with the request's id where
 it can be read, else null; a line longer than the server's bound is answered
-without being held whole, and the server goes on serving.
+without being held whole, and the server goes on serving. Both as ``workspacefs
+mcp`` serves a fresh workspace and as a daemon serves ``workspacefs mcp
+MOUNTPOINT``'s session itself (there the daemon reads the lines, and its memory is
+what must stay bounded).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +26,7 @@ import pytest
 
 from workspacefs.tools import MAX_REQUEST_BYTES
 
+from .conftest import RemoteDaemons
 from .test_mcp import SOURCE_ROOT
 
 MIB = 1 << 20
@@ -50,7 +55,9 @@ def _call(request_id: int, tool: str, **arguments: object) -> bytes:
 class Server:
     """A server process and the messages it writes, read as they come."""
 
-    def __init__(self, *command: str) -> None:
+    def __init__(self, *command: str, reader: int | None = None) -> None:
+        """``reader``: the process that reads the lines, if not the one started (a daemon
+        serving the session)."""
         path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
             [sys.executable, *command],
@@ -59,6 +66,7 @@ class Server:
             stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": path},
         )
+        self.reader = reader or self.process.pid
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         assert self.process.stdout is not None
         threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
@@ -84,8 +92,8 @@ class Server:
         self.send(_line(INITIALIZED))
 
     def peak_rss(self) -> int:
-        """The process's peak resident memory, in bytes (VmHWM)."""
-        with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
+        """The reading process's peak resident memory, in bytes (VmHWM)."""
+        with open(f"/proc/{self.reader}/status", encoding="ascii") as status:
             for line in status:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) * 1024
@@ -106,10 +114,16 @@ MCP_COMMAND = ("-m", "workspacefs.cli", "mcp")
 """``workspacefs mcp``: a fresh in-memory workspace."""
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+@pytest.fixture(scope="module", params=["memory", pytest.param("daemon", marks=pytest.mark.fuse)])
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     """One server for the module: each test leaves it serving."""
-    running = Server(*MCP_COMMAND)
+    if request.param == "memory":
+        running = Server(*MCP_COMMAND)
+    else:
+        daemons: RemoteDaemons = request.getfixturevalue("remote_daemons")
+        fs = daemons.fresh()
+        running = Server(*MCP_COMMAND, fs.mountpoint, reader=fs.pid)
+        fs.close()
     try:
         running.initialize()
         yield running
@@ -260,3 +274,33 @@ def test_an_answer_naming_a_file_that_is_not_utf8_is_sent(tmp_path: Path) -> Non
         _still_serving(running, 21)
     finally:
         running.close()
+
+
+def test_a_non_blocking_stdin_is_served() -> None:
+    """A client may hand over a pipe set non-blocking: the server waits for its lines
+    rather than failing its first read (and leaves the pipe as it found it)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    path = os.pathsep.join(p for p in (SOURCE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    process = subprocess.Popen(
+        [sys.executable, *MCP_COMMAND],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    os.close(read_end)
+    try:
+        assert process.stdout is not None
+        os.write(write_end, _line(INITIALIZE))
+        assert json.loads(process.stdout.readline())["id"] == "init"
+        time.sleep(0.5)  # the server reads on while nothing comes
+        os.write(write_end, _line({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        assert json.loads(process.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    finally:
+        os.close(write_end)
+        process.wait(30)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    assert process.returncode == 0

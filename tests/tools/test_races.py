@@ -30,6 +30,11 @@ class Interleaved:
         self.fired = False
 
     def __getattr__(self, name: str) -> Any:
+        if name == "call_tool":
+            # A daemon's client runs a built-in tool in the daemon (``ToolHost``), past the
+            # interleaving point: the tool runs here, on the daemon's verbs, as it did
+            # before tools ran where the workspace is.
+            raise AttributeError(name)
         found = getattr(self._fs, name)
         if name != self._verb or self.fired:
             return found

@@ -149,7 +149,10 @@ def test_a_failed_restore_leaves_no_snapshot_of_its_own(make: MakeWorkspace) -> 
     assert ws.text("a.txt") == "changed\n"
     # The state it would have kept before restoring is not left behind.
     assert not fs.snapshots()
-    assert [r.snapshot_id for r in snaps.list()] == [record.snapshot_id]
+    # The snapshot tools remember what they took where they run: in the daemon, for its
+    # client (it is a ``ToolHost``), whose own list then holds nothing.
+    taken = [] if isinstance(fs, RemoteFilesystem) else [record.snapshot_id]
+    assert [r.snapshot_id for r in snaps.list()] == taken
 
 
 # Not on memory: a read-only in-memory view cannot snapshot (checked above).

@@ -4,6 +4,7 @@ loads it), or a host directory in place (``--host``)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -16,8 +17,10 @@ import typer
 from ._app import EXIT_FAILED, app
 
 if TYPE_CHECKING:
+    from ..daemon import Source
     from ..fs import Filesystem, FilesystemSnapshot, InMemoryFilesystem
-    from ..tools import ToolRegistry, UndoableToolset
+    from ..host import HostFilesystem
+    from ..tools import ServedTools
 
 
 def _refuse_mixed(mountpoint: str | None, source: str | None, host: str | None) -> None:
@@ -54,24 +57,6 @@ def _handback(fs: InMemoryFilesystem, base: FilesystemSnapshot, directory: str) 
         return EXIT_FAILED
     print(f"workspacefs: {summary(result)}", file=sys.stderr)
     return 0
-
-
-def _tools(
-    fs: Filesystem, *, recording: bool, best_of: bool
-) -> ToolRegistry | UndoableToolset | None:
-    """The tools to serve (None: the server's own default, recorded)."""
-    from ..tools import UndoableToolset, filesystem_tools
-
-    if not best_of:
-        return None if recording else filesystem_tools(fs)
-    from ..daemon import RemoteFilesystem
-    from ..sandbox import trial_tools
-
-    assert isinstance(fs, RemoteFilesystem)  # --best-of goes with a running workspace
-    registry = filesystem_tools(fs, rewind=recording)
-    for tool in trial_tools(fs):
-        registry.add(tool)
-    return UndoableToolset(registry, fs) if recording else registry
 
 
 @app.command(
@@ -141,51 +126,115 @@ def mcp(
 ) -> None:
     """Serve the agent tools (ls, read_file, edit_file, grep, snapshot, ...) over MCP on
     stdin/stdout, on a running workspace, a fresh in-memory one or a host directory."""
-    from ..daemon import LOADED_TAG, connect, load_source, parse_source
-    from ..fs import InMemoryFilesystem
-    from ..host import HostFilesystem
-    from ..tools import serve_stdio
-
     _refuse_mixed(mountpoint, source, host)
+    recording = rewind if rewind is not None else host is None
     if best_of and mountpoint is None:
         raise typer.BadParameter(
             "--best-of runs its containers in a running workspace's daemon: give its MOUNTPOINT"
         )
-    fs: Filesystem
-    memory: InMemoryFilesystem | None = None
+    if mountpoint is not None:
+        _on_running(
+            mountpoint,
+            mount_point=mount_point,
+            read_only=read_only,
+            rewind=recording,
+            best_of=best_of,
+        )
+        return
+    from ..daemon import LOADED_TAG, parse_source
+    from ..tools import DeferredTools, serve_mcp_stdio
+
     loaded = parse_source(source)
     if handback and loaded.kind != "directory":
         raise typer.BadParameter("--apply writes back to the directory --from DIR names")
-    if mountpoint is not None:
-        # A running workspace was shaped when it was mounted (`workspacefs mount --from,
-        # --read-only`); these options cannot reshape it, so they are refused, not ignored.
-        given = [
-            name
-            for name, value in (
-                ("--mount-point", mount_point is not None),
-                ("--read-only", read_only),
-            )
-            if value
-        ]
-        if given:
-            raise typer.BadParameter(
-                f"{', '.join(given)} shape a fresh workspace, not the running one at {mountpoint}"
-            )
-        fs = connect(mountpoint)
-    elif host is not None:
-        fs = HostFilesystem(host, read_only=read_only, mount_point=mount_point or "/workspace")
+    made = _Made()
+    if host is not None:
+        from ..host import HostFilesystem
+
+        point = mount_point or "/workspace"
+        # Made here, so what cannot be served is said before anything is.
+        made.directory = HostFilesystem(host, read_only=read_only, mount_point=point)
+        make = functools.partial(_served, made.directory, recording)
     else:
+        from ..fs import normalize_mount_point
+
         point = "/workspace" if mount_point is None else mount_point
-        memory = load_source(loaded, point) if source is not None else None
-        memory = memory or InMemoryFilesystem(mount_point=point)
-        fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
+        normalize_mount_point(point)  # refused now, as the workspace would refuse it
+        make = functools.partial(made.memory_tools, loaded, point, read_only, recording)
+    # The workspace and its tools are made while the session starts (DeferredTools).
+    kind = "host" if host is not None else "memory"
+    configuration = f"{kind}:read_only={read_only}:rewind={recording}"
+    served = DeferredTools(make, configuration=configuration)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
     try:
-        recording = rewind if rewind is not None else host is None
-        serve_stdio(fs, tools=_tools(fs, recording=recording, best_of=best_of))
+        serve_mcp_stdio(served)
+        served.made()  # a workspace that could not be made fails the command
     finally:
-        if isinstance(fs, HostFilesystem):
-            fs.cleanup()
+        if made.directory is not None:
+            made.directory.cleanup()
+    memory = made.memory
     if handback and memory is not None and loaded.path is not None:
         base = next(s for s in memory.snapshots() if s.tag == LOADED_TAG)
         raise typer.Exit(_handback(memory, base, loaded.path))
+
+
+def _served(fs: Filesystem, recording: bool) -> ServedTools:
+    """The tools served on ``fs``, every call recorded if ``recording``."""
+    from ..tools import ServedTools, filesystem_tools
+
+    return ServedTools(fs, tools=None if recording else filesystem_tools(fs))
+
+
+class _Made:
+    """What the session's workspace was made of, for what follows it."""
+
+    def __init__(self) -> None:
+        self.memory: InMemoryFilesystem | None = None
+        self.directory: HostFilesystem | None = None
+
+    def memory_tools(
+        self, loaded: Source, point: str, read_only: bool, recording: bool
+    ) -> ServedTools:
+        """A fresh in-memory workspace (loaded from ``loaded``, if it names anything)
+        and its tools."""
+        from ..daemon import load_source
+        from ..fs import InMemoryFilesystem
+
+        memory = load_source(loaded, point) if loaded.path is not None else None
+        memory = self.memory = memory or InMemoryFilesystem(mount_point=point)
+        fs = memory.at(memory.snapshot(tag=None)) if read_only else memory
+        return _served(fs, recording)
+
+
+def _on_running(
+    mountpoint: str, *, mount_point: str | None, read_only: bool, rewind: bool, best_of: bool
+) -> None:
+    """Serve the running workspace at ``mountpoint``: the daemon serves the session on
+    this process's stdin and stdout, its tools where its tree is (with ``best_of``, this
+    process serves it, with the trial tools beside the others: each call one request)."""
+    from ..daemon import connect, hand_over_stdio
+
+    # A running workspace was shaped when it was mounted (`workspacefs mount --from,
+    # --read-only`); these options cannot reshape it, so they are refused, not ignored.
+    given = [
+        name
+        for name, value in (("--mount-point", mount_point is not None), ("--read-only", read_only))
+        if value
+    ]
+    if given:
+        raise typer.BadParameter(
+            f"{', '.join(given)} shape a fresh workspace, not the running one at {mountpoint}"
+        )
+    with connect(mountpoint) as fs:
+        if not best_of:
+            hand_over_stdio(fs, rewind=rewind)
+            return
+        from ..sandbox import trial_tools
+        from ..tools import ServedTools, UndoableToolset, filesystem_tools, serve_mcp_stdio
+
+        registry = filesystem_tools(fs, rewind=rewind)
+        for tool in trial_tools(fs):
+            registry.add(tool)
+        tools = UndoableToolset(registry, fs) if rewind else registry
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
+        serve_mcp_stdio(ServedTools(fs, tools=tools))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._client import RemoteSnapshotView as RemoteSnapshotView
     from ._client import connect as connect
     from ._fork_results import ForkInfo as ForkInfo
+    from ._handover import hand_over_stdio as hand_over_stdio
     from ._load import LOADED_TAG as LOADED_TAG
     from ._load import load_source as load_source
     from ._options import START_TIMEOUT as START_TIMEOUT
@@ -40,11 +41,13 @@ if TYPE_CHECKING:
     from ._runtime import running_mounts as running_mounts
     from ._runtime import runtime_dir as runtime_dir
     from ._server import run_daemon as run_daemon
+    from ._sources import Source as Source
     from ._sources import parse_source as parse_source
     from ._spawn import daemon_command as daemon_command
     from ._spawn import start as start
     from ._verbs import VERBS as VERBS
     from ._verbs import Daemon as Daemon
+    from ._verbs import DaemonVerbs as DaemonVerbs
     from ._verbs import FilesystemVerbs as FilesystemVerbs
     from ._verbs import InMemoryWorkspace as InMemoryWorkspace
     from ._verbs import Method as Method
@@ -64,6 +67,7 @@ _EXPORTS = {
     "RemoteSnapshotView": "._client",
     "connect": "._client",
     "ForkInfo": "._fork_results",
+    "hand_over_stdio": "._handover",
     "LOADED_TAG": "._load",
     "load_source": "._load",
     "DaemonOptions": "._options",
@@ -79,10 +83,12 @@ _EXPORTS = {
     "running_mounts": "._runtime",
     "runtime_dir": "._runtime",
     "run_daemon": "._server",
+    "Source": "._sources",
     "parse_source": "._sources",
     "daemon_command": "._spawn",
     "start": "._spawn",
     "Daemon": "._verbs",
+    "DaemonVerbs": "._verbs",
     "FilesystemVerbs": "._verbs",
     "InMemoryWorkspace": "._verbs",
     "Method": "._verbs",

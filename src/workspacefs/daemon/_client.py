@@ -11,6 +11,9 @@ Every call that changes the workspace carries its cause: the one in effect
 in the calling thread or task (``attributed``), else this process (its pid,
 command line and uid, and the call a sandbox runs it for, if its
 environment says so), so the daemon's ``blame`` names who called.
+
+It is a ``ToolHost``: a built-in tool called on it (``Tool.invoke``,
+``UndoableToolset``) runs in the daemon, as one request (``call_tool``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..fs import (
 )
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
 from ._transport import UnixHTTPPool
-from ._verbs import VIEW, FilesystemVerbs, Verb, WorkspaceVerbs
+from ._verbs import VIEW, DaemonVerbs, FilesystemVerbs, Verb, WorkspaceVerbs
 from ._wire import API_VERSION, JSON_TYPE, PREFIX, Json, decode_error, dumps, loads
 
 CONNECT_TIMEOUT = 5.0
@@ -128,6 +131,10 @@ class _RemoteFiles(FilesystemVerbs):
             body["at"] = self._at
         if verb.changes:
             body["cause"] = _cause()
+        elif verb.carries_call:
+            cause = current_cause()
+            if cause is not None:
+                body["cause"] = cause.to_dict()
         return verb.result_of(self._connection.request(verb.name, body))
 
     # -- properties --------------------------------------------------------------
@@ -216,14 +223,15 @@ class RemoteSnapshotView(_RemoteFiles):
         raise ReadOnlyError("read-only filesystem", os.fspath(path))
 
 
-class RemoteFilesystem(_RemoteFiles, WorkspaceVerbs):
+class RemoteFilesystem(_RemoteFiles, DaemonVerbs):
     """The workspace a daemon serves, through its control socket.
 
     Implements ``SnapshotableFilesystem`` (and ``at``, ``snapshots``,
     ``prune``, ``export_archive``/``import_archive``), so tool handlers and the
     compliance suite use it like an ``InMemoryFilesystem``; its verbs are the
-    table's (``WorkspaceVerbs``), with their protocol's signatures and result
-    types. Safe to share between threads. Use ``workspacefs.connect`` to make one.
+    table's (``DaemonVerbs``), with their protocol's signatures and result
+    types. A ``ToolHost``: the built-in tools run in the daemon (``call_tool``).
+    Safe to share between threads. Use ``workspacefs.connect`` to make one.
 
     Args:
         socket_path: The daemon's control socket.

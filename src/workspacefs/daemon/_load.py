@@ -1,4 +1,8 @@
-"""Loading what ``--from`` names into a new live workspace (the daemon's side)."""
+"""Loading what ``--from`` names into a new live workspace (the daemon's side).
+
+The git layer (pygit2) and the archive layer load only for a source of theirs:
+``workspacefs mcp --from DIR`` answers sooner without them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from collections.abc import Iterable
 
 from .. import git
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
-from ..archive import import_archive
 from ..fs import Cause, HostMount, InMemoryFilesystem, attributed
 from ._sources import Source
 
@@ -62,11 +65,12 @@ def load_source(
     source: Source,
     mount_point: str,
     *,
-    limits: git.LoadLimits = git.DEFAULT_LOAD_LIMITS,
+    limits: git.LoadLimits | None = None,
     special_modes: bool = False,
 ) -> InMemoryFilesystem:
     """A new live workspace holding what ``source`` names; ``limits`` applies to a git
-    source (``git.load``), ``special_modes`` to a git source and an archive."""
+    source (``git.load``; default ``git.DEFAULT_LOAD_LIMITS``), ``special_modes`` to a
+    git source and an archive."""
     if source.kind == "git":
         assert source.path is not None
         try:
@@ -81,7 +85,7 @@ def load_source(
             ref,
             workspace=workspace or None,
             mount_point=mount_point,
-            limits=limits,
+            limits=limits or git.DEFAULT_LOAD_LIMITS,
             special_modes=special_modes,
         )
     fs = InMemoryFilesystem(mount_point=mount_point)
@@ -94,6 +98,8 @@ def load_source(
             # What ``workspacefs apply`` hands back is the work done since this state.
             fs.snapshot(tag=LOADED_TAG)
         elif source.kind == "archive":
+            from ..archive import import_archive
+
             assert source.path is not None
             import_archive(fs, source.path, special_modes=special_modes)
     return fs

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import zipfile
 from dataclasses import dataclass
 
 from .._errors import InvalidArgumentError, NotFoundError
@@ -54,6 +53,8 @@ def parse_source(value: str | None) -> Source:
         return Source("git", path, ref or None)
     if os.path.isdir(path):
         return Source("directory", path)
+    import zipfile  # here: a source that is a directory (the usual one) never needs it
+
     if zipfile.is_zipfile(path):
         return Source("archive", path)
     raise InvalidArgumentError("--from takes a directory, a ZIP archive or a git repository", path)

@@ -13,7 +13,9 @@ tool's schemas and its MCP server, one ``Verb`` here drives a verb everywhere:
   says (``fs.to_json``);
 * the client's classes inherit the tables: a ``Method`` is a descriptor typed
   by its contract, so ``RemoteFilesystem.read`` has ``Filesystem.read``'s
-  signature for mypy and at run time, and calls ``_call(verb, ...)``.
+  signature for mypy and at run time, and calls ``_call(verb, ...)``; so does
+  the daemon's own view of its workspace for the tools it runs
+  (``_tool_calls``), which calls the same verbs in process.
 
 Adding a protocol verb is the protocol, its implementation, and one line here.
 """
@@ -62,6 +64,7 @@ from ..fs import (
     from_json,
     to_json,
 )
+from ..tools import ToolHost
 from ._fork_results import ForkInfo
 
 P = ParamSpec("P")
@@ -305,6 +308,20 @@ class Daemon(Protocol):
         """
         ...
 
+    def serve_mcp(self, socket: str, *, rewind: bool = True) -> None:
+        """Serve the agent tools over MCP here, in the daemon, to the client of a
+        ``workspacefs mcp MOUNTPOINT`` process: connect to the Unix socket at the
+        absolute path ``socket``, take the two descriptors sent on it (the client's
+        input and output) and serve the session on them in a thread of its own until
+        the input ends, then say so on the socket. Answered once the thread started.
+
+        Args:
+            socket: The process's socket.
+            rewind: Record every call for ``history`` and ``rewind`` (where the
+                workspace takes writes).
+        """
+        ...
+
     def info(self) -> dict[str, Any]:
         """The daemon's fixed facts: API version, pid, mount point, socket, workspace
         id, repository, log, and what the ``Filesystem`` properties answer."""
@@ -343,6 +360,10 @@ class Verb(Generic[P, R]):
             ``view`` verb: the read-only view does, naming the path; a dry run
             changes nothing and is served).
         stops: The daemon stops once it has answered.
+        carries_call: The client sends the cause in effect in its thread or task, if
+            any, and nothing else (not the process): a tool call, which attributes
+            its changes to the tool and call id itself and takes only the call fields
+            of that cause (``Tool.invoke``), as it would in the client's process.
     """
 
     def __init__(
@@ -352,6 +373,7 @@ class Verb(Generic[P, R]):
         *,
         changes: bool = False,
         stops: bool = False,
+        carries_call: bool = False,
     ) -> None:
         function = contract.fget if isinstance(contract, property) else contract
         assert function is not None, "a property verb reads its getter"
@@ -360,6 +382,7 @@ class Verb(Generic[P, R]):
         self.runs = runs
         self.changes = changes
         self.stops = stops
+        self.carries_call = carries_call
 
     def __set_name__(self, owner: type, name: str) -> None:
         if name != self.name:
@@ -530,8 +553,8 @@ class FilesystemVerbs:
 
 
 class WorkspaceVerbs(FilesystemVerbs):
-    """Every verb of a daemon: the ``Filesystem`` verbs, snapshots, history,
-    archives, git, forks and the daemon's own."""
+    """The verbs of a daemon's workspace: the ``Filesystem`` verbs, snapshots,
+    history, archives, git, forks and the daemon's own."""
 
     snapshot = Method(SnapshotableFilesystem.snapshot, WORKSPACE)
     restore = Method(SnapshotableFilesystem.restore, WORKSPACE, changes=True)
@@ -566,9 +589,20 @@ class WorkspaceVerbs(FilesystemVerbs):
     unmount = Method(Daemon.unmount, DAEMON, stops=True)
 
 
+class DaemonVerbs(WorkspaceVerbs):
+    """Every verb of a daemon: its workspace's, and running tools there (a call:
+    ``ToolHost``; an MCP session: ``serve_mcp``).
+
+    Apart from ``WorkspaceVerbs``, which the tools the daemon runs see their
+    workspace through: a call of a tool there runs where it is."""
+
+    call_tool = Method(ToolHost.call_tool, DAEMON, carries_call=True)
+    serve_mcp = Method(Daemon.serve_mcp, DAEMON)
+
+
 VERBS: Mapping[str, Verb[Any, Any]] = {
     name: value
-    for cls in reversed(WorkspaceVerbs.__mro__)
+    for cls in reversed(DaemonVerbs.__mro__)
     for name, value in vars(cls).items()
     if isinstance(value, Verb)
 }

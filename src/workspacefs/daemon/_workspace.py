@@ -52,8 +52,10 @@ from ..fs import (
 )
 from ..fuse import Mount, refuse_if_mounted_inside
 from ..store import DurableWorkspace, Recovery
+from ..tools import ToolAnswer
 from ._fork_results import ForkInfo
 from ._forks import Forks
+from ._tool_calls import ToolCalls
 from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
 from ._wire import API_VERSION, Json
 
@@ -113,6 +115,8 @@ class Workspace(Daemon):
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
         self._rewinding = threading.Lock()
+        self._tools: ToolCalls | None = None
+        self._tools_lock = threading.Lock()
         self._started = time.monotonic()
         self._mount: Mount | None = None
         self._mount_trials: MountTrials | None = None
@@ -140,13 +144,31 @@ class Workspace(Daemon):
         """
         at = from_json(uuid.UUID | None, body.pop("at", None)) if verb.runs == VIEW else None
         arguments = verb.arguments(body)
+        return verb.answer(self.run(verb, (), arguments, at=at))
+
+    def run(
+        self,
+        verb: Verb[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        *,
+        at: uuid.UUID | None = None,
+    ) -> Any:
+        """Run ``verb`` on what the table says, with arguments as its contract takes
+        them (``args`` and ``kwargs``; for a view verb, of the snapshot ``at``); its
+        result. What ``call`` runs for a client, and what the tools run here call.
+
+        Raises:
+            ReadOnlyError: The verb changes the workspace, which is served read-only.
+        """
         # A view refuses a change itself, naming the path; a dry run changes nothing.
-        refused = verb.changes and verb.runs != VIEW and not arguments.get("dry_run")
+        dry_run = bool(kwargs.get("dry_run"))
+        refused = verb.changes and verb.runs != VIEW and not dry_run
         if refused and self.facts.read_only:
             # A refused restore is a failed restore too (what the seeds catch).
             refusal = ReadOnlyRestoreError if verb.name == "restore" else ReadOnlyError
             raise refusal("read-only workspace", "/")
-        if verb.changes and not arguments.get("dry_run") and self._durable is not None:
+        if verb.changes and not dry_run and self._durable is not None:
             self._durable.check_writable()  # a full store takes no more: refused, unchanged
         subject: object = self
         if verb.runs == VIEW:
@@ -155,8 +177,8 @@ class Workspace(Daemon):
             subject = self.fs
         value = getattr(subject, verb.name)
         if isinstance(verb, Method):
-            value = value(**arguments)
-        return verb.answer(value)
+            value = value(*args, **kwargs)
+        return value
 
     def target(self, snapshot_id: uuid.UUID | None) -> TreeFilesystem:
         """The live workspace, or a read-only view of the snapshot with this id."""
@@ -232,6 +254,28 @@ class Workspace(Daemon):
             result = rewind(self.fs, call_id, force=force)
             self._drop_views(list(kept - {record.snapshot_id for record in self.fs.snapshots()}))
         return result
+
+    def call_tool(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        record: bool = False,
+    ) -> ToolAnswer:
+        """Run a built-in tool here, on this workspace (``ToolHost.call_tool``)."""
+        return self.tools().call(tool, arguments, call_id=call_id, record=record)
+
+    def serve_mcp(self, socket: str, *, rewind: bool = True) -> None:
+        """Serve an MCP session on the descriptors a process sends on ``socket``."""
+        self.tools().serve_session(socket, rewind=rewind)
+
+    def tools(self) -> ToolCalls:
+        """The tools this daemon runs, made on first use (they load pydantic)."""
+        with self._tools_lock:
+            if self._tools is None:
+                self._tools = ToolCalls(self)
+            return self._tools
 
     # -- archives and git ------------------------------------------------------------
 

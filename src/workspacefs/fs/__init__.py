@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from ._patch import is_binary as is_binary
     from ._patch import patch_lines as patch_lines
     from ._paths import normalize as normalize_path
+    from ._paths import normalize_mount_point as normalize_mount_point
     from ._protocol import Filesystem as Filesystem
     from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
     from ._recorded import FIRST_TIME_NS as FIRST_TIME_NS
@@ -254,6 +255,7 @@ __all__ = [
     "locate",
     "memory_ceilings",
     "node_entry",
+    "normalize_mount_point",
     "normalize_path",
     "output_tail",
     "parse_call_tag",
@@ -359,6 +361,7 @@ _EXPORTS = {
     "is_binary": "._patch",
     "patch_lines": "._patch",
     "normalize_path": "._paths:normalize",
+    "normalize_mount_point": "._paths",
     "Filesystem": "._protocol",
     "SnapshotableFilesystem": "._protocol",
     "FIRST_TIME_NS": "._recorded",

@@ -8,6 +8,7 @@ import os
 import threading
 import uuid
 import weakref
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
@@ -143,6 +144,12 @@ class InMemoryFilesystem(TreeFilesystem):
         self._fork_point = fork_point
         self._origin = origin
         self._recorded: dict[Lineage, Recorded] = {}
+        # Each lineage's oldest kept snapshot, where history's steps end (``_steps``):
+        # kept up to date as snapshots are taken, made again after one is deleted
+        # (None), so that what a new snapshot changed costs O(changes), not a pass over
+        # every snapshot kept (a durable store asks after every snapshot).
+        self._anchors: dict[Lineage, Anchor] | None = None
+        self._anchors_changed = 0  # bumped under the tree lock at each save and deletion
         # A fork is journalled by whoever made it durable, if anyone: it starts with none.
         self._observers: list[SnapshotObserver] = []
         # Per workspace merged in (weakly: it goes with that workspace), the last
@@ -343,6 +350,9 @@ class InMemoryFilesystem(TreeFilesystem):
                 workspace_id=self._workspace_id,
             )
             self._store.save(record, version)
+            self._anchors_changed += 1
+            if self._anchors is not None:  # the newest: a lineage's oldest only if its first
+                self._anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
             self._current = record.snapshot_id
             then = [observer.snapshot_taken(record, version) for observer in self._observers]
         try:
@@ -354,6 +364,7 @@ class InMemoryFilesystem(TreeFilesystem):
             # not kept at all, rather than lost later.
             with self._live.lock, contextlib.suppress(SnapshotNotFoundError):
                 self._store.delete(record.snapshot_id)
+                self._forget_anchors()
                 if self._current == record.snapshot_id:
                     self._current = parent
             raise
@@ -388,6 +399,7 @@ class InMemoryFilesystem(TreeFilesystem):
         with self._live.lock:
             version = self._live.snapshot()
             self._store.save(record, version)
+            self._forget_anchors()  # the record may be one kept already, with another version
             self._current = record.snapshot_id
             if history is not None:
                 anchor = Anchor(record, version, version.lineage)
@@ -537,22 +549,46 @@ class InMemoryFilesystem(TreeFilesystem):
     ) -> Iterator[Step]:
         """The steps of ``history`` (see ``_history.walk``)."""
         start = start or self._start(snapshot)
-        anchors: dict[Lineage, Anchor] = {}
+        # Looked up in order: this workspace's, its origins', then ``extra`` (the first
+        # that knows a lineage names its anchor).
+        indexes: list[dict[Lineage, Anchor]] = []
         recorded: dict[Lineage, Recorded] = {}
         workspace: InMemoryFilesystem | None = self
         while workspace is not None:
-            for record in workspace._store.list():
-                try:
-                    version = workspace._store.payload(record.snapshot_id)
-                except SnapshotNotFoundError:  # deleted meanwhile
-                    continue
-                anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
+            indexes.append(workspace._anchor_index())
             for lineage, found in list(workspace._recorded.items()):  # see _store.list
                 recorded.setdefault(lineage, found)
             workspace = workspace._origin() if workspace._origin is not None else None
+        more: dict[Lineage, Anchor] = {}
         for record, version in extra:
-            anchors.setdefault(version.lineage, Anchor(record, version, version.lineage))
-        return walk(start, anchors, recorded)
+            more.setdefault(version.lineage, Anchor(record, version, version.lineage))
+        return walk(start, ChainMap(*indexes, more), recorded)
+
+    def _anchor_index(self) -> dict[Lineage, Anchor]:
+        """Each lineage's oldest kept snapshot (see ``_anchors``), made without the tree
+        lock: kept only if no snapshot was taken or deleted meanwhile."""
+        index = self._anchors
+        if index is not None:
+            return index
+        changed = self._anchors_changed
+        index = {}
+        for record in self._store.list():
+            try:
+                version = self._store.payload(record.snapshot_id)
+            except SnapshotNotFoundError:  # deleted meanwhile
+                continue
+            index.setdefault(version.lineage, Anchor(record, version, version.lineage))
+        with self._live.lock:
+            if self._anchors_changed == changed:
+                self._anchors = index
+        return index
+
+    def _forget_anchors(self) -> None:
+        """After a snapshot left the store (or came back changed): the index is made
+        again when next needed."""
+        with self._live.lock:
+            self._anchors = None
+            self._anchors_changed += 1
 
     def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
         """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""
@@ -572,11 +608,13 @@ class InMemoryFilesystem(TreeFilesystem):
 
     def _forgotten(self, snapshot: FilesystemSnapshot) -> None:
         """A snapshot left the store: drop the history recorded for it (which holds its
-        version, so its data would stay in memory), and tell the observers."""
+        version, so its data would stay in memory) and the anchors' index, and tell the
+        observers."""
         for lineage, found in list(self._recorded.items()):
             record = found.anchor.record
             if record is not None and record.snapshot_id == snapshot.snapshot_id:
                 self._recorded.pop(lineage, None)
+        self._forget_anchors()
         for observer in self._observers:
             observer.snapshot_deleted(snapshot)
 

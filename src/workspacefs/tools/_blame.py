@@ -12,7 +12,7 @@ from ._context import ToolContext
 from ._messages import count, describe_error, quote
 from ._result import ToolResult
 from ._snapshots import describe
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 
 class BlameParams(ToolParams):
@@ -63,16 +63,18 @@ def blame(params: BlameParams, *, context: ToolContext) -> ToolResult[list[Blame
     return ToolResult.ok("\n".join(lines), entries)
 
 
-BLAME = Tool(
-    name="blame",
-    description=(
-        "Show who changed a file: each change (added, modified, deleted), newest first, "
-        "with the snapshot it is in and its cause: the tool call (tool name and call id) "
-        "or the command and process that wrote it through the mount."
-    ),
-    params=BlameParams,
-    handler=blame,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Blame file"
-    ),
+BLAME = served(
+    Tool(
+        name="blame",
+        description=(
+            "Show who changed a file: each change (added, modified, deleted), newest first, "
+            "with the snapshot it is in and its cause: the tool call (tool name and call id) "
+            "or the command and process that wrote it through the mount."
+        ),
+        params=BlameParams,
+        handler=blame,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Blame file"
+        ),
+    )
 )

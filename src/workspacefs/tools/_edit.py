@@ -34,7 +34,7 @@ from ._encoding import MARK, TextEncoding, detect_encoding
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, numbered, quote, text_lines
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 SNIPPET_CONTEXT = 3
 """Unchanged lines shown before and after an edit."""
@@ -361,17 +361,19 @@ def _edited(path: str, updated: bytes, edit: Edit, start: int, new: bytes) -> st
     return f"{head} Lines {first}-{last} now read:\n{numbered(lines, first)}"
 
 
-EDIT_FILE = Tool(
-    name="edit_file",
-    description=(
-        "Replace an exact string in a text file. old_string must match the file exactly "
-        "(copy it from read_file, without the line-number prefix) and occur once, unless "
-        "replace_all is true. Include enough surrounding lines to make it unique. Returns "
-        "the changed lines with their numbers."
-    ),
-    params=EditFileParams,
-    handler=edit_file,
-    annotations=ToolAnnotations(
-        read_only=False, destructive=True, idempotent=False, title="Edit file"
-    ),
+EDIT_FILE = served(
+    Tool(
+        name="edit_file",
+        description=(
+            "Replace an exact string in a text file. old_string must match the file exactly "
+            "(copy it from read_file, without the line-number prefix) and occur once, unless "
+            "replace_all is true. Include enough surrounding lines to make it unique. Returns "
+            "the changed lines with their numbers."
+        ),
+        params=EditFileParams,
+        handler=edit_file,
+        annotations=ToolAnnotations(
+            read_only=False, destructive=True, idempotent=False, title="Edit file"
+        ),
+    )
 )

@@ -16,7 +16,7 @@ from ._encoding import UTF8
 from ._messages import count, cut_lines, failure, numbered, quote, text_lines
 from ._pages import PAGE_CHARS, BinaryFile, TextPage, read_text
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 PATH_HELP = "Path relative to the workspace root (or absolute, under its mount point)."
 
@@ -164,33 +164,37 @@ def write_file(params: WriteFileParams, *, context: ToolContext) -> ToolResult[W
     return ToolResult.ok(message, result)
 
 
-READ_FILE = Tool(
-    name="read_file",
-    description=(
-        "Read a text file. Lines are numbered like `cat -n` (number, tab, line); the numbers "
-        "are not part of the file. Shows up to `limit` lines (default 2,000) from line "
-        "`offset`; when the file is longer, the message ends with the exact call that reads "
-        "the next page. Files of any size are paged; text that is not UTF-8 (Latin-1, "
-        "UTF-16, ...) is shown decoded, naming its encoding. Binary files are refused: "
-        "read them with read_bytes."
-    ),
-    params=ReadFileParams,
-    handler=read_file,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Read file"
-    ),
+READ_FILE = served(
+    Tool(
+        name="read_file",
+        description=(
+            "Read a text file. Lines are numbered like `cat -n` (number, tab, line); the numbers "
+            "are not part of the file. Shows up to `limit` lines (default 2,000) from line "
+            "`offset`; when the file is longer, the message ends with the exact call that reads "
+            "the next page. Files of any size are paged; text that is not UTF-8 (Latin-1, "
+            "UTF-16, ...) is shown decoded, naming its encoding. Binary files are refused: "
+            "read them with read_bytes."
+        ),
+        params=ReadFileParams,
+        handler=read_file,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Read file"
+        ),
+    )
 )
 
-WRITE_FILE = Tool(
-    name="write_file",
-    description=(
-        "Write a text file: mode=create makes a new file and refuses to replace one, "
-        "mode=overwrite (the default) replaces the whole content, mode=append adds to the end. "
-        "Parent directories are created. To change part of a file, use edit_file instead."
-    ),
-    params=WriteFileParams,
-    handler=write_file,
-    annotations=ToolAnnotations(
-        read_only=False, destructive=True, idempotent=False, title="Write file"
-    ),
+WRITE_FILE = served(
+    Tool(
+        name="write_file",
+        description=(
+            "Write a text file: mode=create makes a new file and refuses to replace one, "
+            "mode=overwrite (the default) replaces the whole content, mode=append adds to the end. "
+            "Parent directories are created. To change part of a file, use edit_file instead."
+        ),
+        params=WriteFileParams,
+        handler=write_file,
+        annotations=ToolAnnotations(
+            read_only=False, destructive=True, idempotent=False, title="Write file"
+        ),
+    )
 )

@@ -12,7 +12,7 @@ from ._context import ToolContext
 from ._files import PATH_HELP
 from ._messages import count, cut, failure, quote, text_lines
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 SHOWN_LINE = 300
 """Characters of a matching line shown."""
@@ -129,17 +129,19 @@ def grep(params: GrepParams, *, context: ToolContext) -> ToolResult[tuple[GrepMa
     return ToolResult.ok(text, matches)
 
 
-GREP = Tool(
-    name="grep",
-    description=(
-        "Search file contents with a regular expression (RE2). output_mode=content prints "
-        "`path:line: text` for each matching line (with context_lines around it if asked); "
-        "files_with_matches prints only paths; count prints matches per file. Results are "
-        "capped at max_results with a count of the rest. Binary files are skipped."
-    ),
-    params=GrepParams,
-    handler=grep,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Search file contents"
-    ),
+GREP = served(
+    Tool(
+        name="grep",
+        description=(
+            "Search file contents with a regular expression (RE2). output_mode=content prints "
+            "`path:line: text` for each matching line (with context_lines around it if asked); "
+            "files_with_matches prints only paths; count prints matches per file. Results are "
+            "capped at max_results with a count of the rest. Binary files are skipped."
+        ),
+        params=GrepParams,
+        handler=grep,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Search file contents"
+        ),
+    )
 )

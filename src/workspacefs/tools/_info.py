@@ -22,7 +22,7 @@ from ._files import PATH_HELP
 from ._media import media_type
 from ._messages import count, failure, parts, quote
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 SNIFF_BYTES = 8_192
 """Bytes of a file read to tell text from binary."""
@@ -185,33 +185,37 @@ def mkdir(params: MkdirParams, *, context: ToolContext) -> ToolResult[MadeDirect
     return ToolResult.ok(f"Made directory {quote(made)}{also}.", result)
 
 
-STAT = Tool(
-    name="stat",
-    description=(
-        "Show what a path is: kind (file, directory, symlink and its target), size in "
-        "bytes, permission mode, modification time, a directory's entry count, and whether "
-        "a file is text (and its encoding) or binary, so you know which read tool to use."
-    ),
-    params=StatParams,
-    handler=stat,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="File info"
-    ),
+STAT = served(
+    Tool(
+        name="stat",
+        description=(
+            "Show what a path is: kind (file, directory, symlink and its target), size in "
+            "bytes, permission mode, modification time, a directory's entry count, and whether "
+            "a file is text (and its encoding) or binary, so you know which read tool to use."
+        ),
+        params=StatParams,
+        handler=stat,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="File info"
+        ),
+    )
 )
 
-MKDIR = Tool(
-    name="mkdir",
-    description=(
-        "Make a directory, with any missing parent directories. An existing directory "
-        "is left as it is. (write_file makes parent directories by itself.)"
-    ),
-    params=MkdirParams,
-    handler=mkdir,
-    annotations=ToolAnnotations(
-        read_only=False,
-        destructive=False,
-        idempotent=True,
-        title="Make directory",
-        changes_directories=True,
-    ),
+MKDIR = served(
+    Tool(
+        name="mkdir",
+        description=(
+            "Make a directory, with any missing parent directories. An existing directory "
+            "is left as it is. (write_file makes parent directories by itself.)"
+        ),
+        params=MkdirParams,
+        handler=mkdir,
+        annotations=ToolAnnotations(
+            read_only=False,
+            destructive=False,
+            idempotent=True,
+            title="Make directory",
+            changes_directories=True,
+        ),
+    )
 )

@@ -19,7 +19,7 @@ from ._context import ToolContext, read_cap
 from ._files import PATH_HELP
 from ._messages import changed_meanwhile, count, failure, join_limited, parts, quote
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 MAX_ENTRIES = 1_000
 """Entries ``ls`` and ``glob`` show before saying how many more there are."""
@@ -256,45 +256,51 @@ def rm(params: RmParams, *, context: ToolContext) -> ToolResult[Removal]:
     )
 
 
-LS = Tool(
-    name="ls",
-    description=(
-        "List a directory: one line per entry with its kind (file, dir, link), size in bytes "
-        "and name; directory names end with `/`. Use glob to find files at any depth."
-    ),
-    params=LsParams,
-    handler=ls,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="List directory"
-    ),
+LS = served(
+    Tool(
+        name="ls",
+        description=(
+            "List a directory: one line per entry with its kind (file, dir, link), size in bytes "
+            "and name; directory names end with `/`. Use glob to find files at any depth."
+        ),
+        params=LsParams,
+        handler=ls,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="List directory"
+        ),
+    )
 )
 
-GLOB = Tool(
-    name="glob",
-    description=(
-        "Find paths by glob pattern below a directory, e.g. `**/*.py` or `src/*/test_*.py`. "
-        "Returns matching paths sorted; directories end with `/`."
-    ),
-    params=GlobParams,
-    handler=glob,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Find files"
-    ),
+GLOB = served(
+    Tool(
+        name="glob",
+        description=(
+            "Find paths by glob pattern below a directory, e.g. `**/*.py` or `src/*/test_*.py`. "
+            "Returns matching paths sorted; directories end with `/`."
+        ),
+        params=GlobParams,
+        handler=glob,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Find files"
+        ),
+    )
 )
 
-RM = Tool(
-    name="rm",
-    description=(
-        "Remove a file or symlink. A directory is removed only with recursive=true, and then "
-        "with everything in it; the message says how many entries were removed."
-    ),
-    params=RmParams,
-    handler=rm,
-    annotations=ToolAnnotations(
-        read_only=False,
-        destructive=True,
-        idempotent=True,
-        title="Remove",
-        changes_directories=True,
-    ),
+RM = served(
+    Tool(
+        name="rm",
+        description=(
+            "Remove a file or symlink. A directory is removed only with recursive=true, and then "
+            "with everything in it; the message says how many entries were removed."
+        ),
+        params=RmParams,
+        handler=rm,
+        annotations=ToolAnnotations(
+            read_only=False,
+            destructive=True,
+            idempotent=True,
+            title="Remove",
+            changes_directories=True,
+        ),
+    )
 )

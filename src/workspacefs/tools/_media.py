@@ -22,7 +22,7 @@ from ._files import PATH_HELP
 from ._messages import count, failure, quote
 from ._pages import block_size
 from ._result import Attachment, ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 MAX_MEDIA_BYTES = 3_932_160
 """The largest image or sound returned as media: 5 MiB once base64-encoded, what model
@@ -183,17 +183,19 @@ def _media(fs: Filesystem, path: str, mime: str, size: int) -> ToolResult[FileBy
     )
 
 
-READ_BYTES = Tool(
-    name="read_bytes",
-    description=(
-        "Read a file that is not text. An image (PNG, JPEG, GIF, WebP) or sound (WAV, MP3, "
-        "OGG, FLAC) comes back as media you can see or hear. Any other file, or format="
-        '"base64"/"hex", gives a range of its bytes (offset, limit) as base64 or an `xxd`-'
-        "style hex dump; the message names the call that reads on. Use read_file for text."
-    ),
-    params=ReadBytesParams,
-    handler=read_bytes,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Read bytes or media"
-    ),
+READ_BYTES = served(
+    Tool(
+        name="read_bytes",
+        description=(
+            "Read a file that is not text. An image (PNG, JPEG, GIF, WebP) or sound (WAV, MP3, "
+            "OGG, FLAC) comes back as media you can see or hear. Any other file, or format="
+            '"base64"/"hex", gives a range of its bytes (offset, limit) as base64 or an `xxd`-'
+            "style hex dump; the message names the call that reads on. Use read_file for text."
+        ),
+        params=ReadBytesParams,
+        handler=read_bytes,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Read bytes or media"
+        ),
+    )
 )

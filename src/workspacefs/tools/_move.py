@@ -21,7 +21,7 @@ from ._context import ToolContext
 from ._files import PATH_HELP
 from ._messages import describe_error, quote
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 
 class MvParams(ToolParams):
@@ -97,20 +97,22 @@ def mv(params: MvParams, *, context: ToolContext) -> ToolResult[Move]:
     return ToolResult.ok(f"Moved {what} {quote(move.source)} to {quote(now)}{done}.", move)
 
 
-MV = Tool(
-    name="mv",
-    description=(
-        "Move or rename a file, symlink or directory within the workspace, atomically. "
-        "A destination that is a directory receives the source inside it. An existing "
-        "destination file is refused unless overwrite=true."
-    ),
-    params=MvParams,
-    handler=mv,
-    annotations=ToolAnnotations(
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-        title="Move or rename",
-        changes_directories=True,
-    ),
+MV = served(
+    Tool(
+        name="mv",
+        description=(
+            "Move or rename a file, symlink or directory within the workspace, atomically. "
+            "A destination that is a directory receives the source inside it. An existing "
+            "destination file is refused unless overwrite=true."
+        ),
+        params=MvParams,
+        handler=mv,
+        annotations=ToolAnnotations(
+            read_only=False,
+            destructive=True,
+            idempotent=False,
+            title="Move or rename",
+            changes_directories=True,
+        ),
+    )
 )

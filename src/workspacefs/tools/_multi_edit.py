@@ -23,7 +23,7 @@ from ._edit import SNIPPET_CONTEXT, read_editable, replace_in, write_back
 from ._files import PATH_HELP
 from ._messages import count, numbered, quote, text_lines
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 MAX_EDITS = 100
 SHOWN_LINES = 80
@@ -189,17 +189,19 @@ def multi_edit(params: MultiEditParams, *, context: ToolContext) -> ToolResult[M
     return ToolResult.ok(f"{head}\n{_snippets(lines, ranges)}", result)
 
 
-MULTI_EDIT = Tool(
-    name="multi_edit",
-    description=(
-        "Make several exact replacements in one text file at once, all or none: each "
-        "edit is checked like edit_file's (old_string found exactly, unique unless "
-        "replace_all) against the text the edits before it left; if any fails, the file "
-        "is left unchanged and the message names the edit. Returns the changed lines."
-    ),
-    params=MultiEditParams,
-    handler=multi_edit,
-    annotations=ToolAnnotations(
-        read_only=False, destructive=True, idempotent=False, title="Edit file (several)"
-    ),
+MULTI_EDIT = served(
+    Tool(
+        name="multi_edit",
+        description=(
+            "Make several exact replacements in one text file at once, all or none: each "
+            "edit is checked like edit_file's (old_string found exactly, unique unless "
+            "replace_all) against the text the edits before it left; if any fails, the file "
+            "is left unchanged and the message names the edit. Returns the changed lines."
+        ),
+        params=MultiEditParams,
+        handler=multi_edit,
+        annotations=ToolAnnotations(
+            read_only=False, destructive=True, idempotent=False, title="Edit file (several)"
+        ),
+    )
 )

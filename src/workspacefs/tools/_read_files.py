@@ -19,7 +19,7 @@ from ._files import PATH_HELP, not_text, page_notes, text_page
 from ._messages import count, failure, numbered
 from ._pages import PAGE_CHARS, BinaryFile, TextPage
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 MAX_FILES = 50
 
@@ -113,18 +113,20 @@ def _within(page: TextPage, budget: int) -> TextPage:
     return page
 
 
-READ_FILES = Tool(
-    name="read_files",
-    description=(
-        "Read several text files in one call: one section per file, headed `==> path <==`, "
-        "lines numbered like read_file's (up to `limit` per file). A file that cannot be "
-        "read says why in its section without failing the others; together the sections "
-        "hold at most one page of characters, and files left out are named with the "
-        "read_file call for each."
-    ),
-    params=ReadFilesParams,
-    handler=read_files,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Read files"
-    ),
+READ_FILES = served(
+    Tool(
+        name="read_files",
+        description=(
+            "Read several text files in one call: one section per file, headed `==> path <==`, "
+            "lines numbered like read_file's (up to `limit` per file). A file that cannot be "
+            "read says why in its section without failing the others; together the sections "
+            "hold at most one page of characters, and files left out are named with the "
+            "read_file call for each."
+        ),
+        params=ReadFilesParams,
+        handler=read_files,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Read files"
+        ),
+    )
 )

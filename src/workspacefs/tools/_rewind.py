@@ -23,7 +23,7 @@ from ..fs import (
 from ._context import ToolContext
 from ._messages import count, describe_error, join_limited
 from ._result import ToolResult
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 MAX_LISTED = 100
 """Paths a rewind's message lists per kind before the rest are counted."""
@@ -62,19 +62,21 @@ def history(params: HistoryParams, *, context: ToolContext) -> ToolResult[list[R
     return ToolResult.ok("\n".join(lines), calls)
 
 
-HISTORY = Tool(
-    name="history",
-    description=(
-        "List the recorded tool calls that may have changed the workspace (file tools, "
-        "shell commands), oldest first, with their call ids. Read-only calls are not "
-        "recorded. rewind(call_id) returns the workspace to just before one of them."
-    ),
-    params=HistoryParams,
-    handler=history,
-    output=list[RecordedCall],
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Tool call history"
-    ),
+HISTORY = served(
+    Tool(
+        name="history",
+        description=(
+            "List the recorded tool calls that may have changed the workspace (file tools, "
+            "shell commands), oldest first, with their call ids. Read-only calls are not "
+            "recorded. rewind(call_id) returns the workspace to just before one of them."
+        ),
+        params=HistoryParams,
+        handler=history,
+        output=list[RecordedCall],
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Tool call history"
+        ),
+    )
 )
 
 
@@ -137,17 +139,19 @@ def rewind_tool(params: RewindParams, *, context: ToolContext) -> ToolResult[Rew
     return ToolResult.ok(describe_rewind(result), result)
 
 
-REWIND = Tool(
-    name="rewind",
-    description=(
-        "Return the whole workspace to how it was just before a recorded tool call "
-        "(see history): that call and every later one are undone, shell commands "
-        "included. The result lists the call ids undone, oldest first."
-    ),
-    params=RewindParams,
-    handler=rewind_tool,
-    output=RewindResult,
-    annotations=ToolAnnotations(
-        read_only=False, destructive=True, idempotent=False, title="Rewind workspace"
-    ),
+REWIND = served(
+    Tool(
+        name="rewind",
+        description=(
+            "Return the whole workspace to how it was just before a recorded tool call "
+            "(see history): that call and every later one are undone, shell commands "
+            "included. The result lists the call ids undone, oldest first."
+        ),
+        params=RewindParams,
+        handler=rewind_tool,
+        output=RewindResult,
+        annotations=ToolAnnotations(
+            read_only=False, destructive=True, idempotent=False, title="Rewind workspace"
+        ),
+    )
 )

@@ -22,7 +22,7 @@ from ._messages import count, describe_error
 from ._patch import cut_note, unified_diff
 from ._result import ToolResult
 from ._snapshots import WorkspaceSnapshots, describe
-from ._tool import Tool, ToolAnnotations, ToolParams
+from ._tool import Tool, ToolAnnotations, ToolParams, served
 
 MAX_LISTED = 200
 """Paths listed per kind of change before the rest are counted."""
@@ -190,42 +190,48 @@ def diff(params: DiffParams, *, context: ToolContext) -> ToolResult[FilesystemDi
     return ToolResult.ok("\n".join(lines), changes)
 
 
-SNAPSHOT = Tool(
-    name="snapshot",
-    description=(
-        "Save the state of the whole workspace (instant), optionally under a tag. Take one "
-        "before a risky change; restore or diff it later by tag or id."
-    ),
-    params=SnapshotParams,
-    handler=snapshot,
-    annotations=ToolAnnotations(
-        read_only=False, destructive=False, idempotent=False, title="Snapshot workspace"
-    ),
+SNAPSHOT = served(
+    Tool(
+        name="snapshot",
+        description=(
+            "Save the state of the whole workspace (instant), optionally under a tag. Take one "
+            "before a risky change; restore or diff it later by tag or id."
+        ),
+        params=SnapshotParams,
+        handler=snapshot,
+        annotations=ToolAnnotations(
+            read_only=False, destructive=False, idempotent=False, title="Snapshot workspace"
+        ),
+    )
 )
 
-RESTORE = Tool(
-    name="restore",
-    description=(
-        "Return the whole workspace to a snapshot (by tag or id), discarding every change "
-        "made since. The message says how many files it changed back."
-    ),
-    params=RestoreParams,
-    handler=restore,
-    annotations=ToolAnnotations(
-        read_only=False, destructive=True, idempotent=True, title="Restore snapshot"
-    ),
+RESTORE = served(
+    Tool(
+        name="restore",
+        description=(
+            "Return the whole workspace to a snapshot (by tag or id), discarding every change "
+            "made since. The message says how many files it changed back."
+        ),
+        params=RestoreParams,
+        handler=restore,
+        annotations=ToolAnnotations(
+            read_only=False, destructive=True, idempotent=True, title="Restore snapshot"
+        ),
+    )
 )
 
-DIFF = Tool(
-    name="diff",
-    description=(
-        "Show what changed between two snapshots, or between a snapshot and the live "
-        "workspace (omit `to`): added, modified and deleted files, then a unified diff of "
-        "text files, capped at max_lines."
-    ),
-    params=DiffParams,
-    handler=diff,
-    annotations=ToolAnnotations(
-        read_only=True, destructive=False, idempotent=True, title="Diff snapshots"
-    ),
+DIFF = served(
+    Tool(
+        name="diff",
+        description=(
+            "Show what changed between two snapshots, or between a snapshot and the live "
+            "workspace (omit `to`): added, modified and deleted files, then a unified diff of "
+            "text files, capped at max_lines."
+        ),
+        params=DiffParams,
+        handler=diff,
+        annotations=ToolAnnotations(
+            read_only=True, destructive=False, idempotent=True, title="Diff snapshots"
+        ),
+    )
 )

@@ -1,13 +1,15 @@
-"""``stdio_transport``: MCP over stdin/stdout, every line answered, every line bounded.
+"""JSON-RPC over a byte stream, one message a line: every line answered, every line bounded.
 
-It replaces the SDK's ``stdio_server``, which reads a line whole however long
-it is (a 200 MiB line held 824 MiB before it was refused) and hands a line it
-cannot parse to the session as an exception, which the session logs and
-answers with nothing, so the client waits for ever. Here:
+The MCP server (``_mcp_session``) reads and writes its messages here, on
+stdin/stdout or, in a workspace daemon, on the descriptors a ``workspacefs mcp
+MOUNTPOINT`` process handed it. Standard library only: what a server loads
+before it answers (the MCP SDK's stdio server and its message models took
+most of a server's start; ``_mcp_session`` says what was measured).
 
-* stdin is read in blocks of ``READ_BLOCK`` bytes and split into lines of at
+* a stream is read in blocks of ``READ_BLOCK`` bytes and split into lines of at
   most ``max_request_bytes``; a longer line is answered (-32600, id null) as
-  soon as it passes the limit, and its remaining bytes are skipped as they come;
+  soon as it passes the limit, and its remaining bytes are skipped as they come
+  (the SDK's reader held a line whole: a 200 MiB one took 824 MiB);
 * a line that is not JSON (or not UTF-8, or nested too deeply to read) gets a
   parse error (-32700, id null);
   JSON that is no JSON-RPC message, or holds a lone surrogate (``"\\ud800"``,
@@ -18,9 +20,10 @@ answers with nothing, so the client waits for ever. Here:
   host directory) is sent with it written out as ``\\udcff`` text, rather than
   failing the whole server.
 
-As the SDK does, descriptors 0 and 1 point at ``/dev/null`` and stderr while
-serving, so a handler or child process that reads stdin or prints cannot
-take or tear the protocol's bytes; the wire is served from private copies.
+On stdio (``claimed_stdio``) descriptors 0 and 1 point at ``/dev/null`` and
+stderr while serving, as the SDK did, so a handler or child process that
+reads stdin or prints cannot take or tear the protocol's bytes; the wire is
+served from private copies.
 """
 
 from __future__ import annotations
@@ -30,17 +33,9 @@ import fcntl
 import json
 import logging
 import os
-import stat
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
-
-import anyio
-import anyio.to_thread
-import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
 from ..posix import write_all
 
@@ -51,7 +46,16 @@ MAX_REQUEST_BYTES = 4 << 20
 tool call carries (``write_file`` takes 48,000 characters)."""
 
 READ_BLOCK = 1 << 16
-"""Bytes read from stdin at a time."""
+"""Bytes read at a time."""
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+RequestId = int | str
+Json = dict[str, Any]
 
 _TOO_LONG = None
 """What ``Lines.feed`` gives for a line over the limit."""
@@ -102,9 +106,21 @@ class Lines:
         return line
 
 
-def _error(request_id: types.RequestId | None, code: int, message: str) -> SessionMessage:
-    error = types.ErrorData(code=code, message=message)
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A JSON-RPC request (``id`` set) or notification (``id`` None) read from a line."""
+
+    method: str
+    params: Json | None
+    id: RequestId | None = None
+
+
+def error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> Json:
+    """A JSON-RPC error answer (``data`` left out when None)."""
+    body: Json = {"code": code, "message": message}
+    if data is not None:
+        body["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}
 
 
 def _has_surrogate(value: object) -> bool:
@@ -127,7 +143,7 @@ def _has_surrogate(value: object) -> bool:
     return False
 
 
-def _usable_id(value: object) -> types.RequestId | None:
+def _usable_id(value: object) -> RequestId | None:
     """The id an error answer can name: an int or a UTF-8 string, as JSON-RPC allows."""
     if not isinstance(value, dict):
         return None
@@ -139,51 +155,55 @@ def _usable_id(value: object) -> types.RequestId | None:
     return None
 
 
-def _refusal(line: bytes, exc: ValidationError) -> SessionMessage:
-    """The error answer to a line the SDK's message model refused."""
-    try:
-        value = json.loads(line.decode("utf-8"))  # strict: json.loads would pass surrogates
-    except ValueError as parse:  # a UnicodeDecodeError is one too
-        return _error(None, types.PARSE_ERROR, f"Parse error: {parse}")
-    except RecursionError:  # valid JSON, but nested deeper than the parser recurses
-        return _error(None, types.PARSE_ERROR, "Parse error: the JSON is nested too deeply")
-    if _has_surrogate(value):
-        why = "a string holds a lone surrogate (e.g. \\ud800), which is not Unicode text"
-    else:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(map(str, first["loc"]))
-        why = f"{where}: {first['msg']}" if where else first["msg"]
-    return _error(_usable_id(value), types.INVALID_REQUEST, f"Invalid request: {why}")
+def _invalid(value: object, why: str) -> Json:
+    return error(_usable_id(value), INVALID_REQUEST, f"Invalid request: {why}")
 
 
-def message_of(line: bytes) -> SessionMessage | None:
-    """The message a request line holds, the error answering it, or None for a blank line.
+def _problem(value: Any) -> str | None:
+    """Why ``value`` is no JSON-RPC 2.0 message (None: it is one)."""
+    if not isinstance(value, dict):
+        return "a message must be a JSON object"
+    if value.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if "method" not in value:
+        if "id" not in value or not ("result" in value or "error" in value):
+            return "a message needs a method (a request), or an id and a result or error"
+        return None
+    if not isinstance(value["method"], str):
+        return "method must be a string"
+    params = value.get("params")
+    if params is not None and not isinstance(params, dict):
+        return "params must be an object"
+    if "id" in value and not (type(value["id"]) is int or isinstance(value["id"], str)):
+        # A null, boolean or fractional id cannot be answered: refused rather than
+        # taken for a notification, which the sender would wait for in vain.
+        return "id must be a string or an integer"
+    return None
 
-    An error answer is a ``JSONRPCError``; the caller sends it back rather than
-    passing it on.
-    """
+
+def message_of(line: bytes) -> Message | Json | None:
+    """The message a request line holds, the error answering it (a dict), or None for a
+    line to skip (blank, or a client's answer: this server sends no requests)."""
     if not line.strip():
         return None
     try:
-        return _message(line)
-    except Exception:  # a line that trips a parser's bug costs its answer, not the server
-        log.exception("reading a request line failed")
-        return _error(None, types.INVALID_REQUEST, "Invalid request: the line could not be read")
-
-
-def _message(line: bytes) -> SessionMessage:
+        text = line.decode("utf-8")  # strict: json.loads would pass encoded surrogates
+        value = json.loads(text)
+    except ValueError as parse:  # a UnicodeDecodeError is one too
+        return error(None, PARSE_ERROR, f"Parse error: {parse}")
+    except RecursionError:  # valid JSON, but nested deeper than the parser recurses
+        return error(None, PARSE_ERROR, "Parse error: the JSON is nested too deeply")
     try:
-        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValidationError as exc:
-        return _refusal(line, exc)
-    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line:
-        # The model ignores an id it cannot take (null, true, 1.5) and sees a
-        # notification, which is never answered: the sender waits in vain.
-        value = json.loads(line)
-        if isinstance(value, dict) and "id" in value:
-            why = "id must be a string or an integer"
-            return _error(None, types.INVALID_REQUEST, f"Invalid request: {why}")
-    return SessionMessage(message)
+        why = _problem(value)
+        if why is None and _has_surrogate(value):
+            why = "a string holds a lone surrogate (e.g. \\ud800), which is not Unicode text"
+    except RecursionError:
+        why = "the message is nested too deeply"
+    if why is not None:
+        return _invalid(value, why)
+    if "method" not in value:
+        return None
+    return Message(value["method"], value.get("params"), value.get("id"))
 
 
 def _visible(value: Any) -> Any:
@@ -197,22 +217,74 @@ def _visible(value: Any) -> Any:
     return value
 
 
-def encoded(message: SessionMessage) -> bytes:
+def encoded(message: Json) -> bytes:
     """One line of the wire for ``message``."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     try:
-        text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-    except PydanticSerializationError:  # a lone surrogate: UTF-8 cannot carry it
-        data = message.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        text = json.dumps(_visible(data), ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8") + b"\n"
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: UTF-8 cannot carry it
+        data = json.dumps(_visible(message), ensure_ascii=False, separators=(",", ":")).encode()
+    return data + b"\n"
+
+
+Handler = Callable[[Message], "Json | None"]
+"""Answers one message (None: no answer, as for a notification)."""
+
+
+def serve_lines(
+    fd_in: int, fd_out: int, handle: Handler, *, max_request_bytes: int = MAX_REQUEST_BYTES
+) -> None:
+    """Read messages from ``fd_in`` until it ends, answering each on ``fd_out`` in order.
+
+    One message at a time, in this thread: a tool's handler is synchronous. A
+    handler that raises costs its message an internal error, not the session.
+    Raises ``OSError`` if a descriptor fails (the peer closed its end).
+    """
+    lines = Lines(max_request_bytes)
+    too_long = (
+        f"Invalid request: the line is over the limit of {max_request_bytes:,} bytes; "
+        "it was skipped."
+    )
+    while True:
+        data = os.read(fd_in, READ_BLOCK)
+        if data:
+            found = lines.feed(data)
+        else:  # end of input: a last line without its line end still counts
+            last = lines.finish()
+            found = [] if last is None else [last]
+        for line in found:
+            if line is _TOO_LONG:
+                answer: Json | None = error(None, INVALID_REQUEST, too_long)
+            else:
+                answer = _answer(line, handle)
+            if answer is not None:
+                write_all(fd_out, encoded(answer))
+        if not data:
+            return
+
+
+def _answer(line: bytes, handle: Handler) -> Json | None:
+    try:
+        message = message_of(line)
+    except Exception:  # a line that trips a parser's bug costs its answer, not the server
+        log.exception("reading a request line failed")
+        return error(None, INVALID_REQUEST, "Invalid request: the line could not be read")
+    if not isinstance(message, Message):
+        return message
+    try:
+        return handle(message)
+    except Exception:  # a bug must not end the session
+        log.exception("answering %s failed", message.method)
+        if message.id is None:
+            return None
+        return error(message.id, INTERNAL_ERROR, "Internal server error")
 
 
 @contextlib.contextmanager
 def _claimed(fd: int, diversion: Callable[[], int], *, keep: bool) -> Iterator[int]:
     """A private copy of ``fd`` while ``fd`` itself points at ``diversion()``.
 
-    ``keep``: leave the copy open afterwards, for a reading thread that may
-    still be blocked on it (closing it would let the number be reused under it).
+    ``keep``: leave the copy open afterwards (for a descriptor the caller hands on).
     """
     private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     replacement = diversion()
@@ -226,117 +298,30 @@ def _claimed(fd: int, diversion: Callable[[], int], *, keep: bool) -> Iterator[i
             os.close(private)
 
 
-def _pollable(fd: int) -> bool:
-    """True for a pipe or socket: the event loop can wait on it, so no thread needs to
-    block in ``read``/``write`` (one hop to a worker thread and back each way is about
-    a tenth of a small call's time). A file or terminal is read in a thread."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
 @contextlib.contextmanager
-def _nonblocking(fd: int, pollable: bool) -> Iterator[None]:
-    """``fd`` without blocking while the transport serves, if it is ``pollable`` (the
-    flag belongs to the open pipe, which the caller's descriptor shares: put back)."""
-    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-    if pollable and not flags & os.O_NONBLOCK:
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+def _blocking(fd: int) -> Iterator[None]:
+    """``fd`` in blocking mode while the session reads and writes it (a pipe handed over
+    non-blocking would fail a read with EAGAIN); put back afterwards, as the flag
+    belongs to the open pipe, which others may share."""
+    was_blocking = os.get_blocking(fd)
+    if not was_blocking:
+        os.set_blocking(fd, True)
     try:
         yield
     finally:
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+        if not was_blocking:
+            os.set_blocking(fd, False)
 
 
-async def _read_block(fd: int, pollable: bool) -> bytes:
-    if not pollable:
-        return await anyio.to_thread.run_sync(os.read, fd, READ_BLOCK, abandon_on_cancel=True)
-    while True:
-        try:
-            return os.read(fd, READ_BLOCK)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-
-
-async def _send(fd: int, data: bytes, pollable: bool) -> None:
-    if not pollable:
-        await anyio.to_thread.run_sync(write_all, fd, data)
-        return
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-
-
-async def _read(
-    fd: int,
-    limit: int,
-    incoming: MemoryObjectSendStream[SessionMessage | Exception],
-    answers: MemoryObjectSendStream[SessionMessage],
-) -> None:
-    lines = Lines(limit)
-    too_long = f"Invalid request: the line is over the limit of {limit:,} bytes; it was skipped."
-    pollable = _pollable(fd)
-    async with incoming, answers:
-        while True:
-            data = await _read_block(fd, pollable)
-            if data:
-                found = lines.feed(data)
-            else:  # end of input: a last line without its line end still counts
-                last = lines.finish()
-                found = [] if last is None else [last]
-            for line in found:
-                if line is _TOO_LONG:
-                    message: SessionMessage | None = _error(None, types.INVALID_REQUEST, too_long)
-                else:
-                    message = message_of(line)
-                if message is None:
-                    continue
-                if isinstance(message.message, types.JSONRPCError):
-                    await answers.send(message)
-                else:
-                    await incoming.send(message)
-            if not data:
-                return
-
-
-async def _write(fd: int, outgoing: MemoryObjectReceiveStream[SessionMessage]) -> None:
-    pollable = _pollable(fd)
-    async with outgoing:
-        async for message in outgoing:
-            await _send(fd, encoded(message), pollable)
-
-
-Streams = tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
-]
-"""What ``stdio_transport`` yields: the (read, write) streams ``Server.run`` takes."""
-
-
-@contextlib.asynccontextmanager
-async def stdio_transport(max_request_bytes: int = MAX_REQUEST_BYTES) -> AsyncIterator[Streams]:
-    """Serve MCP over this process's stdin and stdout (see the module docstring)."""
+@contextlib.contextmanager
+def claimed_stdio() -> Iterator[tuple[int, int]]:
+    """Private copies of stdin and stdout for the wire, in blocking mode, while
+    descriptors 0 and 1 read ``/dev/null`` and write to stderr (see the module
+    docstring)."""
     with (
-        _claimed(0, lambda: os.open(os.devnull, os.O_RDONLY), keep=True) as wire_in,
+        _claimed(0, lambda: os.open(os.devnull, os.O_RDONLY), keep=False) as wire_in,
         _claimed(1, lambda: os.dup(2), keep=False) as wire_out,
-        _nonblocking(wire_in, _pollable(wire_in)),
-        _nonblocking(wire_out, _pollable(wire_out)),
+        _blocking(wire_in),
+        _blocking(wire_out),
     ):
-        incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_write, wire_out, outgoing)
-            reading = anyio.CancelScope()
-
-            async def read() -> None:
-                with reading:
-                    await _read(wire_in, max_request_bytes, incoming, write_stream.clone())
-
-            group.start_soon(read)
-            try:
-                yield read_stream, write_stream
-            finally:
-                # The session is over: stop reading, send what is queued, and end.
-                reading.cancel()
-                await write_stream.aclose()
+        yield wire_in, wire_out

@@ -4,18 +4,26 @@ A handler has the seed's shape, ``handler(params, *, context) -> ToolResult``.
 ``Tool.invoke`` validates raw arguments (a model's JSON) against the model
 first: wrong types, missing or unknown fields come back as a failed result
 naming each field, never as an exception.
+
+The built-in tools are ``served``: a workspace that runs them where it is (a
+``ToolHost``: a daemon's client) gets each call of one whole, as one request,
+rather than a request for every step its handler takes; ``invoke`` makes the
+same ``ToolResult`` of its ``ToolAnswer`` (the value read back as the handler's
+return annotation declares it).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..fs import Cause, attributed, current_cause
+from ..fs import Cause, FilesystemSnapshot, attributed, current_cause, from_json, to_json
+from ._answer import ToolAnswer
 from ._context import NO_FILESYSTEM, NoFilesystemError, ToolContext
 from ._messages import describe_error
 from ._result import ToolResult
@@ -116,6 +124,9 @@ class Tool(Generic[P, T]):
         context without the filesystem the handler needs (``NO_FILESYSTEM``);
         anything else is a bug and propagates.
         """
+        host = self._host(context)
+        if host is not None:
+            return self._forward(host, arguments, context)
         params = self.validate(arguments)
         if isinstance(params, str):
             return ToolResult.fail(params)
@@ -131,6 +142,106 @@ class Tool(Generic[P, T]):
             return ToolResult.fail(NO_FILESYSTEM)
         except (OSError, ValueError) as exc:
             return ToolResult.fail(f"{self.name} failed: {describe_error(exc)}.")
+
+    def _host(self, context: ToolContext) -> Callable[..., ToolAnswer] | None:
+        """The context's ``ToolHost.call_tool``, if it has one and this is the tool a host
+        runs under this name (a tool of the caller's own of the same name is run here)."""
+        if not is_served(self) or context.filesystem is None:
+            return None
+        try:
+            return host_of(context.workspace())
+        except NoFilesystemError:
+            return None
+
+    def _forward(
+        self,
+        call_tool: Callable[..., ToolAnswer],
+        arguments: Mapping[str, Any] | P | None,
+        context: ToolContext,
+    ) -> ToolResult[T]:
+        """Run the call where the workspace is: one request; the same result."""
+        raw = wire_arguments(self, arguments)
+        if isinstance(raw, str):
+            return ToolResult.fail(raw)
+        try:
+            answer = call_tool(self.name, raw, call_id=context.call_id)
+        except (OSError, ValueError) as exc:  # the host unreachable, or the wire refused
+            return ToolResult.fail(f"{self.name} failed: {describe_error(exc)}.")
+        return result_of(self, answer)
+
+
+_SERVED: dict[str, Tool[Any, Any]] = {}
+
+
+def served(tool: Tool[P, T]) -> Tool[P, T]:
+    """Mark ``tool`` as one every ``ToolHost`` runs itself under its name (the built-in
+    tools: a workspace daemon serves them all); returns it."""
+    _SERVED[tool.name] = tool
+    return tool
+
+
+def is_served(tool: Tool[Any, Any]) -> bool:
+    """Whether ``tool`` is the one a ``ToolHost`` runs under its name (``served``)."""
+    return _SERVED.get(tool.name) is tool
+
+
+def host_of(filesystem: object) -> Callable[..., ToolAnswer] | None:
+    """``filesystem``'s ``ToolHost.call_tool``, or None if it runs no tools itself."""
+    call = getattr(filesystem, "call_tool", None)
+    return call if callable(call) else None
+
+
+def wire_arguments(tool: Tool[Any, Any], arguments: object) -> dict[str, Any] | str:
+    """``arguments`` as a host takes them: checked here (else the message refusing them,
+    as ``validate`` words it) and written as the parameter model's JSON."""
+    params = tool.validate(arguments)
+    if isinstance(params, str):
+        return params
+    dumped: dict[str, Any] = params.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+def value_type(tool: Tool[Any, Any]) -> Any:
+    """The type of ``tool``'s result values: ``T`` of its handler's ``ToolResult[T]``
+    return annotation (``Any`` if it declares none)."""
+    handler: Callable[..., Any] = tool.handler
+    try:
+        return _value_type(handler)
+    except TypeError:  # a handler that cannot be a cache key
+        return _value_type.__wrapped__(handler)
+
+
+@functools.cache
+def _value_type(handler: Callable[..., Any]) -> Any:
+    try:
+        hint = typing.get_type_hints(handler).get("return")
+    except (NameError, TypeError):  # an annotation that names what is not importable
+        return Any
+    args = typing.get_args(hint)
+    return args[0] if args else Any
+
+
+def answer_of(
+    tool: Tool[Any, Any] | None,
+    result: ToolResult[Any],
+    *,
+    call_id: str | None = None,
+    before: FilesystemSnapshot | None = None,
+    after: FilesystemSnapshot | None = None,
+) -> ToolAnswer:
+    """``result`` of a call of ``tool`` (None: no tool has its name) as a host answers it."""
+    value = None
+    if tool is not None and result.value is not None:
+        value = to_json(result.value, value_type(tool))
+    return ToolAnswer(
+        result.message, result.success, value, result.attachments, call_id, before, after
+    )
+
+
+def result_of(tool: Tool[Any, T], answer: ToolAnswer) -> ToolResult[T]:
+    """The ``ToolResult`` a host's ``answer`` to a call of ``tool`` stands for."""
+    value = None if answer.value is None else from_json(value_type(tool), answer.value)
+    return ToolResult(answer.message, value, answer.success, answer.attachments)
 
 
 @functools.lru_cache(maxsize=256)

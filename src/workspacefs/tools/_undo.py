@@ -1,17 +1,17 @@
 """Undo at tool-call boundaries.
 
 ``UndoableToolset`` runs tools on one snapshotable workspace and records every
-call of a mutating tool in the workspace itself: an O(1) snapshot (a git
-commit on a host directory) just before it, tagged ``undo:<tool>:<call id>``
-(``fs.call_tag``), and one after a call that changed something, tagged
-``after:<tool>:<call id>``. Read-only tools never snapshot. (A call that
-follows one that changed something so costs two O(1) snapshots, where one
-shared between them would do: a snapshot of its own is what names the call
-before it runs, exactly, whoever else records calls meanwhile.) Any recorded call
-can then be rewound to (``rewind``, ``undo_to``), what each call changed is one
-diff away, and since the record is the workspace's own snapshots, every door
-sees it: ``fs.call_history``, a daemon's ``call_history`` and ``rewind`` verbs,
-``workspacefs history``, the ``history`` and ``rewind`` tools.
+call of a mutating tool in the workspace itself (``CallRecorder``: a snapshot
+before it, tagged ``undo:<tool>:<call id>``, and one after a call that changed
+something). Any recorded call can then be rewound to (``rewind``, ``undo_to``),
+what each call changed is one diff away, and since the record is the
+workspace's own snapshots, every door sees it: ``fs.call_history``, a daemon's
+``call_history`` and ``rewind`` verbs, ``workspacefs history``, the ``history``
+and ``rewind`` tools.
+
+On a workspace that runs the built-in tools itself (a daemon's client: a
+``ToolHost``) a built-in tool's call is recorded there, snapshots and all, in
+one request (``call_tool(record=True)``); the toolset keeps the same history.
 
 Rewinding returns the whole workspace to a snapshot, so it would also discard
 what other writers (the mount, a container, another client's plain writes)
@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import (
@@ -42,37 +40,20 @@ from ..fs import (
     RewindResult,
     SnapshotableFilesystem,
     call_history,
-    call_tag,
     rewind,
 )
+from ._answer import ToolAnswer
 from ._context import ToolContext
 from ._patch import cut_note, unified_diff
+from ._recorder import CallRecorder, ToolCall
 from ._registry import ToolRegistry
 from ._result import ToolResult
 from ._rewind import HISTORY, REWIND
 from ._snapshots import WorkspaceSnapshots
+from ._tool import Tool, host_of, is_served, result_of, wire_arguments
 
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One call in the undo history.
-
-    Attributes:
-        call_id: Unique within the history.
-        tool: The tool's name.
-        arguments: The raw arguments it was called with.
-        result: What it returned.
-        before: The state just before it ran; None for a read-only call.
-        after: The state just after it ran; None for a read-only call, and
-            ``before`` itself for one that changed nothing.
-    """
-
-    call_id: str
-    tool: str
-    arguments: Mapping[str, Any] = field(repr=False)
-    result: ToolResult[Any] = field(repr=False)
-    before: FilesystemSnapshot | None
-    after: FilesystemSnapshot | None = None
+_ATTEMPTS = 8
+"""Fresh ids tried for a forwarded call before giving up (see ``UndoableToolset._forward``)."""
 
 
 class UndoableToolset:
@@ -88,6 +69,9 @@ class UndoableToolset:
         max_history: Forget the oldest calls beyond this many (their snapshots
             are deleted, so the workspace no longer records them either); None
             keeps all.
+        recorder: What records the calls (default: one of this toolset's own); one
+            shared by several toolsets on a workspace numbers and records their
+            calls one at a time.
     """
 
     def __init__(
@@ -96,6 +80,7 @@ class UndoableToolset:
         filesystem: SnapshotableFilesystem,
         *,
         max_history: int | None = None,
+        recorder: CallRecorder | None = None,
     ) -> None:
         if max_history is not None and max_history < 1:
             raise InvalidArgumentError("max_history must be at least 1", None)
@@ -103,8 +88,8 @@ class UndoableToolset:
         self._fs = filesystem
         self._max = max_history
         self._history: list[ToolCall] = []
-        self._recorded: set[str] | None = None  # see ``_taken``
-        self._ids = itertools.count(1)
+        self._ids_here: set[str] = set()  # the ids of ``_history``
+        self._recorder = recorder or CallRecorder(filesystem)
         self._lock = threading.RLock()
 
     @property
@@ -149,32 +134,78 @@ class UndoableToolset:
             AlreadyExistsError: A call with this id is in this toolset's history or
                 recorded in the workspace already.
         """
+        return self.run(name, arguments, context=context, call_id=call_id).result
+
+    def run(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: ToolContext | None = None,
+        call_id: str | None = None,
+    ) -> ToolCall:
+        """``call``, answered with the call as recorded: its id (the one given, or the new
+        one) and snapshots besides its result. ``history`` and ``rewind`` are not
+        recorded: their ``before`` is None and they stay out of ``history``."""
         if context is None:
             context = ToolContext(filesystem=self._fs)
         elif context.filesystem is None:  # the toolset's own workspace, then
             context = dataclasses.replace(context, filesystem=self._fs)
         elif context.workspace() is not self._fs:
             raise InvalidArgumentError("the context's filesystem is not this toolset's", None)
+        given = call_id or context.call_id
         with self._lock:
             tool = self._tools.get(name)
             if tool is HISTORY or tool is REWIND:  # the record itself: not part of it
-                return self._control(name, arguments, context)
-            mutating = tool is not None and tool.mutating
-            call_id = self._check_id(call_id or context.call_id)
-            if context.call_id != call_id:  # the changes are attributed to the recorded id
-                context = dataclasses.replace(context, call_id=call_id)
-            before = self._fs.snapshot(tag=call_tag(name, call_id)) if mutating else None
+                control_id = given or self.new_call_id()
+                result = self._control(name, arguments, context)
+                return ToolCall(control_id, name, dict(arguments or {}), result, None)
+            # A built-in tool on a workspace that runs it (a daemon's client): recorded there.
+            host = host_of(self._fs) if tool is not None and is_served(tool) else None
+            if host is not None and tool is not None:
+                raw = wire_arguments(tool, arguments)
+                if not isinstance(raw, str):  # else: refused here, as in process
+                    call = self._forward(host, tool, arguments, raw, given)
+                    self._record(call)
+                    return call
+            return self._recorder.record(
+                self._tools,
+                name,
+                arguments,
+                context=context,
+                call_id=given,
+                taken=self._ids_here,
+                keep=self._record,
+            )
+
+    def _forward(
+        self,
+        host: Callable[..., ToolAnswer],
+        tool: Tool[Any, Any],
+        arguments: Mapping[str, Any] | None,
+        raw: dict[str, Any],
+        given: str | None,
+    ) -> ToolCall:
+        """Record the call where the workspace is (its ``ToolHost``): one request, the
+        same record. An id this toolset makes is checked there; should another client
+        have recorded it meanwhile, a fresh one is made."""
+        for _ in range(_ATTEMPTS):
+            call_id = self._recorder.check_id(given, taken=self._ids_here)
             try:
-                result = self._tools.call(name, arguments, context=context)
-            except BaseException as exc:  # a buggy handler may have changed things
-                failed: ToolResult[Any] = ToolResult.fail(f"{name} raised {exc!r}")
-                after = self._settle(before, name, call_id)
-                self._record(ToolCall(call_id, name, dict(arguments or {}), failed, before, after))
-                raise
-            structural = tool is not None and tool.annotations.changes_directories
-            after = self._settle(before, name, call_id, succeeded=result.success and structural)
-            self._record(ToolCall(call_id, name, dict(arguments or {}), result, before, after))
-            return result
+                answer = host(tool.name, raw, call_id=call_id, record=True)
+            except AlreadyExistsError:
+                if given is not None:
+                    raise
+                self._recorder.forget_ids()
+                continue
+            before, after = answer.before, answer.after
+            if before is not None:
+                self._recorder.note(call_id)
+            if after is not None and after == before:
+                after = before  # changed nothing: the one state, as in process
+            result = result_of(tool, answer)
+            return ToolCall(call_id, tool.name, dict(arguments or {}), result, before, after)
+        raise AlreadyExistsError("no free call id after several tries", None)
 
     def _control(
         self, name: str, arguments: Mapping[str, Any] | None, context: ToolContext
@@ -185,67 +216,20 @@ class UndoableToolset:
             self._cut(result.value.undone)
         return result
 
-    def _check_id(self, given: str | None) -> str:
-        """The id to record the call under: ``given`` if no recorded call has it, else
-        AlreadyExistsError; without one, the first free ``call-<n>``."""
-        if given is None:
-            return self.new_call_id()
-        if given in self._taken():
-            self._reconcile()  # rewound through another door since: free again
-            self._recorded = None
-            if given in self._taken():
-                raise AlreadyExistsError("call id already in the undo history", given)
-        return given
-
     def new_call_id(self) -> str:
         """A new id for a call: the first ``call-<n>`` that no recorded call has (for
-        a caller that must know the id before the call, as the MCP server does)."""
+        a caller that must know the id before the call)."""
         with self._lock:
-            taken = self._taken()
-            while (fresh := f"call-{next(self._ids)}") in taken:
-                pass
-            return fresh
-
-    def _taken(self) -> set[str]:
-        """The ids of this toolset's calls and of the calls the workspace records (read
-        from the workspace once, then kept up to date with this toolset's calls)."""
-        if self._recorded is None:
-            try:
-                recorded = {call.call_id for call in call_history(self._fs)}
-            except NotSupportedError:  # a backend that keeps no record
-                recorded = set()
-            self._recorded = recorded | {call.call_id for call in self._history}
-        return self._recorded
+            return self._recorder.new_call_id(taken=self._ids_here)
 
     def _record(self, call: ToolCall) -> None:
         self._history.append(call)
-        if self._recorded is not None:
-            self._recorded.add(call.call_id)
+        self._ids_here.add(call.call_id)
         if self._max is not None and len(self._history) > self._max:
             forgotten = self._history[: -self._max]
             del self._history[: -self._max]
+            self._ids_here = {call.call_id for call in self._history}
             self._forget(forgotten)
-
-    def _settle(
-        self,
-        before: FilesystemSnapshot | None,
-        tool: str,
-        call_id: str,
-        *,
-        succeeded: bool = False,
-    ) -> FilesystemSnapshot | None:
-        """The state after a call: ``before`` if it changed nothing, else a new snapshot.
-
-        A successful call of a tool that ``changes_directories`` gets a snapshot of
-        its own even when ``diff`` sees no change: diff compares files, so a
-        directory made or removed (mkdir, rm of an empty directory, mv of one)
-        shows in none, and a rewind past it would otherwise see the next call's
-        snapshot differ from this call's and take the directory for another
-        writer's change.
-        """
-        if before is None or (not succeeded and not self._fs.diff(before).changed):
-            return before
-        return self._fs.snapshot(tag=call_tag(tool, call_id, "after"))
 
     def _index(self, call_id: str) -> int:
         for index, call in enumerate(self._history):
@@ -279,8 +263,9 @@ class UndoableToolset:
                 break
             cut = index
         if cut < len(self._history):
-            self._recorded = None
+            self._recorder.forget_ids()
             del self._history[cut:]
+            self._ids_here = {call.call_id for call in self._history}
 
     def _cut(self, undone: Sequence[str]) -> list[ToolCall]:
         """Forget this toolset's calls from the first of ``undone`` on; they are returned."""
@@ -291,7 +276,8 @@ class UndoableToolset:
         )
         dropped = self._history[index:]
         del self._history[index:]
-        self._recorded = None
+        self._ids_here = {call.call_id for call in self._history}
+        self._recorder.forget_ids()
         return dropped
 
     def rewind(self, call_id: str, *, force: bool = False) -> RewindResult:
@@ -332,6 +318,7 @@ class UndoableToolset:
             if target is not None:
                 self.rewind(target.call_id)
             del self._history[index:]
+            self._ids_here = {call.call_id for call in self._history}
             return tuple(dropped)
 
     def undo(self) -> ToolCall | None:
