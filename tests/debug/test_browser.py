@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from workspacefs import InMemoryFilesystem
+from workspacefs import Cause, InMemoryFilesystem, attributed
 from workspacefs.debug import LiveTarget, start, toolset_arguments
 from workspacefs.tools import UndoableToolset, filesystem_tools
 
@@ -312,5 +312,36 @@ def test_the_timeline_and_the_diff_say_who_changed_what(browser: Any) -> None:
         assert page.locator("#diff-file .view-header .who").inner_text() == (
             "by edit_file call call-3"
         )
+        page.close()
+        assert problems == []
+
+
+def test_the_live_view_follows_the_change_feed(browser: Any) -> None:
+    fs = InMemoryFilesystem()
+    fs.write("src/app.py", APP_V1)
+    fs.snapshot()
+    with start(LiveTarget(fs)) as server:
+        page = browser.new_page(viewport=VIEWPORT)
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(f"{server.url}#snapshot=live&file=src/app.py")
+        page.wait_for_selector("body[data-ready='1']")
+        page.wait_for_selector("#live-state:has-text('following')")
+        page.locator("#tree li[data-path='src'] > .label").click()  # open src/
+        page.wait_for_selector("#tree li[data-path='src/app.py']")
+
+        # Changes made elsewhere reach the page without a reload: the list of live
+        # changes says what and who, the tree and the open file show them.
+        with attributed(Cause.call("write_file", "call-9")):
+            fs.write("src/util.py", "X = 1\n")
+            fs.write("src/app.py", APP_V2)
+        page.wait_for_selector("#live-feed li.added[data-path='src/util.py']")
+        row = page.locator("#live-feed li[data-path='src/util.py']")
+        assert row.locator(".who").inner_text() == "by write_file call call-9"
+        page.wait_for_selector("#tree li[data-path='src/util.py']")  # src/ still open
+        page.wait_for_selector("#file-lines td.src:has-text('return 0')")
+        fs.delete("src/util.py")
+        page.wait_for_selector("#live-feed li.deleted[data-path='src/util.py']")
+        page.wait_for_selector("#tree li[data-path='src/util.py']", state="detached")
         page.close()
         assert problems == []

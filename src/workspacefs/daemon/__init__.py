@@ -43,6 +43,11 @@ if TYPE_CHECKING:
     from ._sources import parse_source as parse_source
     from ._spawn import daemon_command as daemon_command
     from ._spawn import start as start
+    from ._sse import SSE_KEEPALIVE as SSE_KEEPALIVE
+    from ._sse import SSE_MEDIA_TYPE as SSE_MEDIA_TYPE
+    from ._sse import EventStreamResponse as EventStreamResponse
+    from ._sse import sse_frame as sse_frame
+    from ._sse import sse_position as sse_position
     from ._verbs import VERBS as VERBS
     from ._verbs import Daemon as Daemon
     from ._verbs import FilesystemVerbs as FilesystemVerbs
@@ -80,6 +85,11 @@ _EXPORTS = {
     "runtime_dir": "._runtime",
     "run_daemon": "._server",
     "parse_source": "._sources",
+    "SSE_KEEPALIVE": "._sse",
+    "SSE_MEDIA_TYPE": "._sse",
+    "EventStreamResponse": "._sse",
+    "sse_frame": "._sse",
+    "sse_position": "._sse",
     "daemon_command": "._spawn",
     "start": "._spawn",
     "Daemon": "._verbs",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._diff import diff_versions as diff_versions
     from ._diff import same_entry as same_entry
     from ._journal import Journal as Journal
+    from ._journal import Observer as Observer
     from ._journal import Subscriber as Subscriber
     from ._journal import TreeLock as TreeLock
     from ._lineage import Lineage as Lineage
@@ -83,6 +84,7 @@ _EXPORTS = {
     "diff_versions": "._diff",
     "same_entry": "._diff",
     "Journal": "._journal",
+    "Observer": "._journal",
     "Subscriber": "._journal",
     "TreeLock": "._journal",
     "Lineage": "._lineage",

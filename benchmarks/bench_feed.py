@@ -1,0 +1,169 @@
+"""What the change feed costs a daemon's mount: its write workloads with the feed off and on.
+
+Run: ``python -m benchmarks.bench_feed [--quick] [--rounds N]``.
+
+Two daemons, in the same run: one nobody watches (its feed never starts), one a
+watcher process follows from start to end (``RemoteFilesystem.events``, every
+event read and its paths counted). Each round runs every workload on both, in
+turns (the order alternates per round, so neither always goes first), in a
+new directory each time; the figures are the medians. The workloads are the
+mount's write benchmarks of ``bench_fuse``: a sequential write in 1 MiB
+blocks, create+write+close of small files that stay, small files made, stat'd
+and removed (``bench_fuse``'s small-files, net zero for the feed), and ``tar
+-x`` of two standard-library packages. Goal: at most 5% slower with the feed
+on. At the end the watcher says how many paths it saw; every file the
+workloads left must be among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from workspacefs.daemon import connect, start
+
+from ._common import Result, scratch_dir
+from .bench_fuse import MIB, corpus_source, small_files, write_file
+
+WATCHER = """
+import sys, workspacefs
+paths = set()
+with workspacefs.connect(sys.argv[1]) as fs, fs.events() as stream:
+    print(stream.last_id, flush=True)
+    for event in stream:
+        paths.update(event.paths)
+        if "STOP" in event.paths:
+            break
+    while (event := stream.next_event(1.0)) is not None:  # the rest of STOP's batch
+        paths.update(event.paths)
+print(len(paths), flush=True)
+for path in sorted(paths):
+    print(path)
+"""
+
+
+def _kept_files(root: Path, count: int) -> None:
+    payload = b"x" * 100
+    for i in range(count):
+        directory = root / f"d{i // 500}"
+        if i % 500 == 0:
+            directory.mkdir()
+        fd = os.open(directory / f"f{i}.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, payload)
+        os.close(fd)
+
+
+def workloads(quick: bool, tarball: Path) -> dict[str, Callable[[Path], None]]:
+    size = (16 if quick else 256) * MIB
+    files = 1_000 if quick else 10_000
+    return {
+        f"seq-write {size // MIB} MiB": lambda root: write_file(root / "big", size, MIB),
+        f"create {files} files": lambda root: _kept_files(root, files),
+        f"small-files {files} (made, removed)": lambda root: small_files(root, files),
+        "tar -x json+email": lambda root: _extract(tarball, root),
+    }
+
+
+def _extract(tarball: Path, root: Path) -> None:
+    subprocess.run(["tar", "-xf", str(tarball), "-C", str(root)], check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per workload (medians)")
+    parser.add_argument("--only", default="", help="the workloads whose name holds this text")
+    args = parser.parse_args(argv)
+    work = scratch_dir("wsfs-bench-feed-")
+    runtime = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    tarball = work / "corpus.tar"
+    source = corpus_source()
+    subprocess.run(["tar", "-cf", str(tarball), "-C", str(source), "json", "email"], check=True)
+    mounts = {"off": work / "off", "on": work / "on"}
+    records = {}
+    watcher = None
+    try:
+        for name, point in mounts.items():
+            point.mkdir()
+            records[name] = start(point)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        watcher = subprocess.Popen(
+            [sys.executable, "-c", WATCHER, records["on"].socket],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # it follows the feed from here
+        times: dict[str, dict[str, list[float]]] = {}
+        left: set[str] = set()
+        for round_number in range(args.rounds):
+            chosen = workloads(args.quick, tarball).items()
+            for number, (workload, run) in enumerate(chosen):
+                if args.only not in workload:
+                    continue
+                order = ("off", "on") if round_number % 2 == 0 else ("on", "off")
+                for name in order:
+                    root = mounts[name] / f"w{number}-r{round_number}"
+                    root.mkdir()
+                    started = time.perf_counter()
+                    run(root)
+                    elapsed = time.perf_counter() - started
+                    times.setdefault(workload, {}).setdefault(name, []).append(elapsed)
+                    if name == "on":
+                        base = mounts["on"]
+                        left.update(
+                            str(p.relative_to(base))
+                            for p in root.rglob("*")
+                            if not p.is_dir() or p.is_symlink()
+                        )
+        (mounts["on"] / "STOP").write_text("")
+        seen_count = int(watcher.stdout.readline())
+        seen = {watcher.stdout.readline().rstrip("\n") for _ in range(seen_count)}
+        watcher.wait(timeout=60)
+        results = []
+        for workload, by_feed in times.items():
+            off, on = statistics.median(by_feed["off"]), statistics.median(by_feed["on"])
+            cost = on / off - 1
+            results.append(
+                Result(
+                    f"{workload}: feed on vs off",
+                    on * 1000,
+                    off * 1000,
+                    "ms",
+                    "at most 5% slower",
+                    cost <= 0.05,
+                    note=f"feed costs {cost:+.1%} (medians of {args.rounds} rounds, in turns)",
+                )
+            )
+        load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+        print(f"change feed benchmarks (python {sys.version.split()[0]}, load average {load})")
+        for result in results:
+            print(result.line())
+        missing = left - seen
+        print(
+            f"the watcher saw {len(seen):,} paths; of the {len(left):,} files the workloads "
+            f"left, {len(missing):,} missing"
+        )
+        return 0 if not missing and (args.quick or all(r.met for r in results)) else 1
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+        for record in records.values():
+            with connect(record.socket) as fs:
+                fs.unmount()
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
