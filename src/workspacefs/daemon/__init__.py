@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._spawn import start as start
     from ._sse import SSE_KEEPALIVE as SSE_KEEPALIVE
     from ._sse import SSE_MEDIA_TYPE as SSE_MEDIA_TYPE
+    from ._sse import ClosingStreamingResponse as ClosingStreamingResponse
     from ._sse import EventStreamResponse as EventStreamResponse
     from ._sse import sse_frame as sse_frame
     from ._sse import sse_position as sse_position
@@ -87,6 +88,7 @@ _EXPORTS = {
     "parse_source": "._sources",
     "SSE_KEEPALIVE": "._sse",
     "SSE_MEDIA_TYPE": "._sse",
+    "ClosingStreamingResponse": "._sse",
     "EventStreamResponse": "._sse",
     "sse_frame": "._sse",
     "sse_position": "._sse",

@@ -6,7 +6,8 @@ here, and the daemon's client reads them here, so both ends agree. A frame is
 one event, ``id: <id>`` and ``data: <the event's JSON>``; ``id`` alone moves a
 reader's position past events it filtered out (a browser's ``EventSource``
 keeps the id and dispatches nothing); a comment line keeps an idle connection
-alive.
+alive. ``ClosingStreamingResponse`` is every streamed answer's base (the debug
+UI's downloads too).
 """
 
 from __future__ import annotations
@@ -79,18 +80,26 @@ class EventParser:
         return None
 
 
-class EventStreamResponse(StreamingResponse):
-    """A stream of frames: never cached, its connection closed when it ends (a kept-alive
-    one would hold a server's shutdown until its timeout), and its generator closed
-    however it ends (Starlette leaves one cut short by a disconnect to the garbage
-    collector, and its ``finally`` with it)."""
+class ClosingStreamingResponse(StreamingResponse):
+    """A ``StreamingResponse`` that closes its body however the answer ends: Starlette
+    leaves a body cut short by a disconnect to the garbage collector, and with it the
+    ``finally`` of the generator (what it holds: a stream of the feed, a reader of a
+    frozen tree, a worker thread's iterator), with a ResourceWarning under trio."""
+
+    async def stream_response(self, send: Send) -> None:
+        body = self.body_iterator
+        if not isinstance(body, AsyncGenerator):
+            await super().stream_response(send)
+            return
+        async with contextlib.aclosing(body):
+            await super().stream_response(send)
+
+
+class EventStreamResponse(ClosingStreamingResponse):
+    """A stream of frames: never cached, and its connection closed when it ends (a
+    kept-alive one would hold a server's shutdown until its timeout)."""
 
     media_type = SSE_MEDIA_TYPE
 
     def __init__(self, frames: AsyncGenerator[bytes, None]) -> None:
         super().__init__(frames, headers={"cache-control": "no-store", "connection": "close"})
-        self._frames = frames
-
-    async def stream_response(self, send: Send) -> None:
-        async with contextlib.aclosing(self._frames):
-            await super().stream_response(send)

@@ -45,11 +45,17 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .._errors import BackendUnavailableError, NotFoundError
-from ..daemon import SSE_KEEPALIVE, EventStreamResponse, sse_frame, sse_position
+from ..daemon import (
+    SSE_KEEPALIVE,
+    ClosingStreamingResponse,
+    EventStreamResponse,
+    sse_frame,
+    sse_position,
+)
 from ..fs import PATCH_LINE_LIMIT, ChangeStream, PatchSource, build_patch, file_patch
 from ..tree import PATH_MAX
 from ._auth import HostRequired, TokenRequired, check_token
@@ -239,7 +245,7 @@ class _Api:
             raise ApiError(404, "not_found", "not a regular file", path=path)
         blocks = _until(self.target.blocks(snapshot, path), self.stopping)
         name = quote(entry.name or "file", safe="")
-        return StreamingResponse(
+        return ClosingStreamingResponse(
             blocks,
             media_type="application/octet-stream",
             headers={
@@ -436,7 +442,7 @@ class _Api:
         # The first chunk is made before the response starts, so that an error there
         # still gets its status; the rest streams while the tree is walked.
         first = next(chunks)
-        return StreamingResponse(_chain(first, chunks), media_type="application/json")
+        return ClosingStreamingResponse(_chain(first, chunks), media_type="application/json")
 
     def filesystem_file(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
