@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.daemon import Daemons, cli
+from support.daemon import Daemons, cli, serve_debug, stop_debug
 from workspacefs import Cause, InvalidArgumentError, attributed
 from workspacefs.daemon import API_VERSION, DaemonUnreachableError, MountRecord, connect
 from workspacefs.fs import ChangeEvent, ChangeStream
@@ -261,3 +261,21 @@ def test_watch_prints_each_path_with_its_cause(daemon: MountRecord) -> None:
     bad = cli("watch", daemon.mountpoint, "--after", "nope", "--timeout", "0.1")
     assert bad.returncode == 1
     assert "malformed event id" in bad.stderr
+
+
+def test_the_debug_ui_of_a_daemon_relays_its_feed(daemon: MountRecord) -> None:
+    debug = serve_debug(daemon.mountpoint)
+    try:
+        headers = {"authorization": f"Bearer {debug.token}"}
+        with httpx.stream("GET", debug.base + "/api/events", headers=headers, timeout=30) as answer:
+            lines = answer.iter_lines()
+            frames(lines, 1)  # where it starts
+            Path(daemon.mountpoint, "seen.txt").write_text("x")
+            (frame,) = frames(lines, 1)
+    finally:
+        stop_debug(debug)
+    event = json.loads(frame["data"])
+    assert event["paths"] == ["seen.txt"]
+    (cause,) = event["causes"]
+    assert cause["pid"] == os.getpid()
+    assert cause["text"].startswith(f"pid {os.getpid()} ")

@@ -192,6 +192,8 @@ class ChangeFeed:
         before, self._state = self._state, after
         when = datetime.now(UTC)
         changed, causes = _united(records.values(), full)
+        # The diff makes way for a busy mount as it goes (it competes with the mount's
+        # thread for the interpreter): under load a batch waits, and the next grows.
         found = attributed_diff(before, after, changed, causes)
         self._keep(
             ChangeEvent(event_id(self.stream, self._last + n), kind, paths, who, when)
@@ -344,7 +346,8 @@ def _united(
     records: Iterable[tuple[Cause | None, set[int]]], full: bool
 ) -> tuple[set[int], dict[int, tuple[Cause, ...]]]:
     """Every inode the records name, and each one's causes, in the order they came
-    (masked as history keeps them unless ``full``)."""
+    (masked as history keeps them unless ``full``). Inodes with the same causes share
+    one tuple: events are grouped by it."""
     changed: set[int] = set()
     causes: dict[int, tuple[Cause, ...]] = {}
     for cause, inodes in records:
@@ -353,10 +356,11 @@ def _united(
             continue
         if not full:
             cause = cause.redacted()  # itself, unless its command line holds secrets
+        alone = (cause,)
         for ino in inodes:
             known = causes.get(ino)
             if known is None:
-                causes[ino] = (cause,)
+                causes[ino] = alone
             elif known[-1] is not cause and cause not in known:
                 causes[ino] = (*known[-(MAX_CAUSES - 1) :], cause)
     return changed, causes
@@ -367,10 +371,20 @@ def _grouped(
 ) -> Iterator[tuple[ChangeKind, tuple[str, ...], tuple[Cause, ...]]]:
     """The changes as (kind, paths, causes), a group per kind and causes in the order
     of their first path, cut to ``EVENT_PATHS`` paths."""
-    groups: dict[tuple[ChangeKind, tuple[Cause, ...]], list[str]] = {}
+    # By the causes' tuple first (most paths share one: no hashing of causes per
+    # path), then the few groups by their value.
+    shared: dict[tuple[ChangeKind, int], tuple[tuple[Cause, ...], list[str]]] = {}
     for change in changes:
-        groups.setdefault((change.kind, change.causes), []).append(change.path)
+        key = (change.kind, id(change.causes))
+        group = shared.get(key)
+        if group is None:
+            group = shared[key] = (change.causes, [])
+        group[1].append(change.path)
+    groups: dict[tuple[ChangeKind, tuple[Cause, ...]], list[str]] = {}
+    for (kind, _), (causes, paths) in shared.items():
+        groups.setdefault((kind, causes), []).extend(paths)
     for (kind, causes), paths in groups.items():
+        paths.sort()
         for start in range(0, len(paths), EVENT_PATHS):
             yield kind, tuple(paths[start : start + EVENT_PATHS]), causes
 

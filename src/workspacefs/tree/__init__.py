@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._chunks import Chunk as Chunk
     from ._collector import collector_paused as collector_paused
     from ._collector import thaw as thaw
+    from ._diff import DiffSide as DiffSide
     from ._diff import PathDiff as PathDiff
     from ._diff import changed_entries as changed_entries
     from ._diff import diff_versions as diff_versions
@@ -80,6 +81,7 @@ _EXPORTS = {
     "collector_paused": "._collector",
     "thaw": "._collector",
     "PathDiff": "._diff",
+    "DiffSide": "._diff",
     "changed_entries": "._diff",
     "diff_versions": "._diff",
     "same_entry": "._diff",
