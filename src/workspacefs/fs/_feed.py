@@ -15,9 +15,12 @@ causes into events of at most ``EVENT_PATHS`` paths, serialised once, and
 kept in a ring for readers.
 
 So the feed coalesces: a path written a thousand times in one batch is one
-event, and under load batches grow (the feed's thread lags, and takes more
-at a time) instead of the changing threads slowing down; no path is lost,
-as the diff sees every inode any change touched. A file made and removed
+event, and under load batches grow instead of the changing threads slowing
+down: while a mount of this process is busy the feed waits for it to be
+quiet for ``QUIET`` seconds, up to ``MAX_DELAY`` after the batch's first
+change (the diff competes with the mount's thread for the interpreter, and
+a burst of writes goes first), and a diff makes way for the mount as it
+goes. No path is lost, as the diff sees every inode any change touched. A file made and removed
 within one batch differs in no state the feed compares, and shows in no
 event.
 
@@ -44,7 +47,16 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from .._errors import InvalidArgumentError
-from ..tree import Cause, ChangeKind, Journal, PathChange, Tree, attributed_diff, current_cause
+from ..tree import (
+    Cause,
+    ChangeKind,
+    Journal,
+    PathChange,
+    Tree,
+    attributed_diff,
+    current_cause,
+    mount_busy,
+)
 from ._events import ChangeEvent, ChangeStream, event_id, parse_event_id
 from ._patterns import Matcher, path_matcher
 
@@ -52,6 +64,11 @@ log = logging.getLogger(__name__)
 
 WINDOW = 0.05
 """Seconds the feed waits after a batch's first change before taking the batch."""
+QUIET = 0.01
+"""Seconds a busy mount must have been quiet before the feed takes a batch..."""
+MAX_DELAY = 1.0
+"""...unless the batch's first change is this many seconds old."""
+_QUIET_NS = int(QUIET * 1e9)
 EVENT_PATHS = 1000
 """The most paths one event names (a larger group is split)."""
 RING_EVENTS = 10_000
@@ -333,13 +350,25 @@ def _run(ref: weakref.ref[ChangeFeed]) -> None:
         feed = ref()
         if feed is None or feed.closed:
             return
-        if feed._wake.wait(_IDLE_CHECK) and not feed._closing.wait(feed._window):
-            try:  # the batch grew for a window
+        if feed._wake.wait(_IDLE_CHECK) and _batch_grown(feed):
+            try:
                 feed._step()
             except Exception:
                 log.exception("the change feed failed to read a batch; readers get a gap")
                 feed._lost()
         del feed
+
+
+def _batch_grown(feed: ChangeFeed) -> bool:
+    """Wait while the batch grows: ``WINDOW``, then while a mount is busy, up to
+    ``MAX_DELAY`` in all; False if the feed is closed meanwhile."""
+    until = time.monotonic() + MAX_DELAY
+    if feed._closing.wait(feed._window):
+        return False
+    while mount_busy(_QUIET_NS) and time.monotonic() < until:
+        if feed._closing.wait(QUIET):
+            return False
+    return True
 
 
 def _united(

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ._tree import Tree as Tree
     from ._tree import validate_name as validate_name
     from ._turns import make_way as make_way
+    from ._turns import mount_busy as mount_busy
     from ._turns import mount_request as mount_request
     from ._version import Version as Version
     from ._view import ROOT_INO as ROOT_INO
@@ -106,6 +107,7 @@ _EXPORTS = {
     "Shares": "._space",
     "shares": "._space",
     "make_way": "._turns",
+    "mount_busy": "._turns",
     "mount_request": "._turns",
     "FALLOC_FL_KEEP_SIZE": "._tree",
     "FALLOC_FL_PUNCH_HOLE": "._tree",

@@ -31,6 +31,12 @@ def mount_request(now_ns: int) -> None:
     _last_request = now_ns
 
 
+def mount_busy(within_ns: int = BUSY_NS) -> bool:
+    """Whether a mount of this process answered a request within the last ``within_ns``
+    (for work that may wait until the mount is quiet: the change feed's batches)."""
+    return time.monotonic_ns() - _last_request < within_ns
+
+
 def make_way() -> None:
     """For a long reader, between items: sleep a moment if a mount is busy."""
     if time.perf_counter_ns() - _last_request < BUSY_NS:
