@@ -245,3 +245,26 @@ def test_a_closed_feed_ends_its_streams_and_forgets_the_tree() -> None:
     assert ended.wait(5)
     fs.write("after.txt", "x")  # no observer left to record it
     assert feed._pending == {}
+
+
+def test_the_ring_keeps_at_most_its_bytes_and_a_reader_behind_them_gets_a_gap() -> None:
+    fs = InMemoryFilesystem()
+    feed = ChangeFeed(fs.tree, window=3600, ring_bytes=64 << 10)
+    try:
+        start = feed.latest
+        for n in range(40):  # 40 events of 100 paths of 100 characters: far over 64 KiB
+            with fs.transaction():
+                for m in range(100):
+                    fs.write(f"{n:03}/{'x' * 45}/{'y' * 45}{m:03}", "")
+            feed._step()
+        assert parse_event_id(feed.latest)[1] == 40
+        assert 0 < feed._ring_size <= 64 << 10
+        kept = len(feed._ring) - feed._ring_start
+        assert 0 < kept < 40
+        with feed.events(after=start, timeout=0.2) as stream:
+            assert [e.kind for e in stream] == ["gap"]
+        oldest = f"{feed.stream}-{40 - kept}"
+        with feed.events(after=oldest, timeout=0.2) as stream:
+            assert len(list(stream)) == kept  # the oldest kept one's successors: all there
+    finally:
+        feed.close()
