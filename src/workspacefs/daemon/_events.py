@@ -34,7 +34,8 @@ from ..fs import (
     event_filter,
     event_matching,
 )
-from ._sse import SSE_KEEPALIVE, EventStreamResponse, sse_frame, sse_position
+from ._responses import EventStreamResponse
+from ._sse import SSE_KEEPALIVE, sse_frame, sse_position
 from ._workspace import Workspace
 
 POLL = 0.05

@@ -1,23 +1,18 @@
 """The change feed as server-sent events (the ``text/event-stream`` format of HTML).
 
 Both servers that stream the feed (the daemon's ``/v3/events`` and the debug
-UI's ``/api/events``) write their frames and answer with ``EventStreamResponse``
-here, and the daemon's client reads them here, so both ends agree. A frame is
+UI's ``/api/events``) write their frames here (and answer with
+``_responses.EventStreamResponse``), and the daemon's client reads them here,
+so both ends agree; the standard library only, as a client loads it. A frame is
 one event, ``id: <id>`` and ``data: <the event's JSON>``; ``id`` alone moves a
 reader's position past events it filtered out (a browser's ``EventSource``
 keeps the id and dispatches nothing); a comment line keeps an idle connection
-alive. ``ClosingStreamingResponse`` is every streamed answer's base (the debug
-UI's downloads too).
+alive.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncGenerator
-
-from starlette.responses import StreamingResponse
-from starlette.types import Send
 
 from .._errors import InvalidArgumentError
 from ..fs import ChangeEvent
@@ -78,28 +73,3 @@ class EventParser:
         elif name == b"data":
             self._data.append(value)
         return None
-
-
-class ClosingStreamingResponse(StreamingResponse):
-    """A ``StreamingResponse`` that closes its body however the answer ends: Starlette
-    leaves a body cut short by a disconnect to the garbage collector, and with it the
-    ``finally`` of the generator (what it holds: a stream of the feed, a reader of a
-    frozen tree, a worker thread's iterator), with a ResourceWarning under trio."""
-
-    async def stream_response(self, send: Send) -> None:
-        body = self.body_iterator
-        if not isinstance(body, AsyncGenerator):
-            await super().stream_response(send)
-            return
-        async with contextlib.aclosing(body):
-            await super().stream_response(send)
-
-
-class EventStreamResponse(ClosingStreamingResponse):
-    """A stream of frames: never cached, and its connection closed when it ends (a
-    kept-alive one would hold a server's shutdown until its timeout)."""
-
-    media_type = SSE_MEDIA_TYPE
-
-    def __init__(self, frames: AsyncGenerator[bytes, None]) -> None:
-        super().__init__(frames, headers={"cache-control": "no-store", "connection": "close"})
