@@ -34,7 +34,7 @@ def mount_request(now_ns: int) -> None:
 def mount_busy(within_ns: int = BUSY_NS) -> bool:
     """Whether a mount of this process answered a request within the last ``within_ns``
     (for work that may wait until the mount is quiet: the change feed's batches)."""
-    return time.monotonic_ns() - _last_request < within_ns
+    return time.perf_counter_ns() - _last_request < within_ns
 
 
 def make_way() -> None:
