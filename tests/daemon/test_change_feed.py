@@ -9,17 +9,16 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 
 from support.daemon import Daemons, cli, serve_debug, stop_debug
+from support.feed import FeedReader, causes_by_path, tool_calls
 from workspacefs import Cause, InvalidArgumentError, attributed
 from workspacefs.daemon import API_VERSION, DaemonUnreachableError, MountRecord, connect
 from workspacefs.fs import ChangeEvent, ChangeStream
-from workspacefs.tools import ToolContext, filesystem_tools
 
 TOOL = Cause.call("edit_file", "toolu_1")
 
@@ -66,22 +65,6 @@ def writers(
     return started
 
 
-def tool_calls(socket: str, calls: int) -> None:
-    """``calls`` write_file calls at once through the agent tools over ``connect``,
-    each with its own call id, from 32 threads."""
-    with connect(socket) as fs:
-        tools = filesystem_tools(fs)
-
-        def call(n: int) -> None:
-            context = ToolContext(filesystem=fs, call_id=f"call-{n}")
-            arguments = {"path": f"calls/{n}.txt", "content": f"{n}\n"}
-            result = tools.call("write_file", arguments, context=context)
-            assert result.success, result.message
-
-        with ThreadPoolExecutor(32) as pool:
-            list(pool.map(call, range(calls)))
-
-
 @pytest.mark.parametrize(
     ("files", "calls"),
     [(1_000, 100), pytest.param(10_000, 1_000, marks=pytest.mark.slow)],
@@ -89,46 +72,26 @@ def tool_calls(socket: str, calls: int) -> None:
 def test_every_path_with_its_cause_and_a_resumed_reader_misses_nothing(
     daemon: MountRecord, files: int, calls: int
 ) -> None:
-    with connect(daemon.socket) as fs:
-        whole = fs.events()  # reads everything at once
-        broken = fs.events()  # goes away midway, then resumes
-    seen_by_broken: list[ChangeEvent] = []
-    first_half = threading.Event()
-
-    def read_then_leave() -> None:
-        while len({p for e in seen_by_broken for p in e.paths}) < files // 3:
-            event = broken.next_event(60)
-            assert event is not None
-            seen_by_broken.append(event)
-        broken.close()
-        first_half.set()
-
-    reader = threading.Thread(target=read_then_leave)
-    reader.start()
+    whole = FeedReader(daemon.socket)  # reads everything on one connection
+    # Drops its connection every 7 events, mid-stream, while the writers go on, and
+    # resumes from the last id it read.
+    leaving = FeedReader(daemon.socket, leave_every=7)
     procs = writers(daemon.mountpoint, files, 4)
     tool_calls(daemon.socket, calls)
     for proc, _ in procs:
         assert proc.wait(timeout=300) == 0
-    assert first_half.wait(300)
-    reader.join()
-    with connect(daemon.socket) as fs, fs.events(after=broken.last_id) as resumed:
-        seen_by_broken += drain(resumed, 2.0)
-    seen_by_whole = drain(whole, 2.0)
-    whole.close()
+    seen_by_whole, seen_by_leaving = whole.finish(), leaving.finish()
 
     expected = {f"proc{n}/{i}.txt": procs[n][0].pid for n in range(4) for i in range(files // 4)}
-    for events in (seen_by_whole, seen_by_broken):
-        assert "gap" not in {e.kind for e in events}
-        causes: dict[str, set[Cause]] = {}
-        for event in events:
-            for path in event.paths:
-                causes.setdefault(path, set()).update(event.causes)
+    for events in (seen_by_whole, seen_by_leaving):
+        causes = causes_by_path(events)
         assert set(causes) == set(expected) | {f"calls/{n}.txt" for n in range(calls)}
         for path, pid in expected.items():
             assert {c.pid for c in causes[path]} == {pid}, path
             assert all(c.command[:2] == ("sh", "-c") and c.container is None for c in causes[path])
         for n in range(calls):
             assert causes[f"calls/{n}.txt"] == {Cause.call("write_file", f"call-{n}")}
+    assert leaving.resumes >= calls // 7  # a tool call's path is an event of its own
 
 
 def test_an_id_from_an_earlier_run_gets_a_gap(daemons: Daemons) -> None:
