@@ -8,7 +8,7 @@ list. Everything else happens in the feed's own thread, a batch at a time:
 it waits ``WINDOW`` after the first change of a batch, takes the list and
 freezes the tree (O(1), ``Tree.freeze``) under the lock, and then, without
 it, diffs the state before the batch with the state after it -- the diff
-blame uses (``attributed_diff``), so the paths and kinds are exactly those
+blame uses (``attributed_changes``), so the paths and kinds are exactly those
 that differ, and each path's causes those of its inode (or of the nearest
 directory on its way that changed). The paths are grouped by kind and
 causes into events of at most ``EVENT_PATHS`` paths, serialised once, and
@@ -52,9 +52,8 @@ from ..tree import (
     Cause,
     ChangeKind,
     Journal,
-    PathChange,
     Tree,
-    attributed_diff,
+    attributed_changes,
     current_cause,
     mount_busy,
 )
@@ -221,7 +220,7 @@ class ChangeFeed:
         changed, causes = _united(records.values(), full)
         # The diff makes way for a busy mount as it goes (it competes with the mount's
         # thread for the interpreter): under load a batch waits, and the next grows.
-        found = attributed_diff(before, after, changed, causes)
+        found = attributed_changes(before, after, changed, causes)
         self._keep(
             ChangeEvent(event_id(self.stream, self._last + n), kind, paths, who, when)
             for n, (kind, paths, who) in enumerate(_grouped(found), 1)
@@ -432,24 +431,25 @@ def _united(
 
 
 def _grouped(
-    changes: list[PathChange],
+    changes: Iterable[tuple[ChangeKind, str, tuple[Cause, ...]]],
 ) -> Iterator[tuple[ChangeKind, tuple[str, ...], tuple[Cause, ...]]]:
-    """The changes as (kind, paths, causes), a group per kind and causes in the order
-    of their first path, cut to ``EVENT_PATHS`` paths."""
+    """The changes (each kind's paths sorted, as ``attributed_changes`` gives them) as
+    (kind, paths, causes), a group per kind and causes in the order of their first
+    path, cut to ``EVENT_PATHS`` paths."""
     # By the causes' tuple first (most paths share one: no hashing of causes per
     # path), then the few groups by their value.
     shared: dict[tuple[ChangeKind, int], tuple[tuple[Cause, ...], list[str]]] = {}
-    for change in changes:
-        key = (change.kind, id(change.causes))
+    for kind, path, causes in changes:
+        key = (kind, id(causes))
         group = shared.get(key)
         if group is None:
-            group = shared[key] = (change.causes, [])
-        group[1].append(change.path)
+            group = shared[key] = (causes, [])
+        group[1].append(path)
     groups: dict[tuple[ChangeKind, tuple[Cause, ...]], list[str]] = {}
     for (kind, _), (causes, paths) in shared.items():
         groups.setdefault((kind, causes), []).extend(paths)
     for (kind, causes), paths in groups.items():
-        paths.sort()
+        paths.sort()  # sorted already unless groups of equal causes were joined
         for start in range(0, len(paths), EVENT_PATHS):
             yield kind, tuple(paths[start : start + EVENT_PATHS]), causes
 

@@ -7,6 +7,7 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._blame import ChangeKind as ChangeKind
     from ._blame import PathChange as PathChange
+    from ._blame import attributed_changes as attributed_changes
     from ._blame import attributed_diff as attributed_diff
     from ._blame import empty_view as empty_view
     from ._blame import path_change as path_change
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ChangeKind": "._blame",
     "PathChange": "._blame",
+    "attributed_changes": "._blame",
     "attributed_diff": "._blame",
     "empty_view": "._blame",
     "path_change": "._blame",

@@ -12,7 +12,8 @@ stays O(changes), and one path's history costs O(depth) per version.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import operator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -50,27 +51,40 @@ def empty_view() -> TreeView:
     return TreeView(put(Table(0, []), ROOT_INO, Directory(0, 0o755, 0, 0, 0), 0))
 
 
+def attributed_changes(
+    base: TreeView | DiffSide, target: TreeView | DiffSide, changed: Iterable[int], causes: Causes
+) -> Iterator[tuple[ChangeKind, str, tuple[Cause, ...]]]:
+    """``(kind, path, causes)`` for every path that differs from ``base`` to ``target``:
+    the added ones, then the modified, then the deleted, each kind's paths sorted.
+    ``changed`` and ``causes`` come from the steps between them. (A caller diffing the
+    same two views in parts passes each as a ``DiffSide``, which keeps what it found.)
+    For readers of many paths at a time (the change feed): no object per path."""
+    before = base if isinstance(base, DiffSide) else DiffSide(base)
+    after = target if isinstance(target, DiffSide) else DiffSide(target)
+    paths = diff_versions(before, after, changed)
+    for kind, group in (
+        ("added", paths.added),
+        ("modified", paths.modified),
+        ("deleted", paths.deleted),
+    ):
+        for path in group:
+            yield kind, path, _path_causes(before, after, path, causes)
+
+
 def attributed_diff(
     base: TreeView | DiffSide, target: TreeView | DiffSide, changed: Iterable[int], causes: Causes
 ) -> list[PathChange]:
     """Every path that differs from ``base`` to ``target``, sorted, with its causes;
-    ``changed`` and ``causes`` come from the steps between them. (A caller diffing the
-    same two views in parts passes each as a ``DiffSide``, which keeps what it found.)"""
-    before = base if isinstance(base, DiffSide) else DiffSide(base)
-    after = target if isinstance(target, DiffSide) else DiffSide(target)
-    paths = diff_versions(before, after, changed)
-    groups: tuple[tuple[ChangeKind, tuple[str, ...]], ...] = (
-        ("added", paths.added),
-        ("modified", paths.modified),
-        ("deleted", paths.deleted),
-    )
+    see ``attributed_changes``."""
     found = [
-        PathChange(path, kind, _path_causes(before, after, path, causes))
-        for kind, group in groups
-        for path in group
+        PathChange(path, kind, who)
+        for kind, path, who in attributed_changes(base, target, changed, causes)
     ]
-    found.sort(key=lambda change: change.path)
+    found.sort(key=_by_path)
     return found
+
+
+_by_path = operator.attrgetter("path")
 
 
 def path_change(base: TreeView, target: TreeView, path: str, causes: Causes) -> PathChange | None:
@@ -98,13 +112,14 @@ def path_causes(base: TreeView, target: TreeView, path: str, causes: Causes) -> 
 
 
 def _path_causes(base: DiffSide, target: DiffSide, path: str, causes: Causes) -> tuple[Cause, ...]:
-    full = path.count("/") + 2  # the root and one inode per name
-    chains = [target.chain(path), base.chain(path)]
-    for chain in chains:
-        if len(chain) == full:  # the path exists on this side: its own inode first
-            found = causes.get(chain[-1])
+    for side in (target, base):
+        ino = side.inode(path)
+        if ino is not None:  # the path exists on this side: its own inode first
+            found = causes.get(ino)
             if found:
                 return found
+    full = path.count("/") + 2  # the root and one inode per name
+    chains = [target.chain(path), base.chain(path)]
     for chain in chains:
         # The directories on the way, deepest first. Not the root: every change at
         # the top level changes it.

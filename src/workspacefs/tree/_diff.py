@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ._nodes import Directory, File, Node, Special, Symlink
 from ._turns import make_way
+from ._version import Version
 from ._view import ROOT_INO, TreeView
 
 PART = 256
@@ -59,15 +60,18 @@ class DiffSide:
 
     def __init__(self, view: TreeView) -> None:
         self.view = view
-        self._get = view.get
+        # A frozen view's table never changes: its lookup is bound once (one call a
+        # node, not two); the live tree's table is replaced as it is written.
+        frozen = type(view) is TreeView or isinstance(view, Version)
+        self._get = view._table.get if frozen else view.get
         root = view.get(ROOT_INO)
         self._paths: dict[int, str | None] = {ROOT_INO: ""}
         # path -> (chain, the directory there if the path is one)
         self._dirs: dict[str, tuple[tuple[int, ...], Directory | None]] = {
             "": ((ROOT_INO,), root if isinstance(root, Directory) else None)
         }
-        # path -> (chain, the node there if the path resolves)
-        self._leaves: dict[str, tuple[tuple[int, ...], Node | None]] = {}
+        # path -> (the chain of its directory, the inode and node there if it resolves)
+        self._leaves: dict[str, tuple[tuple[int, ...], int | None, Node | None]] = {}
 
     def directory_path(self, ino: int) -> str | None:
         """The path of directory ``ino`` (None: unreachable); see ``TreeView.paths``."""
@@ -104,23 +108,25 @@ class DiffSide:
     def chain(self, path: str) -> tuple[int, ...]:
         """The inodes from the root along ``path`` as far as it resolves (links not
         followed): one more than its names when it does."""
-        return self._leaf(path)[0]
+        chain, ino, _ = self._leaf(path)
+        return chain if ino is None else (*chain, ino)
+
+    def inode(self, path: str) -> int | None:
+        """The inode at ``path`` (None: it does not resolve)."""
+        return self._leaf(path)[1]
 
     def leaf(self, path: str) -> Node | None:
         """The node at ``path`` unless it is missing or a directory."""
-        node = self._leaf(path)[1]
+        node = self._leaf(path)[2]
         return None if isinstance(node, Directory) else node
 
-    def _leaf(self, path: str) -> tuple[tuple[int, ...], Node | None]:
+    def _leaf(self, path: str) -> tuple[tuple[int, ...], int | None, Node | None]:
         found = self._leaves.get(path)
         if found is None:
             parent, _, name = path.rpartition("/")
             chain, directory = self._dirs.get(parent) or self._directory(parent)
             child = None if directory is None else directory.entries.get(name)
-            if child is None:
-                found = (chain, None)
-            else:
-                found = ((*chain, child), self._get(child))
+            found = (chain, child, None if child is None else self._get(child))
             self._leaves[path] = found
         return found
 
@@ -151,28 +157,45 @@ def diff_versions(
     after_side = target if isinstance(target, DiffSide) else DiffSide(target)
     every = changed if isinstance(changed, Set) else set(changed)
     candidates: set[str] = set()
+    get_before, get_after = before_side._get, after_side._get
     for count, ino in enumerate(every, 1):
-        if count % PART == 0:
+        if not count % PART:
             make_way()
-        before, after = before_side.view.get(ino), after_side.view.get(ino)
-        if isinstance(before, Directory) or isinstance(after, Directory):
+        before, after = get_before(ino), get_after(ino)
+        if before is after:
+            continue  # the same node: neither view changed it since they parted
+        before_dir, after_dir = isinstance(before, Directory), isinstance(after, Directory)
+        if before_dir or after_dir:
             _entry_candidates(before_side, after_side, ino, before, after, every, candidates)
-        for side, node in ((before_side, before), (after_side, after)):
-            if node is not None and not isinstance(node, Directory):
-                candidates.update(side.paths(ino, node))
+        # A node only one side has is named by its links' entries, which differ in
+        # their directories (changed too): those name its paths already.
+        if before is not None and not before_dir and after is not None:
+            candidates.update(before_side.paths(ino, before))
+        if after is not None and not after_dir and before is not None:
+            candidates.update(after_side.paths(ino, after))
+    return _classified(before_side, after_side, candidates)
+
+
+def _classified(before_side: DiffSide, after_side: DiffSide, candidates: Iterable[str]) -> PathDiff:
+    """The candidate paths that differ, by how."""
     added, modified, deleted = [], [], []
+    leaf_before, leaf_after = before_side.leaf, after_side.leaf
     for count, path in enumerate(candidates, 1):
-        if count % PART == 0:
+        if not count % PART:
             make_way()
-        old = before_side.leaf(path)
-        new = after_side.leaf(path)
-        if old is None and new is not None:
-            added.append(path)
-        elif new is None and old is not None:
+        old = leaf_before(path)
+        new = leaf_after(path)
+        if old is None:
+            if new is not None:
+                added.append(path)
+        elif new is None:
             deleted.append(path)
-        elif old is not None and new is not None and not same_entry(old, new):
+        elif not same_entry(old, new):
             modified.append(path)
-    return PathDiff(tuple(sorted(added)), tuple(sorted(modified)), tuple(sorted(deleted)))
+    added.sort()
+    modified.sort()
+    deleted.sort()
+    return PathDiff(tuple(added), tuple(modified), tuple(deleted))
 
 
 def _entry_candidates(
@@ -194,16 +217,17 @@ def _entry_candidates(
         names = [name for name in differing if name in entries]
         if not names or node is None:
             continue
-        view = side.view
+        get = side._get
         prefixes = [""] if ino == ROOT_INO else side.paths(ino, node)
         for prefix in prefixes:
             for name in names:
                 path = f"{prefix}/{name}" if prefix else name
                 child = entries[name]
-                if not isinstance(view.get(child), Directory):
+                if not isinstance(get(child), Directory):
                     out.add(path)
-                elif child not in changed or other.view.get(child) is not None:
-                    out.update(p for p, _, node in view.walk(child, path) if not _is_dir(node))
+                elif child not in changed or other._get(child) is not None:
+                    walked = side.view.walk(child, path)
+                    out.update(p for p, _, node in walked if not _is_dir(node))
                 # else: a directory only this side has, whose own entries name its files
 
 
