@@ -19,9 +19,12 @@ for a busy mount (``fs.MAX_DELAY``, 1 s): more small files that stay.
 
 Two figures per workload: the wall time (the goal: at most 5% slower with the
 feed on), and the CPU time the daemon spent on it in all (from ``/proc``, read
-once its feed has taken the last batch: the feed's deferred work included).
-At the end the watcher says how many paths it saw; every file the workloads
-left must be among them.
+once its feed has taken the last batch: the feed's deferred work included),
+with the part of it the feed's own thread spent. Each line names the kernel
+requests each mount served for the workload (``status``'s counts), which
+must be the same with the feed on and off: the same work, told apart only by
+the feed. At the end the watcher says how many paths it saw; every file the
+workloads left must be among them.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 
 from workspacefs.daemon import connect, start
+from workspacefs.fuse import RequestStats
 
 from ._common import Result, scratch_dir
 from .bench_fuse import MIB, corpus_source, small_files, write_file
@@ -81,6 +86,32 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         fields = stat.read().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+FEED_THREAD = "workspacefs-feed"
+
+
+def thread_cpu_seconds(pid: int, name: str) -> float:
+    """The CPU time of process ``pid``'s live threads called ``name`` (the kernel's
+    ``comm``, which the feed's thread sets), so far."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as stat:
+                head, _, rest = stat.read().rpartition(")")
+        except FileNotFoundError:  # ended meanwhile
+            continue
+        if head.partition("(")[2] == name[:15]:
+            fields = rest.split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def served(socket: str) -> RequestStats:
+    """The kernel requests the daemon's mount has served so far."""
+    with connect(socket) as fs:
+        requests = fs.status()["requests"]
+    return RequestStats(MappingProxyType(requests["counts"]), MappingProxyType(requests["seconds"]))
 
 
 def workloads(quick: bool, tarball: Path) -> dict[str, Callable[[Path], None]]:
@@ -139,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         watcher.stdout.readline()  # it follows the feed from here
         times: dict[str, dict[str, list[float]]] = {}
         cpu: dict[str, dict[str, list[float]]] = {}
+        feed_cpu: dict[str, list[float]] = {}
+        requests: dict[str, dict[str, list[RequestStats]]] = {}
+        loads: list[float] = []
         left: set[str] = set()
         for round_number in range(args.rounds):
             chosen = workloads(args.quick, tarball).items()
@@ -147,22 +181,31 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 order = ("off", "on") if round_number % 2 == 0 else ("on", "off")
                 for name in order:
+                    record = records[name]
                     root = mounts[name] / f"w{number}-r{round_number}"
                     root.mkdir()
                     time.sleep(SETTLE)
-                    spent = cpu_seconds(records[name].pid)
+                    spent = cpu_seconds(record.pid)
+                    feed_spent = thread_cpu_seconds(record.pid, FEED_THREAD)
+                    before = served(record.socket)
                     started = time.perf_counter()
                     run(root)
                     elapsed = time.perf_counter() - started
                     time.sleep(SETTLE)
-                    spent = cpu_seconds(records[name].pid) - spent
+                    spent = cpu_seconds(record.pid) - spent
+                    feed_spent = thread_cpu_seconds(record.pid, FEED_THREAD) - feed_spent
+                    asked = served(record.socket) - before
                     times.setdefault(workload, {}).setdefault(name, []).append(elapsed)
                     cpu.setdefault(workload, {}).setdefault(name, []).append(spent)
+                    requests.setdefault(workload, {}).setdefault(name, []).append(asked)
+                    if name == "on":
+                        feed_cpu.setdefault(workload, []).append(feed_spent)
                     (root / "big").unlink(missing_ok=True)  # no daemon holds GBs of them
                     if args.verbose:
                         print(
                             f"{workload} feed {name}: {elapsed * 1000:.0f} ms, CPU "
-                            f"{spent * 1000:.0f} ms",
+                            f"{spent * 1000:.0f} ms (the feed's thread {feed_spent * 1000:.0f} "
+                            f"ms), {asked.total:,} requests, load {os.getloadavg()[0]:.1f}",
                             flush=True,
                         )
                     if name == "on":
@@ -172,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                             for p in root.rglob("*")
                             if not p.is_dir() or p.is_symlink()
                         )
+            loads.append(os.getloadavg()[0])
         (mounts["on"] / "STOP").write_text("")
         seen_count = int(watcher.stdout.readline())
         seen = {watcher.stdout.readline().rstrip("\n") for _ in range(seen_count)}
@@ -185,6 +229,11 @@ def main(argv: list[str] | None = None) -> int:
             cpu_off, cpu_on = statistics.median(used["off"]), statistics.median(used["on"])
             cpu_pairs = zip(used["on"], used["off"], strict=True)
             cpu_ratio = statistics.median(a / b for a, b in cpu_pairs if b)
+            feed_thread = statistics.median(feed_cpu[workload])
+            asked = {
+                name: statistics.median(r.total for r in runs)
+                for name, runs in requests[workload].items()
+            }
             results.append(
                 Result(
                     f"{workload}: feed on vs off",
@@ -194,12 +243,19 @@ def main(argv: list[str] | None = None) -> int:
                     "at most 5% slower",
                     ratio - 1 <= 0.05,
                     note=f"wall {ratio - 1:+.1%}; the daemon's CPU {cpu_on * 1000:.0f} vs "
-                    f"{cpu_off * 1000:.0f} ms ({cpu_ratio - 1:+.1%}); medians of {args.rounds} "
-                    "rounds, in turns (the costs: of each round's ratio)",
+                    f"{cpu_off * 1000:.0f} ms ({cpu_ratio - 1:+.1%}; the feed's thread "
+                    f"{feed_thread * 1000:.0f} ms); kernel requests {asked['on']:,.0f} vs "
+                    f"{asked['off']:,.0f} ({requests[workload]['on'][-1].summary(4)}); "
+                    f"medians of {args.rounds} rounds, in turns (the costs: of each round's "
+                    "ratio)",
                 )
             )
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-        print(f"change feed benchmarks (python {sys.version.split()[0]}, load average {load})")
+        print(
+            f"change feed benchmarks (python {sys.version.split()[0]}, load average {load}; "
+            f"1-minute load over the rounds {min(loads):.1f} to {max(loads):.1f}, median "
+            f"{statistics.median(loads):.1f}, on {os.cpu_count()} CPUs)"
+        )
         for result in results:
             print(result.line())
         missing = left - seen

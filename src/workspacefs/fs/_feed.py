@@ -82,6 +82,8 @@ MAX_CAUSES = 8
 """The most causes an event names per path (the latest ones)."""
 MAX_GLOB = 4096
 """The longest path glob a reader may filter with."""
+THREAD_NAME = "workspacefs-feed"
+"""The feed's thread's name (the kernel's holds its first 15 characters)."""
 _IDLE_CHECK = 1.0
 """Seconds the feed's thread sleeps before it looks whether its feed is still used."""
 
@@ -187,7 +189,7 @@ class ChangeFeed:
             self._state = tree.freeze()
             self._unobserve = tree.lock.observe(self._observe)
         self._thread = threading.Thread(
-            target=_run, args=(weakref.ref(self),), name="workspacefs-feed", daemon=True
+            target=_run, args=(weakref.ref(self),), name=THREAD_NAME, daemon=True
         )
         self._thread.start()
 
@@ -364,6 +366,9 @@ class _FeedStream(ChangeStream):
 def _run(ref: weakref.ref[ChangeFeed]) -> None:
     """The feed's thread: a batch each time changes come, until the feed is closed or
     gone (it holds the feed only while it works, so a feed nobody uses goes)."""
+    # Named for the kernel too (``top -H``, ``/proc``: what its CPU time is read by).
+    with contextlib.suppress(OSError), open("/proc/thread-self/comm", "w") as comm:
+        comm.write(THREAD_NAME[:15])
     while True:
         feed = ref()
         if feed is None or feed.closed:

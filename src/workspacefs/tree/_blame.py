@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ._causes import Cause
-from ._diff import DiffSide, diff_versions, same_entry
+from ._diff import PART, DiffSide, diff_versions, same_entry
 from ._nodes import Directory
 from ._table import Table, put
+from ._turns import make_way
 from ._view import ROOT_INO, TreeView
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -67,7 +68,9 @@ def attributed_changes(
         ("modified", paths.modified),
         ("deleted", paths.deleted),
     ):
-        for path in group:
+        for count, path in enumerate(group, 1):
+            if not count % PART:
+                make_way()
             yield kind, path, _path_causes(before, after, path, causes)
 
 

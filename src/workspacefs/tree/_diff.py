@@ -34,8 +34,11 @@ from ._turns import make_way
 from ._version import Version
 from ._view import ROOT_INO, TreeView
 
-PART = 256
-"""Inodes or paths a diff handles between two looks at whether a mount is busy."""
+PART = 32
+"""Inodes or paths a diff handles between two looks at whether a mount is busy: about
+50 us of work. A mount's request that comes meanwhile waits for the GIL until then
+(or the switch interval, 0.5 ms in the daemon, is up): with 256 (0.4 ms), a request
+and its answer took 2.5 times as long while a diff ran, with 32 about 1.2 times."""
 
 
 @dataclass(frozen=True, slots=True)
