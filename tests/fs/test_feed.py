@@ -268,3 +268,29 @@ def test_the_ring_keeps_at_most_its_bytes_and_a_reader_behind_them_gets_a_gap() 
             assert len(list(stream)) == kept  # the oldest kept one's successors: all there
     finally:
         feed.close()
+
+
+@pytest.mark.logs_errors("a change feed listener failed")
+def test_listeners_are_told_of_kept_events_and_of_the_close() -> None:
+    fs = InMemoryFilesystem()
+    feed = ChangeFeed(fs.tree, window=3600)
+    told: list[str] = []
+
+    def failing() -> None:
+        raise RuntimeError("a listener's own bug")
+
+    stop = feed.on_kept(lambda: told.append(feed.latest))
+    feed.on_kept(failing)  # logged; the feed and the other listeners go on
+    fs.write("a.txt", "1")
+    feed._step()
+    assert told == [feed.latest]
+    stop()
+    fs.write("b.txt", "2")
+    feed._step()
+    assert len(told) == 1
+    again = feed.on_kept(lambda: told.append("closed" if feed.closed else feed.latest))
+    fs.write("c.txt", "3")
+    feed._step()
+    feed.close()
+    assert told[1:] == [feed.latest, "closed"]
+    again()

@@ -43,7 +43,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -69,6 +69,8 @@ QUIET = 0.01
 MAX_DELAY = 1.0
 """...unless the batch's first change is this many seconds old."""
 _QUIET_NS = int(QUIET * 1e9)
+_LONGEST_LOOK = 0.2
+"""The longest a batch waits for a busy mount before it looks again."""
 EVENT_PATHS = 1000
 """The most paths one event names (a larger group is split)."""
 RING_EVENTS = 10_000
@@ -184,6 +186,7 @@ class ChangeFeed:
         self._ring_size = 0
         self._last = 0
         self._changed = threading.Condition()
+        self._listeners: list[Callable[[], None]] = []  # under ``_changed``
         self.closed = False
         with tree.lock.unpublished:  # the first state and the first record, together
             self._state = tree.freeze()
@@ -247,6 +250,8 @@ class ChangeFeed:
                 start = 0
             self._ring_start = start
             self._changed.notify_all()
+            listeners = tuple(self._listeners)
+        _tell(listeners)
 
     def _lost(self) -> None:
         """After a failed batch: start again from the state now, and tell every reader
@@ -331,6 +336,22 @@ class ChangeFeed:
         self._wake.set()
         with self._changed:
             self._changed.notify_all()
+            listeners = tuple(self._listeners)
+        _tell(listeners)
+
+    def on_kept(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` each time events are kept, and when the feed closes (for
+        readers that wait in an event loop, not a thread); returns the function that
+        stops it. It is called in the feed's thread, holding no lock, so it must only
+        signal (trio's ``run_sync_soon``, say): the next batch waits for it."""
+        with self._changed:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._changed, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return stop
 
 
 class _FeedStream(ChangeStream):
@@ -361,6 +382,14 @@ class _FeedStream(ChangeStream):
             if not found.events and not self._feed.wait(self._position, deadline):
                 return None
         return self._queue.popleft()
+
+
+def _tell(listeners: Iterable[Callable[[], None]]) -> None:
+    for listener in listeners:
+        try:
+            listener()
+        except Exception:
+            log.exception("a change feed listener failed")
 
 
 def _run(ref: weakref.ref[ChangeFeed]) -> None:
@@ -405,9 +434,16 @@ def _batch_grown(feed: ChangeFeed) -> bool:
     until = time.monotonic() + MAX_DELAY
     if feed._closing.wait(feed._window):
         return False
-    while mount_busy(_QUIET_NS) and time.monotonic() < until:
-        if feed._closing.wait(QUIET):
+    # Each look at the mount wakes this thread, which then wants the interpreter the
+    # mount's thread is busy with: the looks grow sparser while it stays busy.
+    pause = QUIET
+    while mount_busy(_QUIET_NS):
+        left = until - time.monotonic()
+        if left <= 0:
+            break
+        if feed._closing.wait(min(pause, left)):
             return False
+        pause = min(2 * pause, _LONGEST_LOOK)
     return True
 
 
