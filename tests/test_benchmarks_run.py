@@ -13,6 +13,7 @@ MARKS = {
     "cli": [pytest.mark.fuse],  # a daemon
     "fuse": [pytest.mark.fuse],
     "durability": [pytest.mark.fuse],  # daemons, and a stale mount detached
+    "feed": [pytest.mark.fuse],  # daemons
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
     "forks": [pytest.mark.fuse, pytest.mark.container],
     "best_of": [pytest.mark.fuse, pytest.mark.container],  # a daemon and its containers

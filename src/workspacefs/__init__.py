@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from .fs import AttributedFilesystem as AttributedFilesystem
     from .fs import BlameEntry as BlameEntry
     from .fs import Cause as Cause
+    from .fs import ChangeEvent as ChangeEvent
+    from .fs import ChangeStream as ChangeStream
     from .fs import FileEntry as FileEntry
     from .fs import FileStat as FileStat
     from .fs import Filesystem as Filesystem
@@ -123,6 +125,8 @@ _EXPORTS = {
     "AttributedFilesystem": ".fs",
     "BlameEntry": ".fs",
     "Cause": ".fs",
+    "ChangeEvent": ".fs",
+    "ChangeStream": ".fs",
     "FileEntry": ".fs",
     "FileStat": ".fs",
     "Filesystem": ".fs",

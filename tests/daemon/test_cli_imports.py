@@ -1,8 +1,8 @@
 """Commands that answer from a daemon load a socket client and the output, nothing more.
 
-``workspacefs list``, ``status``, ``snapshot``, ``restore``, ``diff``, ``log``, ``history``
-and ``rewind`` run in a fresh interpreter against a real daemon; what they loaded is read
-from ``sys.modules``.
+``workspacefs list``, ``status``, ``snapshot``, ``restore``, ``diff``, ``log``, ``history``,
+``rewind`` and ``watch`` run in a fresh interpreter against a real daemon; what they loaded is
+read from ``sys.modules``.
 The server, the mount, the sandbox, git, the MCP SDK and the in-memory backend must not
 be among it (``benchmarks/bench_cli.py`` times the commands; this checks the import
 graph, which does not depend on how loaded the machine is).
@@ -108,6 +108,7 @@ def mountpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ["restore", "{mp}", "base"],
         ["history", "{mp}"],
         ["rewind", "{mp}", "c1", "--force"],
+        ["watch", "{mp}", "*.txt", "--timeout", "0.1"],
     ],
     ids=lambda command: command[0],
 )

@@ -22,7 +22,7 @@ import pytest
 
 from support.best_of import CANDIDATES, CORRECT, SCORE, write_candidate, write_project
 from support.daemon import Daemons, private_runtime
-from workspacefs import InMemoryFilesystem
+from workspacefs import Cause, InMemoryFilesystem, attributed
 from workspacefs.daemon import connect
 from workspacefs.debug import LiveTarget, start, toolset_arguments
 from workspacefs.tools import UndoableToolset, filesystem_tools
@@ -384,5 +384,34 @@ def _compare_attempts(browser: Any, target: LiveTarget, trial_id: str, tmp_path:
         shot = page.screenshot()
         assert png_size(shot) == (VIEWPORT["width"], VIEWPORT["height"])
         keep(shot, "debug-ui-attempts.png", tmp_path)
+
+
+def test_the_live_view_follows_the_change_feed(browser: Any) -> None:
+    fs = InMemoryFilesystem()
+    fs.write("src/app.py", APP_V1)
+    fs.snapshot()
+    with start(LiveTarget(fs)) as server:
+        page = browser.new_page(viewport=VIEWPORT)
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(f"{server.url}#snapshot=live&file=src/app.py")
+        page.wait_for_selector("body[data-ready='1']")
+        page.wait_for_selector("#live-state:has-text('following')")
+        page.locator("#tree li[data-path='src'] > .label").click()  # open src/
+        page.wait_for_selector("#tree li[data-path='src/app.py']")
+
+        # Changes made elsewhere reach the page without a reload: the list of live
+        # changes says what and who, the tree and the open file show them.
+        with attributed(Cause.call("write_file", "call-9")):
+            fs.write("src/util.py", "X = 1\n")
+            fs.write("src/app.py", APP_V2)
+        page.wait_for_selector("#live-feed li.added[data-path='src/util.py']")
+        row = page.locator("#live-feed li[data-path='src/util.py']")
+        assert row.locator(".who").inner_text() == "by write_file call call-9"
+        page.wait_for_selector("#tree li[data-path='src/util.py']")  # src/ still open
+        page.wait_for_selector("#file-lines td.src:has-text('return 0')")
+        fs.delete("src/util.py")
+        page.wait_for_selector("#live-feed li.deleted[data-path='src/util.py']")
+        page.wait_for_selector("#tree li[data-path='src/util.py']", state="detached")
         page.close()
         assert problems == []

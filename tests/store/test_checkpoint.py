@@ -160,7 +160,7 @@ def test_a_checkpoint_waits_for_the_mount_to_be_quiet_up_to_a_bound(
 
     monkeypatch.setattr(_durable, "CHECKPOINT_BYTES", 10_000)
     monkeypatch.setattr(_durable, "BUSY_CHECKPOINT_BYTES", 10**12 if cap == "high" else 20_000)
-    monkeypatch.setattr(_durable, "QUIET_SECONDS", 0.3)
+    monkeypatch.setattr(_durable, "QUIET_NS", 300_000_000)
     store = tmp_path / "store"
     durable, _ = open_workspace(str(store), durability=Durability.INTERVAL, interval=0.05)
     with durable:

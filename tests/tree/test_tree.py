@@ -392,3 +392,41 @@ def test_restore_of_foreign_version_refused(tree: Tree) -> None:
     other = Tree().snapshot()
     with pytest.raises(ValueError):
         tree.restore(other)
+
+
+def test_observers_see_every_change_under_the_lock_subscribers_only_published(
+    tree: Tree,
+) -> None:
+    # The change feed needs the kernel's own changes (unpublished holds) too, and in
+    # the order the lock took them: observers are told before the lock is let go.
+    observed: list[tuple[set[int], bool]] = []
+    published: list[Journal] = []
+    stop = tree.lock.observe(
+        lambda journal: observed.append((set(journal.inodes), tree.lock._lock._is_owned()))  # type: ignore[attr-defined]
+    )
+    tree.lock.subscribe(published.append)
+    with tree.lock.unpublished:
+        f = tree.create(ROOT_INO, "by-the-kernel")
+    with tree.lock:
+        tree.write(f, 0, b"x")
+    with tree.lock:
+        pass  # nothing changed: nobody is told
+    assert observed == [({ROOT_INO, f}, True), ({f}, True)]
+    assert [journal.inodes for journal in published] == [{f}]
+    stop()
+    with tree.lock:
+        tree.write(f, 1, b"y")
+    assert len(observed) == 2
+
+
+def test_freeze_keeps_its_view_while_the_tree_changes(tree: Tree) -> None:
+    with tree.lock:
+        f = tree.create(ROOT_INO, "f")
+        tree.write(f, 0, b"before")
+        frozen = tree.freeze()
+        tree.write(f, 0, b"AFTER!")
+        tree.create(ROOT_INO, "g")
+    assert frozen.read(f, 0, 10) == b"before"
+    assert frozen.find(ROOT_INO, "g") is None
+    assert tree.read(f, 0, 10) == b"AFTER!"
+    assert tree.versions() == []  # no snapshot: no step of history

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     _snapshots,
     _storage,
     _try,
+    _watch,
 )
 from ._app import EXIT_FAILED, EXIT_MOUNTED_INSIDE, EXIT_NO_WORKSPACE, EXIT_OK, EXIT_USAGE, app
 from ._output import stderr

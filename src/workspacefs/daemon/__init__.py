@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ._load import load_source as load_source
     from ._options import START_TIMEOUT as START_TIMEOUT
     from ._options import DaemonOptions as DaemonOptions
+    from ._responses import ClosingStreamingResponse as ClosingStreamingResponse
+    from ._responses import EventStreamResponse as EventStreamResponse
     from ._runtime import DaemonUnreachableError as DaemonUnreachableError
     from ._runtime import KnownMount as KnownMount
     from ._runtime import MountRecord as MountRecord
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
     from ._sources import parse_source as parse_source
     from ._spawn import daemon_command as daemon_command
     from ._spawn import start as start
+    from ._sse import SSE_KEEPALIVE as SSE_KEEPALIVE
+    from ._sse import SSE_MEDIA_TYPE as SSE_MEDIA_TYPE
+    from ._sse import sse_frame as sse_frame
+    from ._sse import sse_position as sse_position
     from ._verbs import VERBS as VERBS
     from ._verbs import Daemon as Daemon
     from ._verbs import DaemonVerbs as DaemonVerbs
@@ -72,6 +78,8 @@ _EXPORTS = {
     "load_source": "._load",
     "DaemonOptions": "._options",
     "START_TIMEOUT": "._options",
+    "ClosingStreamingResponse": "._responses",
+    "EventStreamResponse": "._responses",
     "DaemonUnreachableError": "._runtime",
     "KnownMount": "._runtime",
     "MountRecord": "._runtime",
@@ -85,6 +93,10 @@ _EXPORTS = {
     "run_daemon": "._server",
     "Source": "._sources",
     "parse_source": "._sources",
+    "SSE_KEEPALIVE": "._sse",
+    "SSE_MEDIA_TYPE": "._sse",
+    "sse_frame": "._sse",
+    "sse_position": "._sse",
     "daemon_command": "._spawn",
     "start": "._spawn",
     "Daemon": "._verbs",

@@ -1,4 +1,5 @@
-"""The control API: a Starlette app serving every verb of the table at ``/v3/<verb>``.
+"""The control API: a Starlette app serving every verb of the table at ``/v3/<verb>``,
+and the change feed at ``GET /v3/events`` (server-sent events, ``_events``).
 
 Every request body and answer is JSON (``_wire``); the body holds the verb's
 arguments by name (``_verbs``: the table says which, and how each is
@@ -25,6 +26,7 @@ from starlette.routing import Route
 
 from .._errors import InvalidArgumentError, LimitExceededError
 from ..fs import Cause, Limits, attributed
+from ._events import events_response
 from ._verbs import VERBS, Verb
 from ._wire import JSON_TYPE, PREFIX, Json, dumps, encode_error, loads
 from ._workspace import Workspace
@@ -82,10 +84,21 @@ def _too_large(size: int, most: int) -> LimitExceededError:
     )
 
 
-def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) -> Starlette:
+def create_app(
+    workspace: Workspace,
+    shutdown: Callable[[], Awaitable[None]],
+    stopping: Callable[[], bool] = lambda: False,
+) -> Starlette:
     """The control API over ``workspace``; a verb that stops the daemon (``unmount``)
-    calls ``shutdown`` once answered."""
+    calls ``shutdown`` once answered, and the change feed's streams end once
+    ``stopping()`` is true."""
     most = _max_body(workspace.fs.limits)
+
+    async def events(request: Request) -> Response:
+        try:
+            return await events_response(request, workspace, stopping)
+        except Exception as exc:
+            return _failure(exc)
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -108,5 +121,8 @@ def create_app(workspace: Workspace, shutdown: Callable[[], Awaitable[None]]) ->
         return _failure(InvalidArgumentError(message, None))
 
     # GET too: the verbs that take nothing read well from curl (``GET /v3/status``).
-    routes = [Route(PREFIX + "/{verb}", endpoint, methods=["GET", "POST"])]
+    routes = [
+        Route(PREFIX + "/events", events, methods=["GET"]),
+        Route(PREFIX + "/{verb}", endpoint, methods=["GET", "POST"]),
+    ]
     return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})

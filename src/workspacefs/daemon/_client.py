@@ -35,12 +35,14 @@ from ..fs import (
     CAUSE_VARIABLE,
     BlameEntry,
     Cause,
+    ChangeStream,
     FilesystemSnapshot,
     SnapshotChanges,
     attributed,
     current_cause,
 )
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
+from ._stream import RemoteChangeStream
 from ._transport import UnixHTTPPool
 from ._verbs import VIEW, DaemonVerbs, FilesystemVerbs, Verb, WorkspaceVerbs
 from ._wire import API_VERSION, JSON_TYPE, PREFIX, Json, decode_error, dumps, loads
@@ -288,6 +290,26 @@ class RemoteFilesystem(_RemoteFiles, DaemonVerbs):
     ) -> int:
         """Replace the workspace with the archive at ``path``; the file count."""
         return WorkspaceVerbs.import_archive.of(self)(os.path.abspath(path), limits=limits)
+
+    def events(
+        self, after: str | None = None, *, glob: str | None = None, timeout: float | None = None
+    ) -> ChangeStream:
+        """What changes in the workspace, as it happens (``GET /v3/events``): a
+        ``ChangeStream`` of ``ChangeEvent``s after the event ``after`` (None: from now
+        on), naming the paths ``glob`` matches; iteration ends once no event came for
+        ``timeout`` seconds (None: never). Each stream has its own connection: close
+        it (or use it as a context manager) when done. See
+        ``InMemoryFilesystem.events`` and docs/agents.md.
+
+        Raises:
+            InvalidArgumentError: ``after`` is no id of this feed's, or ``glob`` is
+                malformed.
+            DaemonUnreachableError: The daemon does not answer (iteration raises it
+                too, if the daemon stops meanwhile).
+        """
+        return RemoteChangeStream(
+            self.socket, after, glob=glob, timeout=timeout, connect_timeout=CONNECT_TIMEOUT
+        )
 
     def info(self) -> dict[str, Any]:
         """The daemon's fixed facts (pid, mount point, socket, repository, ...), as

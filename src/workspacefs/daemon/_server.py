@@ -228,7 +228,7 @@ async def _serve(workspace: Workspace, handle: Mount, fd: int) -> None:
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: the root's
     config.graceful_timeout = 2.0
-    app = create_app(workspace, shutdown)
+    app = create_app(workspace, shutdown, done.is_set)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_signals)
         nursery.start_soon(watch_mount)

@@ -14,6 +14,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Mapping
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -46,6 +47,30 @@ class _UnixConnection(http.client.HTTPConnection):
                 raise
             self.sock = sock
             return
+
+
+def open_stream(
+    path: str,
+    target: str,
+    headers: Mapping[str, str],
+    *,
+    timeout: float | None,
+    connect_timeout: float,
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """GET ``target`` on a connection of its own, for an answer read as it comes (a
+    stream of events); the connection and its response, whose body is unread.
+
+    Raises:
+        OSError: The connection failed.
+        http.client.HTTPException: The answer was no HTTP.
+    """
+    connection = _UnixConnection(path, timeout, connect_timeout)
+    try:
+        connection.request("GET", target, headers=dict(headers))
+        return connection, connection.getresponse()
+    except BaseException:
+        connection.close()
+        raise
 
 
 def _reusable(connection: _UnixConnection) -> bool:

@@ -16,6 +16,8 @@ needs the run's secret and a Host header naming this server first (``_auth``):
 * ``/api/diff/file?from=&to=&path=`` one file's hunks;
 * ``/api/trials`` a live workspace's best-of-N trials (``available`` False where
   the target runs none), each attempt's result, changes and output tails;
+* ``/api/events[?after=]`` a live workspace's change feed, relayed as server-sent
+  events (each cause with its ``text``), resumed from ``Last-Event-ID``;
 * seed 003's ``/api/filesystem/meta``, ``/api/filesystem/tree[?limit=&after=]``
   and ``/api/filesystem/file?path=``, on the newest snapshot unless ``?snapshot=``.
 
@@ -29,24 +31,42 @@ for a text view or a patch.
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from typing import Any
 from urllib.parse import quote
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
-from .._errors import NotFoundError
-from ..fs import PATCH_LINE_LIMIT, PatchSource, Trial, build_patch, file_patch, to_json
+from .._errors import BackendUnavailableError, NotFoundError
+from ..daemon import (
+    SSE_KEEPALIVE,
+    ClosingStreamingResponse,
+    EventStreamResponse,
+    sse_frame,
+    sse_position,
+)
+from ..fs import (
+    PATCH_LINE_LIMIT,
+    ChangeStream,
+    PatchSource,
+    Trial,
+    build_patch,
+    file_patch,
+    to_json,
+)
 from ..tree import PATH_MAX
 from ._auth import HostRequired, TokenRequired, check_token
 from ._http import (
@@ -61,9 +81,11 @@ from ._http import (
     query,
 )
 from ._live import LiveTarget
-from ._model import PathAttribution, SnapshotSummary, TreeEntry, merged
+from ._model import PathAttribution, SnapshotSummary, TreeEntry, cause_json, merged
 from ._target import DebugTarget
 from ._text import Hunk, changed_lines, decode_text, hunks, split_lines
+
+log = logging.getLogger(__name__)
 
 TIMELINE_CAUSES = 3
 """Causes the timeline shows per snapshot (the rest are counted)."""
@@ -77,6 +99,12 @@ TREE_LIMIT = 1_000_000
 """Most files one ``/api/filesystem/tree`` answer lists (and the most ``limit`` may ask for)."""
 REQUEST_SECONDS = 10.0
 """How long a heavy request works before it answers with what it has, marked so."""
+
+RELAY_WAIT = 0.5
+"""Seconds the change feed's relay waits for an event before it looks whether the
+server stops (a relay holds a worker thread while it waits)."""
+RELAY_KEEPALIVE = 15.0
+"""Seconds an idle relay waits before a comment line."""
 
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -227,7 +255,7 @@ class _Api:
             raise ApiError(404, "not_found", "not a regular file", path=path)
         blocks = _until(self.target.blocks(snapshot, path), self.stopping)
         name = quote(entry.name or "file", safe="")
-        return StreamingResponse(
+        return ClosingStreamingResponse(
             blocks,
             media_type="application/octet-stream",
             headers={
@@ -342,6 +370,38 @@ class _Api:
             }
         )
 
+    # -- the live view's change feed ----------------------------------------------------
+
+    def events(self, request: Request) -> Response:
+        if not (isinstance(self.target, LiveTarget) and self.target.watchable):
+            raise ApiError(404, "not_live", "this target does not change: it has no change feed")
+        after = request.headers.get("last-event-id") or request.query_params.get("after")
+        stream = self.target.events(after or None)  # a bad id is a 400, before the stream
+        return EventStreamResponse(self._relay(stream))
+
+    async def _relay(self, stream: ChangeStream) -> AsyncGenerator[bytes, None]:
+        """The feed's events as frames, each cause with its text for the page, until
+        the server stops or the feed ends (a daemon that stopped: the page retries).
+        Each wait for an event holds a worker thread for at most ``RELAY_WAIT``."""
+        try:
+            yield sse_position(stream.last_id, retry_ms=1000)
+            quiet = time.monotonic()
+            while not self.stopping.is_set():
+                event = await anyio.to_thread.run_sync(stream.next_event, RELAY_WAIT)
+                if event is not None:
+                    shown = {**event.to_dict(), "causes": [cause_json(c) for c in event.causes]}
+                    yield sse_frame(event.id, json.dumps(shown, separators=(",", ":")).encode())
+                    quiet = time.monotonic()
+                elif stream.closed:
+                    return
+                elif time.monotonic() - quiet >= RELAY_KEEPALIVE:
+                    yield SSE_KEEPALIVE
+                    quiet = time.monotonic()
+        except BackendUnavailableError as exc:
+            log.info("the change feed ended: %s", exc)
+        finally:
+            stream.close()
+
     # -- seed 003 ----------------------------------------------------------------------
 
     def _seed_snapshot(self, request: Request) -> str | None:
@@ -398,7 +458,7 @@ class _Api:
         # The first chunk is made before the response starts, so that an error there
         # still gets its status; the rest streams while the tree is walked.
         first = next(chunks)
-        return StreamingResponse(_chain(first, chunks), media_type="application/json")
+        return ClosingStreamingResponse(_chain(first, chunks), media_type="application/json")
 
     def filesystem_file(self, request: Request) -> Response:
         snapshot = self._seed_snapshot(request)
@@ -538,6 +598,7 @@ def create_app(
         Route("/api/snapshots/{snapshot}/changes", api.changes),
         Route("/api/diff/file", api.diff_file),
         Route("/api/trials", api.trials),
+        Route("/api/events", api.events),
         Route("/api/filesystem/meta", api.filesystem_meta),
         Route("/api/filesystem/tree", api.filesystem_tree),
         Route("/api/filesystem/file", api.filesystem_file),

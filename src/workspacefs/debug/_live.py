@@ -13,9 +13,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .._errors import InvalidArgumentError, SnapshotNotFoundError
+from .._errors import InvalidArgumentError, NotSupportedError, SnapshotNotFoundError
 from ..fs import (
     AttributedFilesystem,
+    ChangeStream,
     Filesystem,
     FilesystemSnapshot,
     SnapshotableFilesystem,
@@ -46,6 +47,17 @@ class BrowsableFilesystem(SnapshotableFilesystem, Protocol):
 
     def at(self, snapshot: FilesystemSnapshot) -> Filesystem:
         """A read-only view of ``snapshot``."""
+        ...
+
+
+@runtime_checkable
+class WatchableFilesystem(Protocol):
+    """A workspace with a change feed (``InMemoryFilesystem``, ``RemoteFilesystem``)."""
+
+    def events(
+        self, after: str | None = None, *, glob: str | None = None, timeout: float | None = None
+    ) -> ChangeStream:
+        """Its changes as they happen (see ``InMemoryFilesystem.events``)."""
         ...
 
 
@@ -116,7 +128,11 @@ class LiveTarget:
             "live",
             self._label,
             self._location,
-            {"backend": type(self._fs).__name__, "workspace_id": workspace},
+            {
+                "backend": type(self._fs).__name__,
+                "workspace_id": workspace,
+                "change_feed": self.watchable,
+            },
         )
 
     def _records(self) -> list[FilesystemSnapshot]:
@@ -247,6 +263,23 @@ class LiveTarget:
             return list(self._trials())
         except InvalidArgumentError:  # a daemon that predates the verb
             return None
+
+    @property
+    def watchable(self) -> bool:
+        """Whether the workspace has a change feed (``events``): the page then shows
+        its changes as they happen."""
+        return isinstance(self._fs, WatchableFilesystem)
+
+    def events(self, after: str | None = None) -> ChangeStream:
+        """The workspace's change feed after the event ``after`` (None: from now on).
+
+        Raises:
+            NotSupportedError: The workspace has none.
+            InvalidArgumentError: ``after`` is no id of its feed's.
+        """
+        if not isinstance(self._fs, WatchableFilesystem):
+            raise NotSupportedError("this workspace has no change feed", None)
+        return self._fs.events(after)
 
     def warm(self) -> None:
         pass

@@ -54,6 +54,21 @@ if TYPE_CHECKING:
     from ._entries import node_entry as node_entry
     from ._entries import tree_entries as tree_entries
     from ._entries import tree_key as tree_key
+    from ._events import ChangeEvent as ChangeEvent
+    from ._events import ChangeStream as ChangeStream
+    from ._events import EventKind as EventKind
+    from ._events import event_id as event_id
+    from ._events import parse_event_id as parse_event_id
+    from ._feed import EVENT_PATHS as FEED_EVENT_PATHS
+    from ._feed import READ_EVENTS as FEED_READ_EVENTS
+    from ._feed import RING_BYTES as FEED_RING_BYTES
+    from ._feed import RING_EVENTS as FEED_RING_EVENTS
+    from ._feed import ChangeFeed as ChangeFeed
+    from ._feed import FeedRead as FeedRead
+    from ._feed import Kept as Kept
+    from ._feed import encode_event as encode_event
+    from ._feed import event_filter as event_filter
+    from ._feed import matching as event_matching
     from ._frontend import BackendFilesystem as BackendFilesystem
     from ._history import AttributedFilesystem as AttributedFilesystem
     from ._history import BlameEntry as BlameEntry
@@ -89,6 +104,7 @@ if TYPE_CHECKING:
     from ._patch import patch_lines as patch_lines
     from ._paths import normalize as normalize_path
     from ._paths import normalize_mount_point as normalize_mount_point
+    from ._patterns import Matcher as Matcher
     from ._protocol import Filesystem as Filesystem
     from ._protocol import SnapshotableFilesystem as SnapshotableFilesystem
     from ._recorded import FIRST_TIME_NS as FIRST_TIME_NS
@@ -143,6 +159,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CAUSE_VARIABLE",
     "DEFAULT_LIMITS",
+    "FEED_EVENT_PATHS",
+    "FEED_READ_EVENTS",
+    "FEED_RING_BYTES",
+    "FEED_RING_EVENTS",
     "FIRST_TIME_NS",
     "LAST_TIME_NS",
     "MAX_ENTRIES",
@@ -164,7 +184,10 @@ __all__ = [
     "BlameEntry",
     "CallTag",
     "Cause",
+    "ChangeEvent",
+    "ChangeFeed",
     "ChangeKind",
+    "ChangeStream",
     "CommandOutcome",
     "ConflictDetail",
     "ConflictHunk",
@@ -173,6 +196,8 @@ __all__ = [
     "ConflictSide",
     "DirectoryBackend",
     "EntryKind",
+    "EventKind",
+    "FeedRead",
     "FileEntry",
     "FileStat",
     "Filesystem",
@@ -186,9 +211,11 @@ __all__ = [
     "HostMount",
     "InMemoryFilesystem",
     "InMemorySnapshotStore",
+    "Kept",
     "Kind",
     "Limits",
     "LinkReach",
+    "Matcher",
     "MemoryCeiling",
     "MemoryUsage",
     "MergeConflict",
@@ -246,6 +273,10 @@ __all__ = [
     "default_memory_budget",
     "depth_first",
     "either",
+    "encode_event",
+    "event_filter",
+    "event_id",
+    "event_matching",
     "file_patch",
     "find_snapshot",
     "from_json",
@@ -259,6 +290,7 @@ __all__ = [
     "normalize_path",
     "output_tail",
     "parse_call_tag",
+    "parse_event_id",
     "patch_lines",
     "recorded_calls",
     "recorded_id",
@@ -412,6 +444,22 @@ _EXPORTS = {
     "TrialState": "._trials",
     "output_tail": "._trials",
     "score_value": "._trials",
+    "ChangeEvent": "._events",
+    "ChangeStream": "._events",
+    "EventKind": "._events",
+    "event_id": "._events",
+    "parse_event_id": "._events",
+    "FEED_EVENT_PATHS": "._feed:EVENT_PATHS",
+    "FEED_READ_EVENTS": "._feed:READ_EVENTS",
+    "FEED_RING_BYTES": "._feed:RING_BYTES",
+    "FEED_RING_EVENTS": "._feed:RING_EVENTS",
+    "ChangeFeed": "._feed",
+    "FeedRead": "._feed",
+    "Kept": "._feed",
+    "encode_event": "._feed",
+    "event_filter": "._feed",
+    "event_matching": "._feed:matching",
+    "Matcher": "._patterns",
 }
 
 if not TYPE_CHECKING:

@@ -34,6 +34,8 @@ from ..tree import (
 from ..tree import attributed as _attributed
 from ._budget import MemoryUsage, default_memory_budget
 from ._conditional import changed_since
+from ._events import ChangeStream
+from ._feed import ChangeFeed
 from ._history import (
     Anchor,
     BlameEntry,
@@ -159,6 +161,8 @@ class InMemoryFilesystem(TreeFilesystem):
             weakref.WeakKeyDictionary()
         )
         self._merges_lock = threading.Lock()
+        self._feed: ChangeFeed | None = None  # started by the first reader
+        self._feed_lock = threading.Lock()
         # This workspace and its forks, theirs too (weakly): what space accounting asks.
         self._family = family
         family.add(self)
@@ -443,6 +447,31 @@ class InMemoryFilesystem(TreeFilesystem):
             deleted=paths.deleted,
             unchanged_count=count - len(paths.added) - len(paths.modified),
         )
+
+    # -- the change feed -------------------------------------------------------
+
+    def change_feed(self) -> ChangeFeed:
+        """The live workspace's change feed (``ChangeFeed``), started by the first call:
+        from then on every change, through the API or the mount, becomes events."""
+        with self._feed_lock:
+            if self._feed is None:
+                self._feed = ChangeFeed(self._live)
+            return self._feed
+
+    def events(
+        self, after: str | None = None, *, glob: str | None = None, timeout: float | None = None
+    ) -> ChangeStream:
+        """What changes in the live workspace, as it happens: a ``ChangeStream`` of
+        ``ChangeEvent``s (paths, added/modified/deleted, causes) after the event
+        ``after`` (None: from now on), naming the paths ``glob`` matches (as grep's
+        file filter: ``*.py`` names, ``src/**`` paths). Iteration ends once no event
+        came for ``timeout`` seconds (None: never). See docs/agents.md.
+
+        Raises:
+            InvalidArgumentError: ``after`` is no id of this feed's, or ``glob`` is
+                malformed.
+        """
+        return self.change_feed().events(after, glob=glob, timeout=timeout)
 
     # -- attribution -----------------------------------------------------------
 

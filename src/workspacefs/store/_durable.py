@@ -42,7 +42,7 @@ from .._errors import (
     StoreError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
-from ..tree import TreeView, Version, collector_paused, mount_quiet, thaw
+from ..tree import TreeView, Version, collector_paused, mount_busy, thaw
 from ._changes import ChangesReplay, encode_changes
 from ._checkpoint import (
     CHECKPOINTS,
@@ -68,7 +68,8 @@ once the mount has been quiet for ``QUIET_SECONDS``."""
 BUSY_CHECKPOINT_BYTES = 4 * CHECKPOINT_BYTES
 """Journal bytes since the last checkpoint that start one even while the mount is busy
 (bounding what a crash leaves to replay); its blobs are stored uncompressed."""
-QUIET_SECONDS = 1.0
+QUIET_NS = 1_000_000_000
+"""How long the mount must have answered no request for a checkpoint to start."""
 CLOSING_CHECKPOINT_BYTES = 1 << 20
 """Journal bytes since the last checkpoint past which closing writes one."""
 
@@ -358,7 +359,7 @@ class DurableWorkspace:
                 if self._checkpoints and self._since_checkpoint > CHECKPOINT_BYTES:
                     # A burst of writes (an archive extracted, a build) is not slowed by
                     # folding it while it goes on: the checkpoint waits for a pause.
-                    quiet = mount_quiet(QUIET_SECONDS)
+                    quiet = not mount_busy(QUIET_NS)
                     if quiet or self._since_checkpoint > BUSY_CHECKPOINT_BYTES:
                         self._checkpoint_in_background(compress=quiet)
             except Exception:

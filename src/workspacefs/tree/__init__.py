@@ -7,6 +7,7 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._blame import ChangeKind as ChangeKind
     from ._blame import PathChange as PathChange
+    from ._blame import attributed_changes as attributed_changes
     from ._blame import attributed_diff as attributed_diff
     from ._blame import empty_view as empty_view
     from ._blame import path_change as path_change
@@ -21,11 +22,13 @@ if TYPE_CHECKING:
     from ._chunks import Chunk as Chunk
     from ._collector import collector_paused as collector_paused
     from ._collector import thaw as thaw
+    from ._diff import DiffSide as DiffSide
     from ._diff import PathDiff as PathDiff
     from ._diff import changed_entries as changed_entries
     from ._diff import diff_versions as diff_versions
     from ._diff import same_entry as same_entry
     from ._journal import Journal as Journal
+    from ._journal import Observer as Observer
     from ._journal import Subscriber as Subscriber
     from ._journal import TreeLock as TreeLock
     from ._lineage import Lineage as Lineage
@@ -56,7 +59,7 @@ if TYPE_CHECKING:
     from ._tree import Tree as Tree
     from ._tree import validate_name as validate_name
     from ._turns import make_way as make_way
-    from ._turns import mount_quiet as mount_quiet
+    from ._turns import mount_busy as mount_busy
     from ._turns import mount_request as mount_request
     from ._version import Version as Version
     from ._view import ROOT_INO as ROOT_INO
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ChangeKind": "._blame",
     "PathChange": "._blame",
+    "attributed_changes": "._blame",
     "attributed_diff": "._blame",
     "empty_view": "._blame",
     "path_change": "._blame",
@@ -80,10 +84,12 @@ _EXPORTS = {
     "collector_paused": "._collector",
     "thaw": "._collector",
     "PathDiff": "._diff",
+    "DiffSide": "._diff",
     "changed_entries": "._diff",
     "diff_versions": "._diff",
     "same_entry": "._diff",
     "Journal": "._journal",
+    "Observer": "._journal",
     "Subscriber": "._journal",
     "TreeLock": "._journal",
     "Lineage": "._lineage",
@@ -103,7 +109,7 @@ _EXPORTS = {
     "Shares": "._space",
     "shares": "._space",
     "make_way": "._turns",
-    "mount_quiet": "._turns",
+    "mount_busy": "._turns",
     "mount_request": "._turns",
     "FALLOC_FL_KEEP_SIZE": "._tree",
     "FALLOC_FL_PUNCH_HOLE": "._tree",

@@ -12,14 +12,16 @@ stays O(changes), and one path's history costs O(depth) per version.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import operator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ._causes import Cause
-from ._diff import diff_versions, same_entry
-from ._nodes import Directory, Node
+from ._diff import PART, DiffSide, diff_versions, same_entry
+from ._nodes import Directory
 from ._table import Table, put
+from ._turns import make_way
 from ._view import ROOT_INO, TreeView
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -50,30 +52,50 @@ def empty_view() -> TreeView:
     return TreeView(put(Table(0, []), ROOT_INO, Directory(0, 0o755, 0, 0, 0), 0))
 
 
-def attributed_diff(
-    base: TreeView, target: TreeView, changed: Iterable[int], causes: Causes
-) -> list[PathChange]:
-    """Every path that differs from ``base`` to ``target``, sorted, with its causes;
-    ``changed`` and ``causes`` come from the steps between them."""
-    paths = diff_versions(base, target, changed)
-    groups: tuple[tuple[ChangeKind, tuple[str, ...]], ...] = (
+def attributed_changes(
+    base: TreeView | DiffSide, target: TreeView | DiffSide, changed: Iterable[int], causes: Causes
+) -> Iterator[tuple[ChangeKind, str, tuple[Cause, ...]]]:
+    """``(kind, path, causes)`` for every path that differs from ``base`` to ``target``:
+    the added ones, then the modified, then the deleted, each kind's paths sorted.
+    ``changed`` and ``causes`` come from the steps between them. (A caller diffing the
+    same two views in parts passes each as a ``DiffSide``, which keeps what it found.)
+    For readers of many paths at a time (the change feed): no object per path."""
+    before = base if isinstance(base, DiffSide) else DiffSide(base)
+    after = target if isinstance(target, DiffSide) else DiffSide(target)
+    paths = diff_versions(before, after, changed)
+    groups: tuple[tuple[ChangeKind, Iterable[str]], ...] = (
         ("added", paths.added),
         ("modified", paths.modified),
         ("deleted", paths.deleted),
     )
+    for kind, group in groups:
+        for count, path in enumerate(group, 1):
+            if not count % PART:
+                make_way()
+            yield kind, path, _path_causes(before, after, path, causes)
+
+
+def attributed_diff(
+    base: TreeView | DiffSide, target: TreeView | DiffSide, changed: Iterable[int], causes: Causes
+) -> list[PathChange]:
+    """Every path that differs from ``base`` to ``target``, sorted, with its causes;
+    see ``attributed_changes``."""
     found = [
-        PathChange(path, kind, path_causes(base, target, path, causes))
-        for kind, group in groups
-        for path in group
+        PathChange(path, kind, who)
+        for kind, path, who in attributed_changes(base, target, changed, causes)
     ]
-    found.sort(key=lambda change: change.path)
+    found.sort(key=_by_path)
     return found
+
+
+_by_path = operator.attrgetter("path")
 
 
 def path_change(base: TreeView, target: TreeView, path: str, causes: Causes) -> PathChange | None:
     """How ``path`` changed from ``base`` to ``target`` (None: it did not), as ``diff``
     would say, with its causes."""
-    old, new = _leaf(base, path), _leaf(target, path)
+    before, after = DiffSide(base), DiffSide(target)
+    old, new = before.leaf(path), after.leaf(path)
     kind: ChangeKind
     if old is None and new is None:
         return None
@@ -85,18 +107,23 @@ def path_change(base: TreeView, target: TreeView, path: str, causes: Causes) -> 
         return None
     else:
         kind = "modified"
-    return PathChange(path, kind, path_causes(base, target, path, causes))
+    return PathChange(path, kind, _path_causes(before, after, path, causes))
 
 
 def path_causes(base: TreeView, target: TreeView, path: str, causes: Causes) -> tuple[Cause, ...]:
     """The causes of ``path``'s change (see the module docstring)."""
-    full = path.count("/") + 2  # the root and one inode per name
-    chains = [_chain(target, path), _chain(base, path)]
-    for chain in chains:
-        if len(chain) == full:  # the path exists on this side: its own inode first
-            found = causes.get(chain[-1])
+    return _path_causes(DiffSide(base), DiffSide(target), path, causes)
+
+
+def _path_causes(base: DiffSide, target: DiffSide, path: str, causes: Causes) -> tuple[Cause, ...]:
+    for side in (target, base):
+        ino = side.inode(path)
+        if ino is not None:  # the path exists on this side: its own inode first
+            found = causes.get(ino)
             if found:
                 return found
+    full = path.count("/") + 2  # the root and one inode per name
+    chains = [target.chain(path), base.chain(path)]
     for chain in chains:
         # The directories on the way, deepest first. Not the root: every change at
         # the top level changes it.
@@ -105,25 +132,3 @@ def path_causes(base: TreeView, target: TreeView, path: str, causes: Causes) -> 
             if found:
                 return found
     return ()
-
-
-def _chain(view: TreeView, path: str) -> list[int]:
-    """The inodes from the root along ``path`` as far as it resolves."""
-    ino = ROOT_INO
-    chain = [ino]
-    for name in path.split("/"):
-        node = view.get(ino)
-        if not isinstance(node, Directory):
-            break
-        child = node.entries.get(name)
-        if child is None:
-            break
-        ino = child
-        chain.append(ino)
-    return chain
-
-
-def _leaf(view: TreeView, path: str) -> Node | None:
-    ino = view.resolve_path(path)
-    node = None if ino is None else view.get(ino)
-    return None if node is None or isinstance(node, Directory) else node

@@ -11,6 +11,11 @@ FUSE handlers hold it as ``lock.unpublished``: the kernel made those
 changes itself, already knows them, and must not be asked to invalidate
 from inside its own request.
 
+Observers (``observe``) are told of every journal an outermost release hands
+over, the kernel's own included, still under the lock: for a record of every
+change in the order the lock serialised them (the change feed), which must
+cost the changing thread no more than an append.
+
 A front door the owner relies on can fail (a mount whose FUSE loop died):
 ``refuse`` then makes every publishing hold, i.e. every API call, raise an
 error until it is lifted, so the owner learns of it on its next call.
@@ -42,6 +47,9 @@ class Journal:
 
 Subscriber = Callable[[Journal], None]
 """Told what changed, in the releasing thread, after the lock is released."""
+Observer = Callable[[Journal], None]
+"""Told what changed, in the releasing thread, still holding the lock: it must only
+record (an append), as it delays every other holder, the FUSE thread included."""
 
 
 class TreeLock:
@@ -50,6 +58,7 @@ class TreeLock:
     __slots__ = (
         "_depth",
         "_lock",
+        "_observers",
         "_publish",
         "_refusal",
         "_subscribers",
@@ -63,6 +72,7 @@ class TreeLock:
         self._depth = 0
         self._publish = True
         self._subscribers: list[Subscriber] = []
+        self._observers: list[Observer] = []
         self._refusal: Callable[[], BaseException] | None = None
         self.unpublished = _UnpublishedHold(self)
         """The same lock; what changes under it is dropped, not published.
@@ -76,6 +86,13 @@ class TreeLock:
         unsubscribe function."""
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)
+
+    def observe(self, observer: Observer) -> Callable[[], None]:
+        """Tell ``observer``, under the lock, what each outermost release hands over,
+        published or not (the FUSE handlers' changes too); returns the function that
+        stops it. See ``Observer``."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
 
     def refuse(self, error: Callable[[], BaseException] | None) -> None:
         """Make every publishing hold raise what ``error()`` returns (None lifts it).
@@ -104,6 +121,9 @@ class TreeLock:
             self._lock.release()
             return
         journal = self._take()
+        if self._observers and journal:
+            for observer in self._observers:
+                observer(journal)
         if not (self._publish and journal and self._subscribers):
             self._lock.release()
             return

@@ -208,6 +208,17 @@ class Tree(TreeView):
         self._epoch = next(self._epochs)
         return TreeView(self._table)
 
+    def freeze(self) -> TreeView:
+        """The state now, frozen, in O(1); hold the lock.
+
+        Neither a snapshot (no step of history, no change of attribution) nor a
+        journal's freeze (no change tracking): the tree only moves to a new epoch,
+        so its next write to each page, node or chunk copies it and the view stays
+        as it was. For readers that compare states as they go (the change feed).
+        """
+        self._epoch = next(self._epochs)
+        return TreeView(self._table)
+
     def freeze_changes(self) -> tuple[TreeView, set[int]] | None:
         """The state now, frozen, and the inodes changed since the last freeze (a
         superset of those that differ); None if nothing changed. See

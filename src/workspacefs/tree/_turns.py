@@ -31,10 +31,10 @@ def mount_request(now_ns: int) -> None:
     _last_request = now_ns
 
 
-def mount_quiet(seconds: float) -> bool:
-    """True if no mount of this process has answered a request for ``seconds``: for
-    background work that can wait for a pause (a journal's checkpoint)."""
-    return time.perf_counter_ns() - _last_request >= seconds * 1e9
+def mount_busy(within_ns: int = BUSY_NS) -> bool:
+    """Whether a mount of this process answered a request within the last ``within_ns``
+    (for work that may wait until the mount is quiet: the change feed's batches)."""
+    return time.perf_counter_ns() - _last_request < within_ns
 
 
 def make_way() -> None:

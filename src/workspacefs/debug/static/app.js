@@ -15,7 +15,13 @@ const state = {
   layout: "split", // or "unified"
   trials: [], // best-of-N trials (/api/trials), oldest first
   trial: null, // the trial shown in the attempts view
+  live: { changed: new Set(), timer: null, running: null, rescan: false }, // the change feed
 };
+
+const LIVE = "live"; // the live state's id in the timeline
+const LIVE_ROWS = 200; // rows the live changes list keeps
+const LIVE_PATHS = 20; // rows one event shows (the rest are counted)
+const LIVE_DELAY = 300; // ms between a change and the refresh it causes
 
 const $ = (selector) => document.querySelector(selector);
 const enc = encodeURIComponent;
@@ -803,6 +809,128 @@ function renderTrials() {
     trial.attempts.map((attempt) => attemptCard(attempt, trial)),
   );
   view.replaceChildren(header, grid);
+// -- live changes (the change feed) ---------------------------------------------------
+
+function watchLive() {
+  // The page learns of every change from the feed (/api/events), and refreshes
+  // what shows the live state: the timeline, and the tree and file when browsing it.
+  $("#live").hidden = false;
+  const source = new EventSource("/api/events");
+  source.addEventListener("open", () => ($("#live-state").textContent = "following"));
+  source.addEventListener("error", () => ($("#live-state").textContent = "reconnecting…"));
+  source.addEventListener("message", (message) => {
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    showLiveEvent(event);
+    if (event.kind === "gap") state.live.rescan = true;
+    for (const path of event.paths) state.live.changed.add(path);
+    clearTimeout(state.live.timer);
+    state.live.timer = setTimeout(liveRefresh, LIVE_DELAY);
+  });
+}
+
+function liveRow(event, path) {
+  const mark = { added: "A", modified: "M", deleted: "D" }[event.kind];
+  const who = event.causes.map((cause) => cause.text).reverse().join("; ") || "unknown";
+  return el(
+    "li",
+    {
+      class: event.kind,
+      title: `${when(event.time)} ${event.kind} by ${who}`,
+      dataset: { path },
+      onclick: event.kind === "deleted" ? null : () => openLive(path),
+    },
+    el("span", { class: "st", text: mark }),
+    el("span", { class: "path", text: path }),
+    el("span", { class: "who", text: `by ${who}` }),
+  );
+}
+
+function showLiveEvent(event) {
+  const list = $("#live-feed");
+  const rows =
+    event.kind === "gap"
+      ? [el("li", { class: "gap", text: "changes were lost to this page: the views are reloaded" })]
+      : event.paths.slice(0, LIVE_PATHS).map((path) => liveRow(event, path));
+  if (event.paths.length > LIVE_PATHS) {
+    rows.push(el("li", { class: "muted", text: `… ${event.paths.length - LIVE_PATHS} more` }));
+  }
+  list.prepend(...rows);
+  while (list.children.length > LIVE_ROWS) list.lastElementChild.remove();
+}
+
+async function openLive(path) {
+  if (state.browsed !== LIVE) {
+    setActive(state.snapshots.findIndex((snapshot) => snapshot.id === LIVE));
+    await browse(LIVE);
+  }
+  await openFile(path);
+}
+
+function treeItemAt(path) {
+  for (const item of $("#tree").querySelectorAll('[role="treeitem"]')) {
+    if (item.dataset.path === path) return item;
+  }
+  return null;
+}
+
+async function reloadTree() {
+  // The live tree again, with the same directories open and the same item focused.
+  const tree = $("#tree");
+  const open = [...tree.querySelectorAll('[role="treeitem"][aria-expanded="true"]')].map(
+    (item) => item.dataset.path,
+  ); // parents before their children
+  const current = tree.querySelector('[role="treeitem"][tabindex="0"]');
+  const focused = current ? current.dataset.path : null;
+  const hadFocus = tree.contains(document.activeElement);
+  const body = await api(`/api/snapshots/${enc(LIVE)}/tree`, { path: "" });
+  if (state.browsed !== LIVE) return;
+  tree.replaceChildren(...body.entries.map(treeItem));
+  for (const path of open) {
+    const item = treeItemAt(path);
+    if (item) await toggle(item, true);
+  }
+  const again = treeItemAt(focused) || tree.querySelector('[role="treeitem"]');
+  if (again) {
+    again.tabIndex = 0;
+    if (hadFocus) again.focus();
+  }
+  for (const item of tree.querySelectorAll('[role="treeitem"]')) {
+    item.setAttribute("aria-selected", String(item.dataset.path === state.file));
+  }
+  applyMarks();
+}
+
+async function liveRefresh() {
+  if (state.live.running) {
+    // One refresh at a time; changes seen meanwhile get one more.
+    clearTimeout(state.live.timer);
+    state.live.timer = setTimeout(liveRefresh, LIVE_DELAY);
+    return;
+  }
+  const changed = state.live.changed;
+  const rescan = state.live.rescan;
+  state.live.changed = new Set();
+  state.live.rescan = false;
+  state.live.running = (async () => {
+    try {
+      await loadSnapshots();
+      if (state.browsed === LIVE) {
+        await reloadTree();
+        const showing = !$("#file-view").hidden;
+        if (state.file && showing && (rescan || changed.has(state.file))) await openFile(state.file);
+      }
+    } catch (error) {
+      setStatus(error.message, true);
+    } finally {
+      state.live.running = null;
+    }
+  })();
+  await state.live.running;
 }
 
 // -- tabs, keys, location -------------------------------------------------------------
@@ -918,6 +1046,7 @@ async function start() {
     const target = await api("/api/target");
     $("#target-label").textContent = `${target.kind}: ${target.label}`;
     document.title = `${target.label} — workspacefs debug`;
+    if (target.kind === "live" && target.details.change_feed) watchLive();
     await loadSnapshots();
     await loadTrials();
   } catch (error) {
