@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ..tree import current_cause as current_cause
     from ..tree import redact_command as redact_command
     from ..tree import redact_text as redact_text
+    from ._access import MAX_DENIALS as MAX_DENIALS
+    from ._access import AccessRules as AccessRules
     from ._archiving import ArchiveVerbs as ArchiveVerbs
     from ._archiving import register_archive_verbs as register_archive_verbs
     from ._backend import Kind as Kind
@@ -105,6 +107,10 @@ if TYPE_CHECKING:
     from ._results import ReadResult as ReadResult
     from ._results import WriteMode as WriteMode
     from ._results import WriteResult as WriteResult
+    from ._rules import Denial as Denial
+    from ._rules import Rule as Rule
+    from ._rules import RuleMode as RuleMode
+    from ._rules import RuleScope as RuleScope
     from ._snapshot_names import MAX_NAME as MAX_NAME
     from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
     from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
@@ -360,6 +366,12 @@ _EXPORTS = {
     "ReadResult": "._results",
     "WriteMode": "._results",
     "WriteResult": "._results",
+    "MAX_DENIALS": "._access",
+    "AccessRules": "._access",
+    "Denial": "._rules",
+    "Rule": "._rules",
+    "RuleMode": "._rules",
+    "RuleScope": "._rules",
     "MAX_NAME": "._snapshot_names",
     "MIN_ID_PREFIX": "._snapshot_names",
     "SHORT_ID_LENGTH": "._snapshot_names",

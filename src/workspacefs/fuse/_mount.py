@@ -228,7 +228,9 @@ class Mount:
         operations = self._serving()
         view = filesystem.view
         with self._forking:
-            served = operations.add_fork(name, view, read_only=filesystem.read_only, show=False)
+            served = operations.add_fork(
+                name, view, read_only=filesystem.read_only, show=False, rules=filesystem.rules
+            )
             if isinstance(view, Tree):
                 self._invalidate_fork(filesystem, view, served)
             self._forks[name] = filesystem
@@ -612,6 +614,7 @@ def mount(
         on_sync=on_sync,
         on_change=on_change,
         before_change=before_change,
+        rules=filesystem.rules,
     )
     options = mount_options(
         allow_other=allow_other,
