@@ -107,10 +107,12 @@ if TYPE_CHECKING:
     from ._results import ReadResult as ReadResult
     from ._results import WriteMode as WriteMode
     from ._results import WriteResult as WriteResult
+    from ._rules import DeclaredRules as DeclaredRules
     from ._rules import Denial as Denial
     from ._rules import Rule as Rule
     from ._rules import RuleMode as RuleMode
     from ._rules import RuleScope as RuleScope
+    from ._rules import byte_count as byte_count
     from ._snapshot_names import MAX_NAME as MAX_NAME
     from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
     from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
@@ -142,6 +144,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "FIRST_TIME_NS",
     "LAST_TIME_NS",
+    "MAX_DENIALS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
     "MAX_HUNKS",
@@ -152,6 +155,7 @@ __all__ = [
     "SHORT_ID_LENGTH",
     "SIDES",
     "SPECIAL_BITS",
+    "AccessRules",
     "ArchiveVerbs",
     "AttributedFilesystem",
     "BackendFilesystem",
@@ -164,6 +168,8 @@ __all__ = [
     "ConflictKind",
     "ConflictReport",
     "ConflictSide",
+    "DeclaredRules",
+    "Denial",
     "DirectoryBackend",
     "EntryKind",
     "FileEntry",
@@ -200,6 +206,9 @@ __all__ = [
     "RefRefused",
     "RefWritten",
     "RewindResult",
+    "Rule",
+    "RuleMode",
+    "RuleScope",
     "Side",
     "SideKind",
     "SnapshotBytes",
@@ -224,6 +233,7 @@ __all__ = [
     "attributed",
     "available_memory",
     "build_patch",
+    "byte_count",
     "call_history",
     "call_tag",
     "change_kind",
@@ -368,8 +378,10 @@ _EXPORTS = {
     "WriteResult": "._results",
     "MAX_DENIALS": "._access",
     "AccessRules": "._access",
+    "DeclaredRules": "._rules",
     "Denial": "._rules",
     "Rule": "._rules",
+    "byte_count": "._rules",
     "RuleMode": "._rules",
     "RuleScope": "._rules",
     "MAX_NAME": "._snapshot_names",

@@ -43,8 +43,7 @@ from datetime import UTC, datetime
 
 from .._errors import AccessDeniedError, FsError, InvalidArgumentError, QuotaExceededError
 from ..tree import ROOT_INO, Directory, File, Tree, TreeView, current_cause
-from ._patterns import Matcher
-from ._rules import Denial, Rule, RuleScope, byte_count, matcher
+from ._rules import DeclaredRules, Denial, Matcher, Rule, RuleScope, byte_count, matcher
 
 MAX_DENIALS = 1024
 """The most denials a tree keeps (the latest; ``Denial.seq`` counts them all)."""
@@ -139,6 +138,10 @@ class AccessRules:
     def in_force(self) -> tuple[Rule, ...]:
         """Every rule binding this tree: inherited ones first, then its own."""
         return tuple(active.rule for active in self._compiled.rules)
+
+    def declared(self) -> DeclaredRules:
+        """Where this tree's rules are declared, its own, and those it inherits."""
+        return DeclaredRules(self._scope, self._own, self.inherited)
 
     def set(self, rules: Iterable[Rule]) -> tuple[Rule, ...]:
         """Make ``rules`` this tree's own (replacing the others); its forks follow.

@@ -18,7 +18,8 @@ from typing import Literal
 
 from .._errors import InvalidArgumentError
 from ..tree import Cause
-from ._patterns import Matcher, rule_matcher
+
+Matcher = Callable[[str], bool]
 
 RuleMode = Literal["read-only", "hidden", "quota"]
 """What a rule does to the paths it covers (see the module docstring)."""
@@ -106,9 +107,30 @@ class Denial:
         )
 
 
-matcher: Callable[[str], Matcher] = functools.lru_cache(maxsize=1024)(rule_matcher)
-"""``rule_matcher``, each pattern compiled once (rules are made and compiled again on
-every change of a tree's rules, and a fork compiles its origin's)."""
+@dataclass(frozen=True, slots=True)
+class DeclaredRules:
+    """The access rules of one tree, as declared.
+
+    Attributes:
+        scope: Where its own are declared: ``workspace``, or ``fork``.
+        own: Its own rules.
+        inherited: Those of the workspace (and forks) it was forked from, which bind it
+            too; ``own`` come after them.
+    """
+
+    scope: RuleScope
+    own: tuple[Rule, ...] = ()
+    inherited: tuple[Rule, ...] = ()
+
+
+@functools.lru_cache(maxsize=1024)
+def matcher(pattern: str) -> Matcher:
+    """``rule_matcher`` of ``pattern``, each pattern compiled once (rules are made and
+    compiled again on every change of a tree's rules, and a fork compiles its origin's)."""
+    # Here, not at the top: a client that only names rules (a daemon's verbs) loads no RE2.
+    from ._patterns import rule_matcher
+
+    return rule_matcher(pattern)
 
 
 def byte_count(count: int | None) -> str:
