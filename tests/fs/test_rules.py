@@ -228,6 +228,21 @@ DOORS: list[tuple[str, Rule, Callable[[InMemoryFilesystem], object], str, str]] 
         ".env",
         "rename",
     ),
+    # Not EEXIST: a hidden name is refused as a protected one, never revealed as taken.
+    (
+        "hidden rename no-replace",
+        HIDDEN,
+        lambda fs: fs.rename("src/app.py", ".env"),
+        ".env",
+        "rename",
+    ),
+    (
+        "hidden exchange",
+        HIDDEN,
+        lambda fs: _tree(fs).rename(ROOT_INO, "src", ROOT_INO, ".env", 2),
+        ".env",
+        "rename",
+    ),
     ("quota create", QUOTA, lambda fs: fs.write("logs/b.log", "x" * 7), "logs/b.log", "create"),
     (
         "quota append",

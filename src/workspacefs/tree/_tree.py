@@ -715,6 +715,10 @@ class Tree(TreeView):
         validate_name(old_name)
         validate_name(new_name)
         ino = self.lookup(old_parent, old_name)
+        if self.guard is not None:
+            # Before the target is looked at: a hidden one is refused as any other
+            # protected name, not revealed as taken or missing.
+            self.guard.check_add(self, new_parent, new_name, "rename", 0)
         target = self.directory(new_parent).entries.get(new_name)
         if flags & RENAME_EXCHANGE:
             if flags & RENAME_NOREPLACE:
