@@ -556,6 +556,17 @@ def test_rules_set_refuses_what_is_no_rule() -> None:
     assert fs.rules.own == (READ_ONLY,)
 
 
+def test_patterns_under_the_mount_point_are_taken_as_the_tools_take_paths() -> None:
+    fs = InMemoryFilesystem(mount_point="/workspace")
+    fs.write("/workspace/.git/config", "x")
+    assert fs.rules.add(Rule("/workspace/.git"), Rule("/.env", "hidden")) == (
+        Rule(".git"),
+        Rule("/.env", "hidden"),
+    )
+    with pytest.raises(AccessDeniedError):
+        fs.write("/workspace/.git/config", "y")
+
+
 def test_no_rules_no_guard() -> None:
     fs = workspace()
     assert fs.tree.guard is None

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import errno
 import threading
 import weakref
@@ -95,12 +96,20 @@ class AccessRules:
         tree: The live tree it guards.
         scope: ``workspace``, or ``fork`` for a fork's own rules.
         origin: The rules of the workspace this tree was forked from, which bind it too.
+        mount_point: Where agents see the root (``/workspace``): a pattern that starts
+            with it is taken relative to it, as the tools take paths.
     """
 
     def __init__(
-        self, tree: Tree, *, scope: RuleScope = "workspace", origin: AccessRules | None = None
+        self,
+        tree: Tree,
+        *,
+        scope: RuleScope = "workspace",
+        origin: AccessRules | None = None,
+        mount_point: str | None = None,
     ) -> None:
         self._tree = tree
+        self._mount_point = mount_point
         self._scope = scope
         self._origin = origin
         self._own: tuple[Rule, ...] = ()
@@ -110,6 +119,7 @@ class AccessRules:
         self._seq = 0
         self._log_lock = threading.Lock()  # denials are read without the tree lock
         self._usage: dict[str, int] | None = None  # quota pattern -> bytes; None: count anew
+        self._observers: list[Callable[[list[tuple[int, str]]], None]] = []
         self.hides = False
         """True if a hidden rule is in force (readers test it before asking ``hidden``)."""
         if origin is not None:
@@ -154,16 +164,34 @@ class AccessRules:
             InvalidArgumentError: Something other than ``Rule`` values.
         """
         wanted: list[Rule] = []
+        prefix = None if self._mount_point is None else self._mount_point + "/"
         for rule in rules:
             if not isinstance(rule, Rule):
                 raise InvalidArgumentError(f"not a Rule: {rule!r}", None)
+            if prefix is not None and rule.pattern.startswith(prefix):
+                rule = dataclasses.replace(rule, pattern=rule.pattern[len(prefix) :])
             if rule not in wanted:
                 wanted.append(rule)
         with self._tree.lock:  # its release publishes the entries to invalidate
             self._own = tuple(wanted)
-            self._recompile()
+            shown = self._recompile()
+        self._tell(shown)
         self._tell_forks()
         return self._own
+
+    def observe(self, observer: Callable[[list[tuple[int, str]]], None]) -> Callable[[], None]:
+        """Tell ``observer`` the (directory inode, name) entries a hidden rule starts or
+        stops covering, after each change of the rules, outside the tree's lock (the
+        mount drops what the kernel cached of them in the tree's snapshots; the tree's
+        own subscribers hear of them with its changes). Returns the function that stops
+        it."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
+
+    def _tell(self, shown: list[tuple[int, str]]) -> None:
+        if shown:
+            for observer in list(self._observers):
+                observer(shown)
 
     def add(self, *rules: Rule) -> tuple[Rule, ...]:
         """Add ``rules`` to this tree's own; the rules now declared here."""
@@ -184,11 +212,13 @@ class AccessRules:
         # takes a pair in its own order.
         for child in list(self._children):
             with child._tree.lock:
-                child._recompile()
+                shown = child._recompile()
+            child._tell(shown)
             child._tell_forks()
 
-    def _recompile(self) -> None:
-        """Compile the rules in force and arm (or disarm) the tree; hold its lock."""
+    def _recompile(self) -> list[tuple[int, str]]:
+        """Compile the rules in force and arm (or disarm) the tree; hold its lock. The
+        entries a hidden rule now covers, or no longer does, come back."""
         before = self._compiled
         actives = [] if self._origin is None else list(self._origin._compiled.rules)
         actives += [_Active(rule, self._scope, matcher(rule.pattern)) for rule in self._own]
@@ -205,13 +235,15 @@ class AccessRules:
         if set(compiled.counted) != set(before.counted):
             self._usage = None
         self._tree.guard = self if compiled.rules else None
-        self._republish({a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)})
+        return self._republish(
+            {a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)}
+        )
 
-    def _republish(self, changed: dict[str, Matcher]) -> None:
+    def _republish(self, changed: dict[str, Matcher]) -> list[tuple[int, str]]:
         """Tell the tree's subscribers (the mount) that the entries these hidden
         patterns cover may look different now (O(tree), on a rule change only)."""
         if not changed:
-            return
+            return []
         tree = self._tree
         matchers = list(changed.values())
         entries: list[tuple[int, str]] = []
@@ -220,6 +252,7 @@ class AccessRules:
                 node = tree.get(ino)
                 entries += node.links if node is not None else ()
         tree.republish(entries)
+        return entries
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:

@@ -46,6 +46,7 @@ from ._history import (
 )
 from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
+from ._paths import normalize_mount_point
 from ._rules import Denial, Rule
 from ._snapshot_names import check_tag
 from ._snapshots import (
@@ -147,6 +148,7 @@ class InMemoryFilesystem(TreeFilesystem):
             tree,
             scope="workspace" if origin_fs is None else "fork",
             origin=None if origin_fs is None else origin_fs._rules,
+            mount_point=normalize_mount_point(mount_point),
         )
         super().__init__(
             tree, read_only=read_only, mount_point=mount_point, limits=limits, rules=rules

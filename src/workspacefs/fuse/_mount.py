@@ -711,6 +711,7 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
             invalidator.close()
 
     handle._cleanups.append(stop_notifying)
+    _invalidate_after_rule_changes(handle)
     tree = handle.filesystem.view
     if not isinstance(tree, Tree):
         return  # a frozen version never changes
@@ -721,6 +722,35 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
         with contextlib.suppress(ValueError):  # run once by a loss, again by the unmount
             unsubscribe()
         invalidator.close()
+
+    handle._cleanups.append(stop)
+
+
+def _invalidate_after_rule_changes(handle: Mount) -> None:
+    """Drop what the kernel cached of the entries a hidden rule starts or stops covering
+    in what the live tree's journal does not reach: the snapshots under ``/.snapshots``
+    (they share the live tree's inode numbers where nothing changed), and a frozen
+    version mounted as the workspace itself."""
+    rules, operations = handle.filesystem.rules, handle._operations
+    if rules is None or operations is None:
+        return
+    live = isinstance(handle.filesystem.view, Tree)
+
+    def hidden_changed(entries: list[tuple[int, str]]) -> None:
+        bases = operations.snapshot_bases() + ([] if live else [0])
+        with handle._kernel:
+            if not handle._kernel_open:
+                return
+            for base in bases:
+                for parent, name in entries:
+                    with contextlib.suppress(OSError):  # not cached, or gone
+                        pyfuse3.invalidate_entry(pyfuse3.InodeT(base + parent), encode(name))
+
+    unobserve = rules.observe(hidden_changed)
+
+    def stop() -> None:
+        with contextlib.suppress(ValueError):  # run once by a loss, again by the unmount
+            unobserve()
 
     handle._cleanups.append(stop)
 

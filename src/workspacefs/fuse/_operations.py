@@ -350,6 +350,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         """
         return self._trees.remove_fork(name)
 
+    def snapshot_bases(self) -> list[int]:
+        """The inode offset of every snapshot ``/.snapshots`` may have shown the kernel."""
+        return self._snapshots.bases()
+
     def held_entries(self, served: ServedTree) -> list[tuple[InodeT, str]]:
         """(parent, name) of every entry of ``served`` the kernel may have cached."""
         return self._trees.held_entries(served)

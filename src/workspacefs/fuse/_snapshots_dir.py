@@ -106,6 +106,11 @@ class SnapshotsDir:
         )
         return served, pyfuse3.InodeT(ino & LOCAL_MASK)
 
+    def bases(self) -> list[int]:
+        """The inode offset of every snapshot the kernel may have been shown."""
+        with self._lock:
+            return [_base(slot) for slot in self._versions]
+
     def _version(self, slot: int) -> Version | None:
         ref = self._versions.get(slot)
         return None if ref is None else ref()
