@@ -727,9 +727,12 @@ class Tree(TreeView):
                 raise NotFoundError(
                     "no such file or directory", self.describe(new_parent, new_name)
                 )
-            pending = self._check_move(old_parent, old_name, new_parent, new_name, True, ino)
+            pending = None
+            if self.guard is not None:
+                pending = self._check_move(old_parent, old_name, new_parent, new_name, True, ino)
             self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
-            self._commit(pending)
+            if pending is not None:
+                self._commit(pending)
             return
         if target is not None and flags & RENAME_NOREPLACE:
             raise AlreadyExistsError("file exists", self.describe(new_parent, new_name))
@@ -740,11 +743,14 @@ class Tree(TreeView):
             self._refuse_cycle(ino, new_parent)
         if target is not None:
             _refuse_replacing(source, self.node(target), new_name)
-        pending = self._check_move(old_parent, old_name, new_parent, new_name, False, ino)
+        pending = None
+        if self.guard is not None:
+            pending = self._check_move(old_parent, old_name, new_parent, new_name, False, ino)
         if target is not None:
             self._unlink_entry(new_parent, new_name, target, None)  # the move's check covered it
         self._move(ino, old_parent, old_name, new_parent, new_name)
-        self._commit(pending)
+        if pending is not None:
+            self._commit(pending)
 
     def _check_move(
         self, old_parent: int, old_name: str, new_parent: int, new_name: str, swap: bool, ino: int
@@ -894,7 +900,8 @@ class Tree(TreeView):
         )
         self.total_bytes += (node.size - before) * node.nlink
         self._touch(node)
-        self._commit(pending, node.size - before)
+        if pending is not None:
+            self._commit(pending, node.size - before)
 
     def live_data_bytes(self) -> int:
         """Bytes of file data the live tree holds (orphans too): what would
@@ -928,7 +935,8 @@ class Tree(TreeView):
         node.truncate(size, self._epoch)
         self.total_bytes += (size - before) * node.nlink
         self._touch(node)
-        self._commit(pending, size - before)
+        if pending is not None:
+            self._commit(pending, size - before)
 
     def _file(self, ino: int) -> File:
         """The regular file ``ino``, as it is (EISDIR, EINVAL for anything else)."""
@@ -940,7 +948,10 @@ class Tree(TreeView):
         return current
 
     def _mutable_file(self, ino: int) -> File:
-        node = self._mutable(ino, self._file(ino))
+        current = self.node(ino)
+        if not isinstance(current, File):  # the write path's common case without a call
+            self._file(ino)  # raises what it is
+        node = self._mutable(ino, current)
         assert isinstance(node, File)
         return node
 
