@@ -90,9 +90,13 @@ class TreeBackend:
         if ino is None:
             return None
         rules = self._rules  # inline: every resolution asks, and most workspaces hide nothing
-        if rules is not None and rules.hides and name not in (".", ".."):
-            if rules.hidden(self._view, directory, name):
-                return None
+        if (
+            rules is not None
+            and rules.hides
+            and name not in (".", "..")
+            and rules.hidden(self._view, directory, name)
+        ):
+            return None
         node = self._view.node(ino)
         return Entry(_kind(node), (0, ino), node.size, node.mode, node.mtime_ns, node.crtime_ns)
 

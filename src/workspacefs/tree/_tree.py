@@ -723,16 +723,7 @@ class Tree(TreeView):
         if flags & RENAME_EXCHANGE:
             if flags & RENAME_NOREPLACE:
                 raise InvalidArgumentError("NOREPLACE and EXCHANGE together", new_name)
-            if target is None:
-                raise NotFoundError(
-                    "no such file or directory", self.describe(new_parent, new_name)
-                )
-            pending = None
-            if self.guard is not None:
-                pending = self._check_move(old_parent, old_name, new_parent, new_name, True, ino)
-            self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
-            if pending is not None:
-                self._commit(pending)
+            self._swap(old_parent, old_name, ino, new_parent, new_name, target)
             return
         if target is not None and flags & RENAME_NOREPLACE:
             raise AlreadyExistsError("file exists", self.describe(new_parent, new_name))
@@ -749,6 +740,25 @@ class Tree(TreeView):
         if target is not None:
             self._unlink_entry(new_parent, new_name, target, None)  # the move's check covered it
         self._move(ino, old_parent, old_name, new_parent, new_name)
+        if pending is not None:
+            self._commit(pending)
+
+    def _swap(
+        self,
+        old_parent: int,
+        old_name: str,
+        ino: int,
+        new_parent: int,
+        new_name: str,
+        target: int | None,
+    ) -> None:
+        """RENAME_EXCHANGE of ``old_parent/old_name`` (``ino``) and ``new_parent/new_name``."""
+        if target is None:
+            raise NotFoundError("no such file or directory", self.describe(new_parent, new_name))
+        pending = None
+        if self.guard is not None:
+            pending = self._check_move(old_parent, old_name, new_parent, new_name, True, ino)
+        self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
         if pending is not None:
             self._commit(pending)
 
