@@ -369,3 +369,25 @@ def test_read_only_fork_on_the_mount(mounted: Mounted) -> None:
     (Path(mounted.root) / "src/app.py").write_text("print(2)\n")  # the workspace writes on
     fs.rules.add(READ_ONLY)  # and its rules bind the fork served too
     assert fork.rules.in_force == (READ_ONLY, Rule("**"))
+
+
+def test_a_tools_hidden_paths_on_the_mount(mounted: Mounted) -> None:
+    """Hidden from a ``shell`` call's processes, shown to others: nothing the kernel
+    caches from one caller's lookup answers the other's, and listings (whose requests
+    name no caller) leave it out for everyone."""
+    fs = mounted.fs
+    fill(fs)
+    fs.rules.set([Rule(".env", "hidden", tool="shell")])
+    told = {**os.environ, CAUSE_VARIABLE: Cause.call("shell", "toolu_3").environment()}
+    path = mounted.path(".env")
+
+    def shell_reads() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["cat", path], env=told, capture_output=True, text=True)
+
+    for _ in range(2):  # each in either order: the other's answer is never cached
+        assert Path(path).read_text() == "TOKEN=hunter2\n"
+        refused = shell_reads()
+        assert refused.returncode != 0
+        assert "No such file" in refused.stderr
+    assert ".env" not in os.listdir(mounted.root)
+    assert "hunter2" not in shell_reads().stdout

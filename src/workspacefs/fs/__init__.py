@@ -13,7 +13,10 @@ if TYPE_CHECKING:
     from ..tree import current_cause as current_cause
     from ..tree import redact_command as redact_command
     from ..tree import redact_text as redact_text
+    from ._access import DEPENDS as DEPENDS
+    from ._access import HIDDEN as HIDDEN
     from ._access import MAX_DENIALS as MAX_DENIALS
+    from ._access import SHOWN as SHOWN
     from ._access import AccessRules as AccessRules
     from ._archiving import ArchiveVerbs as ArchiveVerbs
     from ._archiving import register_archive_verbs as register_archive_verbs
@@ -142,7 +145,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CAUSE_VARIABLE",
     "DEFAULT_LIMITS",
+    "DEPENDS",
     "FIRST_TIME_NS",
+    "HIDDEN",
     "LAST_TIME_NS",
     "MAX_DENIALS",
     "MAX_ENTRIES",
@@ -153,6 +158,7 @@ __all__ = [
     "MIN_ID_PREFIX",
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
+    "SHOWN",
     "SIDES",
     "SPECIAL_BITS",
     "AccessRules",
@@ -376,7 +382,10 @@ _EXPORTS = {
     "ReadResult": "._results",
     "WriteMode": "._results",
     "WriteResult": "._results",
+    "DEPENDS": "._access",
+    "HIDDEN": "._access",
     "MAX_DENIALS": "._access",
+    "SHOWN": "._access",
     "AccessRules": "._access",
     "DeclaredRules": "._rules",
     "Denial": "._rules",

@@ -46,6 +46,8 @@ from .._errors import AccessDeniedError, FsError, InvalidArgumentError, QuotaExc
 from ..tree import ROOT_INO, Directory, File, Tree, TreeView, current_cause
 from ._rules import DeclaredRules, Denial, Matcher, Rule, RuleScope, byte_count, matcher
 
+SHOWN, HIDDEN, DEPENDS = 0, 1, 2
+"""``AccessRules.visibility``: an entry is hidden from nobody, everybody, or some tools."""
 MAX_DENIALS = 1024
 """The most denials a tree keeps (the latest; ``Denial.seq`` counts them all)."""
 
@@ -319,21 +321,40 @@ class AccessRules:
 
     # -- readers ----------------------------------------------------------------------
 
-    def hidden(self, view: TreeView, parent: int, name: str) -> bool:
+    def hidden(self, view: TreeView, parent: int, name: str, *, anyone: bool = False) -> bool:
         """True if the entry ``name`` of directory ``parent`` (in ``view``, the live
-        tree or a version of it) is hidden from the cause in effect."""
+        tree or a version of it) is hidden from the cause in effect; with ``anyone``,
+        from any tool's call (for a reader that cannot say whose it is: a mount's
+        listing request names no caller)."""
         base = _slashed(view, parent)
-        return bool(base) and self.hidden_path(f"{base[0]}/{name}")
+        return bool(base) and self.hidden_path(f"{base[0]}/{name}", anyone=anyone)
 
-    def hidden_path(self, path: str) -> bool:
+    def hidden_path(self, path: str, *, anyone: bool = False) -> bool:
         """True if ``path`` (``/a/b``, "" for the root) is hidden from the cause in
-        effect."""
+        effect (with ``anyone``: from some tool's call)."""
         tool = _tool()
         return any(
             active.matches(path)
             for active in self._compiled.hidden
-            if active.rule.tool is None or active.rule.tool == tool
+            if anyone or active.rule.tool is None or active.rule.tool == tool
         )
+
+    def visibility(self, view: TreeView, parent: int, name: str) -> int:
+        """Whom the entry ``name`` of directory ``parent`` is hidden from: ``SHOWN``
+        (nobody), ``HIDDEN`` (everybody: a rule without a tool covers it) or
+        ``DEPENDS`` (some tools' calls), for a reader that caches what it finds for
+        everyone (the kernel's entries) and must not when the answer depends on who asks."""
+        base = _slashed(view, parent)
+        if not base:
+            return SHOWN
+        path = f"{base[0]}/{name}"
+        found = SHOWN
+        for active in self._compiled.hidden:
+            if active.matches(path):
+                if active.rule.tool is None:
+                    return HIDDEN
+                found = DEPENDS
+        return found
 
     def hidden_filter(self) -> Callable[[str], bool] | None:
         """For walks over relative paths: what is hidden now (None: nothing can be)."""

@@ -42,7 +42,7 @@ import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
-from ..fs import AccessRules
+from ..fs import HIDDEN, SHOWN, AccessRules
 from ..tree import (
     NAME_MAX,
     ROOT_INO,
@@ -459,8 +459,11 @@ class WorkspaceOperations(pyfuse3.Operations):
             found = served.view.find(local, decode(name))
             if found is not None:
                 rules = served.rules
-                if rules is None or not rules.hides or not served.hides(local, decode(name)):
+                if rules is None or not rules.hides:
                     return self._reply(served, found)
+                ruled = self._ruled_lookup(served, local, decode(name), found, ctx)
+                if ruled is not None:
+                    return ruled
             if served is self._origin:
                 if self._snapshots.shown_as(parent_inode, name):
                     return self._attributes(SnapshotsDir.INO)
@@ -472,6 +475,28 @@ class WorkspaceOperations(pyfuse3.Operations):
             # files constantly (git, compilers, shells). API creates and
             # restores invalidate it like any other entry.
             return missing_entry(self._cache.entry_timeout)
+
+    def _ruled_lookup(
+        self, served: ServedTree, local: InodeT, name: str, found: int, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes | None:
+        """The reply to a lookup that found ``name`` while hidden rules are in force:
+        the entry, the caller's own answer, or None if it is hidden from everybody
+        (then it is missing like any other name, and cached so)."""
+        rules = served.rules
+        assert rules is not None
+        seen = rules.visibility(served.view, local, name)
+        if seen == SHOWN:
+            return self._reply(served, InodeT(found))
+        if seen == HIDDEN:
+            return None
+        # Hidden from some tools' processes only: whatever this caller is told, the
+        # kernel must not cache for the next one.
+        self._causes.attribute(ctx)
+        if rules.hidden(served.view, local, name):
+            return missing_entry(0)
+        entry = self._reply(served, InodeT(found))
+        entry.entry_timeout = 0
+        return entry
 
     @contextlib.contextmanager
     def open_probe(self) -> Iterator[str]:
@@ -879,7 +904,11 @@ class WorkspaceOperations(pyfuse3.Operations):
             with served.lock:
                 children = [(name, served.ino(ino)) for name, ino in served.view.readdir(local)]
                 if served.rules is not None and served.rules.hides:
-                    children = [item for item in children if not served.hides(local, item[0])]
+                    # A listing never reaches a tool's processes with what the tool may
+                    # not see: the request that reads it names no caller.
+                    children = [
+                        item for item in children if not served.hides(local, item[0], anyone=True)
+                    ]
                 parent = self._parent(served, local)
             entries = [(".", inode), ("..", parent), *children]
         handle = self._handles()
@@ -960,7 +989,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             offsets, names, inodes, first = self._listings.after(ino, entries, start)
             hides = served.rules is not None and served.rules.hides
             for index in range(first, len(offsets)):
-                if hides and served.hides(local, names[index]):
+                if hides and served.hides(local, names[index], anyone=True):  # see opendir
                     continue
                 entry = self._entry(served, InodeT(inodes[index]))
                 if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):

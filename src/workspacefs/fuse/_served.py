@@ -93,11 +93,15 @@ class ServedTree:
         """Called (in whichever thread released it, never under a lock) when
         the mount stops serving the tree."""
 
-    def hides(self, local: int, name: str) -> bool:
+    def hides(self, local: int, name: str, *, anyone: bool = False) -> bool:
         """True if the entry ``name`` of the directory ``local`` is hidden from the
-        cause in effect (call under ``lock``)."""
+        cause in effect (``anyone``: from some tool's call); call under ``lock``."""
         rules = self.rules
-        return rules is not None and rules.hides and rules.hidden(self.view, local, name)
+        return (
+            rules is not None
+            and rules.hides
+            and rules.hidden(self.view, local, name, anyone=anyone)
+        )
 
     def writable(self) -> Tree:
         """The live tree, if it may be written here; EROFS otherwise."""
