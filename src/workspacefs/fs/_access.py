@@ -127,7 +127,7 @@ class AccessRules:
         if origin is not None:
             origin._children.add(self)
             with tree.lock:
-                self._recompile()
+                self._recompile(shown=False)  # O(1): a new fork, of which nothing is cached
 
     # -- the rules -------------------------------------------------------------------
 
@@ -218,9 +218,9 @@ class AccessRules:
             child._tell(shown)
             child._tell_forks()
 
-    def _recompile(self) -> list[tuple[int, str]]:
+    def _recompile(self, *, shown: bool = True) -> list[tuple[int, str]]:
         """Compile the rules in force and arm (or disarm) the tree; hold its lock. The
-        entries a hidden rule now covers, or no longer does, come back."""
+        entries a hidden rule now covers, or no longer does, come back (with ``shown``)."""
         before = self._compiled
         actives = [] if self._origin is None else list(self._origin._compiled.rules)
         actives += [_Active(rule, self._scope, matcher(rule.pattern)) for rule in self._own]
@@ -237,6 +237,8 @@ class AccessRules:
         if set(compiled.counted) != set(before.counted):
             self._usage = None
         self._tree.guard = self if compiled.rules else None
+        if not shown:
+            return []
         return self._republish(
             {a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)}
         )
