@@ -50,6 +50,10 @@ SHOWN, HIDDEN, DEPENDS = 0, 1, 2
 """``AccessRules.visibility``: an entry is hidden from nobody, everybody, or some tools."""
 MAX_DENIALS = 1024
 """The most denials a tree keeps (the latest; ``Denial.seq`` counts them all)."""
+COVERED_PATHS = 4096
+"""The most paths whose covering rules a tree remembers: a check matches each rule's
+glob against each path it touches (an RE2 call each, a microsecond), and a mount
+writes the same file in request after request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,6 @@ class _Compiled:
     """The rules in force, by what they refuse."""
 
     rules: tuple[_Active, ...] = ()
-    writes: tuple[_Active, ...] = ()  # read-only and hidden: no change under them
     hidden: tuple[_Active, ...] = ()
     quotas: tuple[_Active, ...] = ()
     counted: dict[str, Matcher] = field(default_factory=dict)  # quota pattern -> matcher
@@ -122,6 +125,7 @@ class AccessRules:
         self._log_lock = threading.Lock()  # denials are read without the tree lock
         self._usage: dict[str, int] | None = None  # quota pattern -> bytes; None: count anew
         self._observers: list[Callable[[list[tuple[int, str]]], None]] = []
+        self._covered: dict[str, tuple[_Active, ...]] = {}  # path -> rules covering it
         self.hides = False
         """True if a hidden rule is in force (readers test it before asking ``hidden``)."""
         if origin is not None:
@@ -227,12 +231,12 @@ class AccessRules:
         quotas = tuple(a for a in actives if a.rule.mode == "quota")
         compiled = _Compiled(
             rules=tuple(actives),
-            writes=tuple(a for a in actives if a.rule.mode != "quota"),
             hidden=tuple(a for a in actives if a.rule.mode == "hidden"),
             quotas=quotas,
             counted={a.rule.pattern: a.matches for a in quotas},
         )
         self._compiled = compiled
+        self._covered = {}
         self.hides = bool(compiled.hidden)
         if set(compiled.counted) != set(before.counted):
             self._usage = None
@@ -336,9 +340,9 @@ class AccessRules:
         effect (with ``anyone``: from some tool's call)."""
         tool = _tool()
         return any(
-            active.matches(path)
-            for active in self._compiled.hidden
-            if anyone or active.rule.tool is None or active.rule.tool == tool
+            active.rule.mode == "hidden"
+            and (anyone or active.rule.tool is None or active.rule.tool == tool)
+            for active in self._covering(path)
         )
 
     def visibility(self, view: TreeView, parent: int, name: str) -> int:
@@ -351,8 +355,8 @@ class AccessRules:
             return SHOWN
         path = f"{base[0]}/{name}"
         found = SHOWN
-        for active in self._compiled.hidden:
-            if active.matches(path):
+        for active in self._covering(path):
+            if active.rule.mode == "hidden":
                 if active.rule.tool is None:
                     return HIDDEN
                 found = DEPENDS
@@ -366,14 +370,28 @@ class AccessRules:
 
     # -- the guard (the tree's lock is held) ----------------------------------------
 
+    def _covering(self, path: str) -> tuple[_Active, ...]:
+        """The rules in force that cover ``path`` (``/a/b``), in order, whoever asks."""
+        covered = self._covered
+        found = covered.get(path)
+        if found is None:
+            found = tuple(active for active in self._compiled.rules if active.matches(path))
+            if len(covered) >= COVERED_PATHS:
+                covered.clear()  # cheaper than an LRU; refilled by what is in use
+            covered[path] = found
+        return found
+
+    def _quotas(self, path: str) -> frozenset[str]:
+        """The patterns of the quota rules that cover ``path``."""
+        return frozenset(a.rule.pattern for a in self._covering(path) if a.rule.mode == "quota")
+
     def _refuse(self, paths: Iterable[str], action: str, tool: str | None) -> None:
-        for active in self._compiled.writes:
-            rule = active.rule
-            if rule.tool is not None and rule.tool != tool:
-                continue
-            for path in paths:
-                if active.matches(path):
-                    raise self._deny(active, path, action)
+        for path in paths:
+            for active in self._covering(path):
+                rule = active.rule
+                if rule.mode == "quota" or (rule.tool is not None and rule.tool != tool):
+                    continue
+                raise self._deny(active, path, action)
 
     def _held(self, quota: str) -> int:
         usage = self._usage
@@ -412,7 +430,7 @@ class AccessRules:
         slashed = "/" + path if path else ""
         tool = _tool()
         self._refuse((slashed,), action, tool)
-        growth = {q: size for q, m in self._compiled.counted.items() if m(slashed)}
+        growth: dict[str, int] = dict.fromkeys(self._quotas(slashed), size)
         if size and growth:
             self._limit(growth, action, slashed, tool)
 
@@ -424,8 +442,9 @@ class AccessRules:
         counted = self._compiled.counted
         if not grow or not counted or not paths:
             return None
-        names = {q: sum(map(m, paths)) for q, m in counted.items()}
-        names = {q: n for q, n in names.items() if n}
+        names: collections.Counter[str] = collections.Counter()
+        for path in paths:
+            names.update(self._quotas(path))
         if names:
             self._limit({q: n * grow for q, n in names.items()}, action, paths[0], tool)
         return [*names.items()] or None
@@ -442,7 +461,7 @@ class AccessRules:
         self._refuse((path,), action, tool)
         if not size:
             return None
-        growth = {q: size for q, m in self._compiled.counted.items() if m(path)}
+        growth: dict[str, int] = dict.fromkeys(self._quotas(path), size)
         if growth:
             self._limit(growth, action, path, tool)
         return [*growth.items()] or None
@@ -512,9 +531,8 @@ class AccessRules:
         for path, ino in entries:
             node = tree.get(ino)
             if isinstance(node, File) and node.size:
-                for quota, matches in self._compiled.counted.items():
-                    if matches(path):
-                        yield quota, node.size
+                for quota in self._quotas(path):
+                    yield quota, node.size
 
     def commit(self, pending: object, scale: int) -> None:
         """See ``Guard.commit``."""
