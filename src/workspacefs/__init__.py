@@ -4,6 +4,7 @@ One in-memory tree with O(1) snapshots, reachable through the Python
 ``Filesystem`` protocol (and, with ``workspacefs.fuse``, a real mount).
 """
 
+from ._errors import AccessDeniedError as AccessDeniedError
 from ._errors import AlreadyExistsError as AlreadyExistsError
 from ._errors import BackendUnavailableError as BackendUnavailableError
 from ._errors import BusyError as BusyError
@@ -26,6 +27,7 @@ from ._errors import NotFoundError as NotFoundError
 from ._errors import NotPermittedError as NotPermittedError
 from ._errors import NotSupportedError as NotSupportedError
 from ._errors import PathEscapeError as PathEscapeError
+from ._errors import QuotaExceededError as QuotaExceededError
 from ._errors import ReadOnlyError as ReadOnlyError
 from ._errors import ReadOnlyRestoreError as ReadOnlyRestoreError
 from ._errors import SnapshotCreationError as SnapshotCreationError
@@ -61,11 +63,13 @@ if TYPE_CHECKING:
     from .archive import load_session as load_session
     from .daemon import RemoteFilesystem as RemoteFilesystem
     from .daemon import connect as connect
+    from .fs import AccessRules as AccessRules
     from .fs import AttributedFilesystem as AttributedFilesystem
     from .fs import BlameEntry as BlameEntry
     from .fs import Cause as Cause
     from .fs import ChangeEvent as ChangeEvent
     from .fs import ChangeStream as ChangeStream
+    from .fs import Denial as Denial
     from .fs import FileEntry as FileEntry
     from .fs import FileStat as FileStat
     from .fs import Filesystem as Filesystem
@@ -82,6 +86,7 @@ if TYPE_CHECKING:
     from .fs import PruneResult as PruneResult
     from .fs import ReadBytesResult as ReadBytesResult
     from .fs import ReadResult as ReadResult
+    from .fs import Rule as Rule
     from .fs import SnapshotableFilesystem as SnapshotableFilesystem
     from .fs import SnapshotChanges as SnapshotChanges
     from .fs import SnapshotRef as SnapshotRef
@@ -122,11 +127,13 @@ _EXPORTS = {
     "load_session": ".archive",
     "RemoteFilesystem": ".daemon",
     "connect": ".daemon",
+    "AccessRules": ".fs",
     "AttributedFilesystem": ".fs",
     "BlameEntry": ".fs",
     "Cause": ".fs",
     "ChangeEvent": ".fs",
     "ChangeStream": ".fs",
+    "Denial": ".fs",
     "FileEntry": ".fs",
     "FileStat": ".fs",
     "Filesystem": ".fs",
@@ -143,6 +150,7 @@ _EXPORTS = {
     "PruneResult": ".fs",
     "ReadBytesResult": ".fs",
     "ReadResult": ".fs",
+    "Rule": ".fs",
     "SnapshotChanges": ".fs",
     "SnapshotRef": ".fs",
     "SnapshotRetentionPolicy": ".fs",

@@ -159,6 +159,20 @@ class NoSpaceError(FsError):
     default_errno = _errno.ENOSPC
 
 
+class AccessDeniedError(FsError, PermissionError):
+    """A change an access rule refuses (EACCES; EROFS where the rule makes the whole
+    tree read-only); the message names the rule, and nothing was changed."""
+
+    default_errno = _errno.EACCES
+
+
+class QuotaExceededError(FsError):
+    """A change that would make the files a quota rule covers hold more than its quota
+    (EDQUOT); the message names the rule, and nothing was changed."""
+
+    default_errno = _errno.EDQUOT
+
+
 class NotSupportedError(FsError):
     """An operation or mode this filesystem does not implement (EOPNOTSUPP)."""
 
@@ -242,6 +256,7 @@ _BY_ERRNO: dict[int, type[FsError]] = {
         BusyError,
         NoSpaceError,
         NotSupportedError,
+        QuotaExceededError,
     )
 }
 _BY_ERRNO[_errno.EACCES] = PathEscapeError

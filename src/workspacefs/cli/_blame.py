@@ -9,6 +9,7 @@ import typer
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import MARKS, name, when, who
 from ._output import emit_json, stdout
+from ._rules import denial_line
 
 
 @app.command(epilog="Example: workspacefs blame ./ws src/app.py")
@@ -27,14 +28,18 @@ def blame(
     with workspace(point) as fs:
         start = find_snapshot(fs.snapshots(), snapshot) if snapshot is not None else None
         entries = fs.blame(rest[0], snapshot=start)
+        refused = fs.denials(rest[0])
     if as_json:
         emit_json([entry.to_dict() for entry in entries])
         return
     if not entries:
         stdout.print(f"No recorded change to {rest[0]}.")
-        return
     for entry in entries:
         print(
             f"{name(entry.snapshot):<24} {when(entry.snapshot):<19} "
             f"{MARKS[entry.kind]} {who(entry.causes)}"
         )
+    if refused:
+        print(f"Refused by access rules ({len(refused)}, oldest first; workspacefs denials):")
+        for denial in refused:
+            print(f"  {denial_line(denial)}")

@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     _mcp,
     _mounts,
     _rewind,
+    _rules,
     _run,
     _snapshots,
     _storage,

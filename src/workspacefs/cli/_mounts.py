@@ -14,6 +14,7 @@ from ..store import DEFAULT_INTERVAL
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
 from ._output import connection_line, emit_json, size, stdout, working
+from ._rules import HideOption, ProtectOption, QuotaOption, rules_from_options
 
 if TYPE_CHECKING:
     from ..daemon import MountRecord
@@ -111,16 +112,26 @@ def mount(
             help="Give up if it does not serve by then, stopping the daemon (default: 120).",
         ),
     ] = START_TIMEOUT,
+    protect: ProtectOption = None,
+    hide: HideOption = None,
+    quota: QuotaOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Start a daemon serving a workspace at MOUNTPOINT; return once it is mounted.
 
     The workspace is kept in its store (see --durability): it outlives the daemon,
     and mounting its name again resumes it. A start that fails or takes longer than
-    --timeout stops its daemon and leaves nothing mounted."""
+    --timeout stops its daemon and leaves nothing mounted.
+
+    --protect, --hide and --quota declare access rules before the mount serves
+    (see ``workspacefs rules``); a resumed workspace keeps those it had."""
     from ..daemon import DaemonOptions, parse_source, run_daemon, start
 
+    rules = rules_from_options(protect, hide, quota)
+
     if foreground:
+        from ..fs import to_json
+
         parse_source(source)  # a bad --from fails here with its own message
 
         def ready(message: dict[str, Any]) -> None:
@@ -145,6 +156,7 @@ def mount(
             store=store and os.path.abspath(store),
             durability=durability,
             interval=interval,
+            rules=tuple(to_json(rule) for rule in rules),
         )
         raise typer.Exit(run_daemon(options, ready))
     with working(f"mounting {mountpoint}", quiet=as_json):
@@ -163,6 +175,7 @@ def mount(
             store=store,
             durability=durability,
             interval=interval,
+            rules=rules,
         )
     if as_json:
         emit_json(record.to_dict())

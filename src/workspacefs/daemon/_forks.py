@@ -71,6 +71,18 @@ class Forks:
             self._forks[name] = fork
         return self._info(name, fork)
 
+    def get(self, name: str) -> InMemoryFilesystem:
+        """Fork ``name``.
+
+        Raises:
+            NotFoundError: No fork of that name.
+        """
+        with self._lock:
+            fork = self._forks.get(name)
+        if fork is None:
+            raise NotFoundError("no fork of this name", name)
+        return fork
+
     def list(self) -> list[ForkInfo]:
         """Every fork, by name."""
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..store import DEFAULT_INTERVAL
 
@@ -35,6 +36,10 @@ class DaemonOptions:
         durability: ``interval``, ``always`` (``store.Durability``) or ``none``:
             no store, the workspace lives in the daemon's memory only.
         interval: Seconds a change may wait for the disk under ``interval``.
+        rules: Access rules to declare on the workspace before it is mounted, beside
+            those its store kept (``mount --protect/--hide/--quota``): each ``Rule``
+            as its JSON object (``fs.to_json``), read by the daemon, so that every
+            command (which loads these options) need not load the rules' layer.
     """
 
     mountpoint: str
@@ -50,3 +55,4 @@ class DaemonOptions:
     store: str | None = None
     durability: str = "interval"
     interval: float = DEFAULT_INTERVAL
+    rules: tuple[dict[str, Any], ...] = ()

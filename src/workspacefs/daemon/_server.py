@@ -25,7 +25,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from .. import git
 from .._errors import BusyError, MountedInsideError, MountLostError
-from ..fs import InMemoryFilesystem
+from ..fs import InMemoryFilesystem, Rule, from_json
 from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
 from ._app import create_app
@@ -145,6 +145,8 @@ def _mount_kept(
         interval=options.interval,
     )
     workspace = Workspace(fs, info, kept.durable, kept.recovery)
+    given = [from_json(Rule, rule) for rule in options.rules]
+    workspace.start_rules(given)  # in force before the mount serves
     durable = kept.durable
     handle = stack.enter_context(
         mount(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._errors import BackendUnavailableError, BusyError
-from ..fs import to_json
+from ..fs import Rule, to_json
 from ..posix import canonical_mountpoint
 from ..store import DEFAULT_INTERVAL
 from ._durability import check_durability
@@ -149,6 +149,7 @@ def start(
     durability: str = "interval",
     interval: float = DEFAULT_INTERVAL,
     timeout: float = START_TIMEOUT,
+    rules: Sequence[Rule] = (),
 ) -> MountRecord:
     """Start a daemon for a new workspace at ``mountpoint``; return once it serves.
 
@@ -171,6 +172,8 @@ def start(
         durability: ``interval``, ``always`` or ``none`` (no store at all).
         interval: Seconds a change may wait for the disk under ``interval``.
         timeout: Seconds to wait for the mount.
+        rules: Access rules to declare on the workspace before it is mounted (kept in
+            its store with those it had).
 
     Raises:
         BusyError: A workspace (or anything else) is mounted there already.
@@ -199,6 +202,7 @@ def start(
         store=None if store is None else os.path.abspath(store),
         durability=durability,
         interval=interval,
+        rules=tuple(to_json(rule) for rule in rules),
     )
     check_durability(options)  # and a bad policy or name
     read_end, write_end = os.pipe()

@@ -45,6 +45,8 @@ from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 from ..fs import (
     MAX_ENTRIES,
     BlameEntry,
+    DeclaredRules,
+    Denial,
     Filesystem,
     FilesystemSnapshot,
     HeldMerge,
@@ -53,6 +55,7 @@ from ..fs import (
     PruneResult,
     RecordedCall,
     RewindResult,
+    Rule,
     Side,
     SnapshotableFilesystem,
     SnapshotChanges,
@@ -322,6 +325,35 @@ class Daemon(Protocol):
         """
         ...
 
+    def access_rules(self, *, fork: str | None = None) -> DeclaredRules:
+        """The access rules of the workspace (or of fork ``fork``): its own, and those it
+        inherits (see ``fs.AccessRules``)."""
+        ...
+
+    def add_rules(self, rules: Sequence[Rule], *, fork: str | None = None) -> DeclaredRules:
+        """Declare ``rules`` on the workspace (binding its forks too) or on fork ``fork``
+        (binding it alone); in force for the next change, the mount's cached entries of
+        paths a hidden rule covers dropped. A workspace kept in a store keeps its rules
+        when it is resumed.
+
+        Raises:
+            NotFoundError: No fork of that name.
+        """
+        ...
+
+    def remove_rules(self, patterns: Sequence[str], *, fork: str | None = None) -> DeclaredRules:
+        """Drop the rules declared on the workspace (or fork ``fork``) whose pattern is one
+        of ``patterns``."""
+        ...
+
+    def denials(
+        self, path: str | None = None, *, after: int = 0, fork: str | None = None
+    ) -> list[Denial]:
+        """The changes the access rules refused in the workspace (or fork ``fork``),
+        oldest first, with their causes: of ``path`` and below only, if given, and
+        numbered after ``after`` only (see ``InMemoryFilesystem.denials``)."""
+        ...
+
     def info(self) -> dict[str, Any]:
         """The daemon's fixed facts: API version, pid, mount point, socket, workspace
         id, repository, log, and what the ``Filesystem`` properties answer."""
@@ -577,6 +609,10 @@ class WorkspaceVerbs(FilesystemVerbs):
     merge_fork = Method(Daemon.merge_fork, DAEMON, changes=True)
     call_history = Method(Daemon.call_history, DAEMON)
     rewind = Method(Daemon.rewind, DAEMON, changes=True)
+    access_rules = Method(Daemon.access_rules, DAEMON)
+    add_rules = Method(Daemon.add_rules, DAEMON)
+    remove_rules = Method(Daemon.remove_rules, DAEMON)
+    denials = Method(Daemon.denials, DAEMON)
     merge_status = Method(Daemon.merge_status, DAEMON)
     continue_merge = Method(Daemon.continue_merge, DAEMON, changes=True)
     abort_merge = Method(Daemon.abort_merge, DAEMON)

@@ -12,6 +12,7 @@ delays neither the mount nor other callers.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 import time
@@ -29,9 +30,12 @@ from .._errors import (
     ReadOnlyError,
     ReadOnlyRestoreError,
     SnapshotNotFoundError,
+    StoreDamagedError,
 )
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits, export_archive, import_archive
 from ..fs import (
+    DeclaredRules,
+    Denial,
     FilesystemDiff,
     FilesystemSnapshot,
     HeldMerge,
@@ -41,6 +45,7 @@ from ..fs import (
     PruneResult,
     RecordedCall,
     RewindResult,
+    Rule,
     Side,
     SnapshotRetentionPolicy,
     TransferResult,
@@ -49,6 +54,7 @@ from ..fs import (
     call_history,
     from_json,
     rewind,
+    to_json,
 )
 from ..fuse import Mount, refuse_if_mounted_inside
 from ..store import DurableWorkspace, Recovery
@@ -61,6 +67,8 @@ from ._wire import API_VERSION, Json
 
 if TYPE_CHECKING:
     from ..sandbox import MountTrials, SandboxOptions
+RULES_SETTING = "rules"
+"""The store setting that keeps a workspace's access rules (JSON), for its next daemon."""
 
 VIEW_CACHE = 16
 """Snapshot views kept ready for ``at`` calls (a view is cheap; this spares the lookup)."""
@@ -403,6 +411,65 @@ class Workspace(Daemon):
     def drop_trial(self, trial_id: str) -> Trial:
         """Drop every attempt of a pending trial."""
         return self._trials().drop_trial(trial_id)
+
+    # -- access rules -------------------------------------------------------------------
+
+    def _ruled(self, fork: str | None) -> InMemoryFilesystem:
+        return self.fs if fork is None else self._forks.get(fork)
+
+    def access_rules(self, *, fork: str | None = None) -> DeclaredRules:
+        """The workspace's (or a fork's) access rules, as declared."""
+        return self._ruled(fork).rules.declared()
+
+    def add_rules(self, rules: Sequence[Rule], *, fork: str | None = None) -> DeclaredRules:
+        """Declare access rules on the workspace or a fork (see ``fs.AccessRules``)."""
+        target = self._ruled(fork)
+        target.rules.add(*rules)
+        if fork is None:
+            self._keep_rules()
+        return target.rules.declared()
+
+    def remove_rules(self, patterns: Sequence[str], *, fork: str | None = None) -> DeclaredRules:
+        """Drop the access rules of these patterns from the workspace or a fork."""
+        target = self._ruled(fork)
+        target.rules.remove(*patterns)
+        if fork is None:
+            self._keep_rules()
+        return target.rules.declared()
+
+    def denials(
+        self, path: str | None = None, *, after: int = 0, fork: str | None = None
+    ) -> list[Denial]:
+        """What the access rules refused in the workspace or a fork."""
+        return self._ruled(fork).denials(path, after=after)
+
+    def start_rules(self, given: Sequence[Rule]) -> None:
+        """Put in force the rules the workspace's store kept and those ``given`` (the
+        mount's options), before the mount serves; keep them all for the next daemon.
+
+        Raises:
+            StoreDamagedError: The store's rules cannot be read (refused rather than
+                serving the workspace without its protections).
+        """
+        kept: tuple[Rule, ...] = ()
+        store = None if self._durable is None else self._durable.store
+        written = None if store is None else store.setting(RULES_SETTING)
+        if store is not None and written is not None:
+            try:
+                kept = from_json(tuple[Rule, ...], json.loads(written))
+            except ValueError as exc:  # InvalidArgumentError is one too
+                raise StoreDamagedError(
+                    f"the store's access rules are unreadable: {exc}", store.path
+                ) from None
+        self.fs.rules.set([*kept, *given])
+        if given:
+            self._keep_rules()
+
+    def _keep_rules(self) -> None:
+        """Write the workspace's rules to its store (if it has one): resumed, it has them."""
+        if self._durable is not None:
+            kept = to_json(self.fs.rules.own, tuple[Rule, ...]) or None
+            self._durable.store.set_setting(RULES_SETTING, json.dumps(kept) if kept else None)
 
     # -- about the daemon --------------------------------------------------------------
 

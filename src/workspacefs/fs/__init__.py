@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     from ..tree import current_cause as current_cause
     from ..tree import redact_command as redact_command
     from ..tree import redact_text as redact_text
+    from ._access import DEPENDS as DEPENDS
+    from ._access import HIDDEN as HIDDEN
+    from ._access import MAX_DENIALS as MAX_DENIALS
+    from ._access import SHOWN as SHOWN
+    from ._access import AccessRules as AccessRules
     from ._archiving import ArchiveVerbs as ArchiveVerbs
     from ._archiving import register_archive_verbs as register_archive_verbs
     from ._backend import Kind as Kind
@@ -122,6 +127,12 @@ if TYPE_CHECKING:
     from ._results import ReadResult as ReadResult
     from ._results import WriteMode as WriteMode
     from ._results import WriteResult as WriteResult
+    from ._rules import DeclaredRules as DeclaredRules
+    from ._rules import Denial as Denial
+    from ._rules import Rule as Rule
+    from ._rules import RuleMode as RuleMode
+    from ._rules import RuleScope as RuleScope
+    from ._rules import byte_count as byte_count
     from ._snapshot_names import MAX_NAME as MAX_NAME
     from ._snapshot_names import MIN_ID_PREFIX as MIN_ID_PREFIX
     from ._snapshot_names import SHORT_ID_LENGTH as SHORT_ID_LENGTH
@@ -159,12 +170,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CAUSE_VARIABLE",
     "DEFAULT_LIMITS",
+    "DEPENDS",
     "FEED_EVENT_PATHS",
     "FEED_READ_EVENTS",
     "FEED_RING_BYTES",
     "FEED_RING_EVENTS",
     "FIRST_TIME_NS",
+    "HIDDEN",
     "LAST_TIME_NS",
+    "MAX_DENIALS",
     "MAX_ENTRIES",
     "MAX_FILE_SIZE",
     "MAX_HUNKS",
@@ -174,8 +188,10 @@ __all__ = [
     "OUTPUT_TAIL",
     "PATCH_LINE_LIMIT",
     "SHORT_ID_LENGTH",
+    "SHOWN",
     "SIDES",
     "SPECIAL_BITS",
+    "AccessRules",
     "ArchiveVerbs",
     "Attempt",
     "AttemptState",
@@ -194,6 +210,8 @@ __all__ = [
     "ConflictKind",
     "ConflictReport",
     "ConflictSide",
+    "DeclaredRules",
+    "Denial",
     "DirectoryBackend",
     "EntryKind",
     "EventKind",
@@ -234,6 +252,9 @@ __all__ = [
     "RefRefused",
     "RefWritten",
     "RewindResult",
+    "Rule",
+    "RuleMode",
+    "RuleScope",
     "Side",
     "SideKind",
     "SnapshotBytes",
@@ -260,6 +281,7 @@ __all__ = [
     "attributed",
     "available_memory",
     "build_patch",
+    "byte_count",
     "call_history",
     "call_tag",
     "change_kind",
@@ -411,6 +433,17 @@ _EXPORTS = {
     "ReadResult": "._results",
     "WriteMode": "._results",
     "WriteResult": "._results",
+    "DEPENDS": "._access",
+    "HIDDEN": "._access",
+    "MAX_DENIALS": "._access",
+    "SHOWN": "._access",
+    "AccessRules": "._access",
+    "DeclaredRules": "._rules",
+    "Denial": "._rules",
+    "Rule": "._rules",
+    "byte_count": "._rules",
+    "RuleMode": "._rules",
+    "RuleScope": "._rules",
     "MAX_NAME": "._snapshot_names",
     "MIN_ID_PREFIX": "._snapshot_names",
     "SHORT_ID_LENGTH": "._snapshot_names",

@@ -109,11 +109,16 @@ def _join(directory: str, name: str) -> str:
 
 
 def tree_entries(
-    view: TreeView, path: str = "", *, after: str = "", recursive: bool = True
+    view: TreeView,
+    path: str = "",
+    *,
+    after: str = "",
+    recursive: bool = True,
+    hidden: Callable[[str], bool] | None = None,
 ) -> Iterator[TreeEntry]:
     """The entries below the directory at ``path`` (normalised) of a frozen tree, in
     git's order from after the key ``after`` (see ``depth_first``); with ``recursive``
-    False, its own entries only.
+    False, its own entries only; without those ``hidden`` says are (by path).
 
     Raises:
         NotFoundError: Nothing is at ``path``.
@@ -134,6 +139,8 @@ def tree_entries(
         directory = view.directory(inos.pop(base))
         found = []
         for name, child in directory.entries.items():
+            if hidden is not None and hidden(_join(base, name)):
+                continue
             node = view.node(child)
             if recursive and isinstance(node, Directory):
                 inos[_join(base, name)] = child

@@ -354,6 +354,11 @@ class BackendFilesystem:
         if self._read_only:
             raise ReadOnlyError("read-only filesystem", path)
 
+    def _may_create(self, norm: str, action: str, size: int) -> None:
+        """Raise what would refuse making ``norm`` (``size`` bytes) once its missing
+        parents are made, before any is: a call that makes directories is refused
+        whole. Called under the write lock; by default nothing refuses."""
+
     def write(
         self,
         path: str,
@@ -413,8 +418,11 @@ class BackendFilesystem:
             _errors_for(norm),
             _gone_is_changed(norm, if_match),
             backend.mutating(),
-            locate(backend, norm, make_dirs=make_dirs) as at,
+            contextlib.ExitStack() as stack,
         ):
+            if make_dirs:
+                self._may_create(norm, "create", len(data))
+            at = stack.enter_context(locate(backend, norm, make_dirs=make_dirs))
             if if_match is not None:
                 self._unchanged(at, norm, if_match)
             if at.entry is not None:
@@ -487,7 +495,10 @@ class BackendFilesystem:
         self._writable(path)
         norm = self._normalize(path)
         backend = self._backend
-        with _errors_for(norm), backend.mutating(), locate(backend, norm, make_dirs=parents) as at:
+        with _errors_for(norm), backend.mutating(), contextlib.ExitStack() as stack:
+            if parents:
+                self._may_create(norm, "mkdir", 0)
+            at = stack.enter_context(locate(backend, norm, make_dirs=parents))
             if at.entry is None:
                 backend.mkdir(at.parent, at.name)
             elif not (exist_ok and _is_dir(at.entry)):

@@ -32,6 +32,7 @@ from ..tree import (
     diff_versions,
 )
 from ..tree import attributed as _attributed
+from ._access import AccessRules
 from ._budget import MemoryUsage, default_memory_budget
 from ._conditional import changed_since
 from ._events import ChangeStream
@@ -48,6 +49,8 @@ from ._history import (
 )
 from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
+from ._paths import normalize_mount_point
+from ._rules import Denial, Rule
 from ._snapshot_names import check_tag
 from ._snapshots import (
     FilesystemDiff,
@@ -89,6 +92,8 @@ class InMemoryFilesystem(TreeFilesystem):
             (``Cause.redacted``: passwords, tokens, keys in flags, headers,
             ``KEY=value`` pairs and URLs), so history, and the git objects
             ``persist`` writes from it, never hold them; settable.
+        rules: Access rules for the workspace (``Rule``: read-only and hidden paths,
+            quotas); ``rules`` is where to change them later.
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class InMemoryFilesystem(TreeFilesystem):
         _read_only: bool | None = None,
         _mount_point: str | None = None,
         blame_full_commands: bool = False,
+        rules: Iterable[Rule] = (),
     ) -> None:
         read_only = either("read_only", read_only, False, _read_only)
         mount_point = either("mount_point", mount_point, None, _mount_point)
@@ -121,6 +127,9 @@ class InMemoryFilesystem(TreeFilesystem):
             family=WeakRegistry(),
         )
         self.blame_full_commands = blame_full_commands
+        rules = tuple(rules)
+        if rules:
+            self._rules.set(rules)
 
     def _init(
         self,
@@ -137,7 +146,17 @@ class InMemoryFilesystem(TreeFilesystem):
         family: WeakRegistry[InMemoryFilesystem],
     ) -> None:
         # The one place every field is set: ``__init__`` and ``fork`` both come here.
-        super().__init__(tree, read_only=read_only, mount_point=mount_point, limits=limits)
+        origin_fs = None if origin is None else origin()
+        rules = AccessRules(
+            tree,
+            scope="workspace" if origin_fs is None else "fork",
+            origin=None if origin_fs is None else origin_fs._rules,
+            mount_point=normalize_mount_point(mount_point),
+        )
+        super().__init__(
+            tree, read_only=read_only, mount_point=mount_point, limits=limits, rules=rules
+        )
+        self._rules: AccessRules = rules
         self._live = tree
         self._store = store
         self._retention = retention
@@ -181,6 +200,9 @@ class InMemoryFilesystem(TreeFilesystem):
 
         Each fork is its own tree; one mount serves a workspace and its forks
         (``Mount.add_fork``: ``<mountpoint>/.forks/<name>``), see ``docs/forks.md``.
+
+        This workspace's access rules bind the fork too, as they change; the
+        fork's own (``fork.rules``) bind it alone.
         """
         with self._live.lock:
             version = self._live.snapshot() if snapshot is None else self.version(snapshot)
@@ -473,6 +495,20 @@ class InMemoryFilesystem(TreeFilesystem):
         """
         return self.change_feed().events(after, glob=glob, timeout=timeout)
 
+    # -- access rules ------------------------------------------------------------
+
+    @property
+    def rules(self) -> AccessRules:
+        """This workspace's access rules (``AccessRules``: ``add``, ``remove``,
+        ``set``, ``in_force``); a fork's also holds those of its origin."""
+        return self._rules
+
+    def denials(self, path: str | None = None, *, after: int = 0) -> list[Denial]:
+        """The changes the access rules refused, oldest first, with their causes (of
+        ``path`` and below only, if given; numbered after ``after`` only). See
+        ``AccessRules.denials``."""
+        return self._rules.denials(None if path is None else self._normalize(path), after=after)
+
     # -- attribution -----------------------------------------------------------
 
     @staticmethod
@@ -620,10 +656,14 @@ class InMemoryFilesystem(TreeFilesystem):
             self._anchors_changed += 1
 
     def at(self, snapshot: FilesystemSnapshot) -> TreeFilesystem:
-        """A read-only ``Filesystem`` showing ``snapshot``, without restoring it."""
+        """A read-only ``Filesystem`` showing ``snapshot``, without restoring it (what
+        this workspace's hidden rules cover is hidden there too)."""
         # An alias: space accounting then sees what the view holds (``Version.alias``).
         return TreeFilesystem(
-            self.version(snapshot).alias(), mount_point=self.mount_point, limits=self.limits
+            self.version(snapshot).alias(),
+            mount_point=self.mount_point,
+            limits=self.limits,
+            rules=self._rules,
         )
 
     def snapshots(self) -> Sequence[FilesystemSnapshot]:
@@ -742,7 +782,8 @@ class InMemoryFilesystem(TreeFilesystem):
         workspace up is its owner's business; callers refuse what they must.
         """
         tree = self._live
-        with tree.lock:  # its release publishes what the transaction touched
+        # The owner's bulk change: no access rule binds it (they bind the doors).
+        with tree.lock, self._rules.suspended():  # its release publishes what was touched
             before = tree.snapshot()
             try:
                 yield tree

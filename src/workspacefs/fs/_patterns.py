@@ -305,6 +305,32 @@ def path_matcher(pattern: str) -> Matcher:
     return lambda path: regex.fullmatch(path) is not None
 
 
+def rule_matcher(pattern: str) -> Matcher:
+    """A matcher for an access rule's glob (``AccessRules``), over a path written with a
+    leading ``/`` ("" for the root: ``/src/app.py``).
+
+    The glob syntax of ``glob``, anchored at the root, with two differences that a
+    rule needs: ``*``, ``?`` and ``**`` match names starting with ``.`` too (a
+    rule on ``secrets/**`` covers ``secrets/.env``), and a pattern that matches a
+    directory covers everything below it (``.git`` covers ``.git/config``). Only
+    ``**`` matches the root itself.
+    """
+    body = []
+    for segment in pattern.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            raise InvalidPathError("'..' is not allowed in a rule's pattern", pattern)
+        if segment == "**":
+            body.append("(?:/[^/]+)*")
+        else:
+            body.append("/" + _translate_segment(segment))
+    if not body:
+        raise InvalidPathError("a rule's pattern names no path", pattern)
+    regex = compile_regex("".join(body) + "(?:/.*)?")
+    return lambda path: regex.fullmatch(path) is not None
+
+
 # -- glob programs ---------------------------------------------------------------
 
 States = frozenset[int]

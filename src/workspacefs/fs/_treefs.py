@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, NotFoundError
 from ..tree import (
     RENAME_NOREPLACE,
     ROOT_INO,
@@ -28,6 +28,7 @@ from ..tree import (
     Tree,
     TreeView,
 )
+from ._access import AccessRules
 from ._archiving import archive_verbs
 from ._backend import Entry, Handle, Kind
 from ._entries import MAX_ENTRIES, TreeEntry, tree_entries
@@ -52,10 +53,17 @@ def _kind(node: Node) -> Kind:
 
 
 class TreeBackend:
-    """``Backend`` primitives on a ``TreeView``; writes need the live ``Tree``."""
+    """``Backend`` primitives on a ``TreeView``; writes need the live ``Tree``.
 
-    def __init__(self, view: TreeView, *, mount_point: str | None = None) -> None:
+    With ``rules``, what a hidden rule covers is not there for the cause in effect:
+    not found, not listed (the rules' other modes the tree enforces itself).
+    """
+
+    def __init__(
+        self, view: TreeView, *, mount_point: str | None = None, rules: AccessRules | None = None
+    ) -> None:
         self._view = view
+        self._rules = rules
         self._tree = view if isinstance(view, Tree) else None
         self._mount_point = mount_point
         self._lock: AbstractContextManager[object] = (
@@ -73,9 +81,21 @@ class TreeBackend:
     def release(self, handle: Handle) -> None:
         pass
 
+    def _hidden(self, directory: Handle, name: str) -> bool:
+        rules = self._rules
+        return rules is not None and rules.hides and rules.hidden(self._view, directory, name)
+
     def lookup(self, directory: Handle, name: str) -> Entry | None:
         ino = self._view.find(directory, name)
         if ino is None:
+            return None
+        rules = self._rules  # inline: every resolution asks, and most workspaces hide nothing
+        if (
+            rules is not None
+            and rules.hides
+            and name not in (".", "..")
+            and rules.hidden(self._view, directory, name)
+        ):
             return None
         node = self._view.node(ino)
         return Entry(_kind(node), (0, ino), node.size, node.mode, node.mtime_ns, node.crtime_ns)
@@ -85,12 +105,18 @@ class TreeBackend:
 
     def scan(self, directory: Handle) -> list[tuple[str, Kind]]:
         view = self._view
-        return [(name, _kind(view.node(ino))) for name, ino in view.readdir(directory)]
+        found = [(name, _kind(view.node(ino))) for name, ino in view.readdir(directory)]
+        rules = self._rules
+        if rules is not None and rules.hides:
+            found = [item for item in found if not rules.hidden(view, directory, item[0])]
+        return found
 
     def scan_child(
         self, directory: Handle, name: str
     ) -> tuple[Handle, tuple[int, int], list[tuple[str, Kind]]]:
         ino = self._view.find(directory, name)
+        if ino is not None and self._hidden(directory, name):
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", name)
         if ino is None or not isinstance(self._view.node(ino), Directory):
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", name)
         return ino, (0, ino), self.scan(ino)
@@ -108,6 +134,8 @@ class TreeBackend:
         if entry is not None:
             return self._blocks(entry.key[1])
         ino = self._view.find(directory, name)
+        if ino is not None and self._hidden(directory, name):
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", name)
         if ino is None or not isinstance(self._view.node(ino), File):
             raise OSError(errno.EINVAL, "not a regular file", name)
         return self._blocks(ino)
@@ -131,6 +159,7 @@ class TreeBackend:
         tree = self._live()
         if entry is None:
             tree.budget.reserve(len(data))  # ENOSPC before the file exists
+            tree.check_new(directory, name, "create", len(data))  # and a rule's refusal
             ino = tree.create(directory, name, 0o644, *self._owner)
             tree.write(ino, 0, data)
             return
@@ -174,15 +203,17 @@ class TreeFilesystem(BackendFilesystem):
         read_only: bool = False,
         mount_point: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        rules: AccessRules | None = None,
     ) -> None:
         mount_point = normalize_mount_point(mount_point)
         super().__init__(
-            TreeBackend(view, mount_point=mount_point),
+            TreeBackend(view, mount_point=mount_point, rules=rules),
             read_only=read_only or not isinstance(view, Tree),
             mount_point=mount_point,
             limits=limits,
         )
         self._view = view
+        self._rules = rules
 
     @property
     def root(self) -> str:
@@ -199,8 +230,26 @@ class TreeFilesystem(BackendFilesystem):
         if not isinstance(view, Tree):
             return super()._walk()
         with view.lock:
-            frozen = TreeBackend(view.snapshot(), mount_point=self.mount_point)
+            frozen = TreeBackend(view.snapshot(), mount_point=self.mount_point, rules=self._rules)
         return Walk(frozen, functools.partial(resolved, frozen))
+
+    def _may_create(self, norm: str, action: str, size: int) -> None:
+        """With access rules in force and a parent of ``norm`` missing, refuse here
+        what the rules would refuse of ``norm`` once its parents were made (by its
+        path: through a symlink, it may be refused where the tree would not)."""
+        view, rules = self._view, self._rules
+        if rules is None or not isinstance(view, Tree) or view.guard is None:
+            return
+        parent = view.resolve_path(norm.rpartition("/")[0])
+        if parent is None or not isinstance(view.get(parent), Directory):
+            rules.check_new(norm, action, size)
+
+    @property
+    def rules(self) -> AccessRules | None:
+        """The access rules this filesystem shows its tree under (None: none); an
+        ``InMemoryFilesystem``'s are its own (see ``AccessRules``), a snapshot
+        view's those of the workspace it came from (only hidden paths matter there)."""
+        return self._rules
 
     @property
     def view(self) -> TreeView:
@@ -257,5 +306,8 @@ class TreeFilesystem(BackendFilesystem):
         if isinstance(view, Tree):
             with view.lock:
                 view = view.snapshot()
-        found = tree_entries(view, norm, after=after, recursive=recursive)
+        hidden = None if self._rules is None else self._rules.hidden_filter()
+        if hidden is not None and norm and hidden(norm):
+            raise NotFoundError("no such file or directory", display(norm))
+        found = tree_entries(view, norm, after=after, recursive=recursive, hidden=hidden)
         return list(itertools.islice(found, limit))

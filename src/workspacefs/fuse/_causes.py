@@ -87,7 +87,8 @@ class RequestCauses:
         """Make the caller of the request ``ctx`` the cause of what the handler changes
         (None: a request that says no caller)."""
         tree = self._tree
-        if tree is None or not tree.attributing:
+        # Access rules need the cause too: a tool's rules bind the processes of its calls.
+        if tree is None or not (tree.attributing or tree.guard is not None):
             return
         if ctx is None:
             set_cause(None)
@@ -103,7 +104,7 @@ class RequestCauses:
         """Make ``cause`` (taken with ``current_cause`` by an earlier request, such as
         the open of a file handle) the cause of what the handler changes."""
         tree = self._tree
-        if tree is not None and tree.attributing:
+        if tree is not None and (tree.attributing or tree.guard is not None):
             set_cause(cause)
 
     def cause(self, pid: int, uid: int) -> Cause:

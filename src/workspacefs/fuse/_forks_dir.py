@@ -26,7 +26,7 @@ import pyfuse3
 from pyfuse3 import FUSEError, InodeT
 
 from .._errors import AlreadyExistsError, NotFoundError
-from ..fs import check_name
+from ..fs import AccessRules, check_name
 from ..tree import ROOT_INO, Node, TreeView
 from ._attributes import CachePolicy, entry_attributes
 from ._served import FORKS_NAME, HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, ServedTree
@@ -69,7 +69,9 @@ class ForksDir:
 
     # -- adding and removing -------------------------------------------------------
 
-    def add(self, name: str, view: TreeView, *, writable: bool) -> ServedTree:
+    def add(
+        self, name: str, view: TreeView, *, writable: bool, rules: AccessRules | None = None
+    ) -> ServedTree:
         """Serve ``view`` as fork ``name``, not yet visible (see ``show``).
 
         Raises:
@@ -85,7 +87,12 @@ class ForksDir:
                 raise AlreadyExistsError("this workspace is mounted as a fork already", name)
             slot = self._free_slot()
             served = ServedTree(
-                view, base=_BASE | slot << LOCAL_BITS, writable=writable, parent=self.INO, name=name
+                view,
+                base=_BASE | slot << LOCAL_BITS,
+                writable=writable,
+                parent=self.INO,
+                name=name,
+                rules=rules,
             )
             self._slots = {**self._slots, slot: served}
         return served

@@ -242,7 +242,9 @@ class Mount:
         operations = self._serving()
         view = filesystem.view
         with self._forking:
-            served = operations.add_fork(name, view, read_only=filesystem.read_only, show=False)
+            served = operations.add_fork(
+                name, view, read_only=filesystem.read_only, show=False, rules=filesystem.rules
+            )
             if isinstance(view, Tree):
                 self._invalidate_fork(filesystem, view, served)
             self._forks[name] = filesystem
@@ -620,6 +622,7 @@ def mount(
         on_sync=on_sync,
         on_change=on_change,
         before_change=before_change,
+        rules=filesystem.rules,
     )
     options = mount_options(
         allow_other=allow_other,
@@ -716,6 +719,7 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
             invalidator.close()
 
     handle._cleanups.append(stop_notifying)
+    _invalidate_after_rule_changes(handle)
     tree = handle.filesystem.view
     if not isinstance(tree, Tree):
         return  # a frozen version never changes
@@ -726,6 +730,35 @@ def _invalidate_after_api_writes(handle: Mount) -> None:
         with contextlib.suppress(ValueError):  # run once by a loss, again by the unmount
             unsubscribe()
         invalidator.close()
+
+    handle._cleanups.append(stop)
+
+
+def _invalidate_after_rule_changes(handle: Mount) -> None:
+    """Drop what the kernel cached of the entries a hidden rule starts or stops covering
+    in what the live tree's journal does not reach: the snapshots under ``/.snapshots``
+    (they share the live tree's inode numbers where nothing changed), and a frozen
+    version mounted as the workspace itself."""
+    rules, operations = handle.filesystem.rules, handle._operations
+    if rules is None or operations is None:
+        return
+    live = isinstance(handle.filesystem.view, Tree)
+
+    def hidden_changed(entries: list[tuple[int, str]]) -> None:
+        bases = operations.snapshot_bases() + ([] if live else [0])
+        with handle._kernel:
+            if not handle._kernel_open:
+                return
+            for base in bases:
+                for parent, name in entries:
+                    with contextlib.suppress(OSError):  # not cached, or gone
+                        pyfuse3.invalidate_entry(pyfuse3.InodeT(base + parent), encode(name))
+
+    unobserve = rules.observe(hidden_changed)
+
+    def stop() -> None:
+        with contextlib.suppress(ValueError):  # run once by a loss, again by the unmount
+            unobserve()
 
     handle._cleanups.append(stop)
 

@@ -42,6 +42,7 @@ import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
 from .._errors import NotFoundError
+from ..fs import HIDDEN, SHOWN, AccessRules
 from ..tree import (
     NAME_MAX,
     ROOT_INO,
@@ -192,6 +193,9 @@ class WorkspaceOperations(pyfuse3.Operations):
             that it stops asking for ``security.capability`` before writes and for
             the attributes before chowns. Needs libfuse 3.18.3 and the patched
             pyfuse3 (``KILLPRIV_V2``); without it the kernel clears them itself.
+        rules: The workspace's access rules (``AccessRules``): what a hidden rule
+            covers is neither found nor listed, in the tree and its snapshots (the
+            tree refuses what the rules refuse of a change itself).
     """
 
     supports_dot_lookup = True
@@ -210,6 +214,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         on_sync: Callable[[], None] | None = None,
         on_change: Callable[[], None] | None = None,
         before_change: Callable[[], None] | None = None,
+        rules: AccessRules | None = None,
     ) -> None:
         super().__init__()
         self._on_sync = on_sync
@@ -232,7 +237,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self.pass_inode_to_fh_handlers = open_free or handle_killpriv
         self._listings = Listings()
         self._view = view
-        self._trees = ServedTrees(view, read_only=read_only, snapshots=snapshots)
+        self._trees = ServedTrees(view, read_only=read_only, snapshots=snapshots, rules=rules)
         self._origin = self._trees.origin
         self._snapshots = self._trees.snapshots
         self._forks = self._trees.forks
@@ -308,9 +313,16 @@ class WorkspaceOperations(pyfuse3.Operations):
     # -- forks -----------------------------------------------------------------
 
     def add_fork(
-        self, name: str, view: TreeView, *, read_only: bool = False, show: bool = True
+        self,
+        name: str,
+        view: TreeView,
+        *,
+        read_only: bool = False,
+        show: bool = True,
+        rules: AccessRules | None = None,
     ) -> ServedTree:
-        """Serve ``view`` (a fork's live tree, or any tree) at ``/.forks/<name>/``.
+        """Serve ``view`` (a fork's live tree, or any tree) at ``/.forks/<name>/``,
+        under the fork's access ``rules``.
 
         With ``show`` False it is served but not yet found by name (the caller
         then calls ``show_fork``, e.g. once it invalidates the fork's caches).
@@ -319,7 +331,7 @@ class WorkspaceOperations(pyfuse3.Operations):
             AlreadyExistsError: A fork of that name is served, or this tree is.
             InvalidPathError: ``name`` is no valid file name.
         """
-        return self._trees.add_fork(name, view, read_only=read_only, show=show)
+        return self._trees.add_fork(name, view, read_only=read_only, show=show, rules=rules)
 
     def show_fork(self, served: ServedTree) -> None:
         """Make a fork added with ``show=False`` visible."""
@@ -337,6 +349,10 @@ class WorkspaceOperations(pyfuse3.Operations):
             NotFoundError: No fork of that name is mounted.
         """
         return self._trees.remove_fork(name)
+
+    def snapshot_bases(self) -> list[int]:
+        """The inode offset of every snapshot ``/.snapshots`` may have shown the kernel."""
+        return self._snapshots.bases()
 
     def held_entries(self, served: ServedTree) -> list[tuple[InodeT, str]]:
         """(parent, name) of every entry of ``served`` the kernel may have cached."""
@@ -442,7 +458,12 @@ class WorkspaceOperations(pyfuse3.Operations):
                 return self._attributes(served.parent)  # a fork's: /.forks, never held
             found = served.view.find(local, decode(name))
             if found is not None:
-                return self._reply(served, found)
+                rules = served.rules
+                if rules is None or not rules.hides:
+                    return self._reply(served, found)
+                ruled = self._ruled_lookup(served, local, decode(name), found, ctx)
+                if ruled is not None:
+                    return ruled
             if served is self._origin:
                 if self._snapshots.shown_as(parent_inode, name):
                     return self._attributes(SnapshotsDir.INO)
@@ -454,6 +475,28 @@ class WorkspaceOperations(pyfuse3.Operations):
             # files constantly (git, compilers, shells). API creates and
             # restores invalidate it like any other entry.
             return missing_entry(self._cache.entry_timeout)
+
+    def _ruled_lookup(
+        self, served: ServedTree, local: InodeT, name: str, found: int, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes | None:
+        """The reply to a lookup that found ``name`` while hidden rules are in force:
+        the entry, the caller's own answer, or None if it is hidden from everybody
+        (then it is missing like any other name, and cached so)."""
+        rules = served.rules
+        assert rules is not None
+        seen = rules.visibility(served.view, local, name)
+        if seen == SHOWN:
+            return self._reply(served, InodeT(found))
+        if seen == HIDDEN:
+            return None
+        # Hidden from some tools' processes only: whatever this caller is told, the
+        # kernel must not cache for the next one.
+        self._causes.attribute(ctx)
+        if rules.hidden(served.view, local, name):
+            return missing_entry(0)
+        entry = self._reply(served, InodeT(found))
+        entry.entry_timeout = 0
+        return entry
 
     @contextlib.contextmanager
     def open_probe(self) -> Iterator[str]:
@@ -670,6 +713,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         stale = False
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
             tree = served.writable()
+            tree.check(local, "open")  # an access rule refuses the open, as a mode would
             if flags & os.O_TRUNC:  # libfuse asks for atomic O_TRUNC: the kernel leaves it to us
                 if node.size:
                     tree.truncate(local, 0)
@@ -859,6 +903,12 @@ class WorkspaceOperations(pyfuse3.Operations):
             served, local = self._route(inode)
             with served.lock:
                 children = [(name, served.ino(ino)) for name, ino in served.view.readdir(local)]
+                if served.rules is not None and served.rules.hides:
+                    # A listing never reaches a tool's processes with what the tool may
+                    # not see: the request that reads it names no caller.
+                    children = [
+                        item for item in children if not served.hides(local, item[0], anyone=True)
+                    ]
                 parent = self._parent(served, local)
             entries = [(".", inode), ("..", parent), *children]
         handle = self._handles()
@@ -937,7 +987,10 @@ class WorkspaceOperations(pyfuse3.Operations):
                 ):
                     return
             offsets, names, inodes, first = self._listings.after(ino, entries, start)
+            hides = served.rules is not None and served.rules.hides
             for index in range(first, len(offsets)):
+                if hides and served.hides(local, names[index], anyone=True):  # see opendir
+                    continue
                 entry = self._entry(served, InodeT(inodes[index]))
                 if not pyfuse3.readdir_reply(token, encode(names[index]), entry, offsets[index]):
                     return

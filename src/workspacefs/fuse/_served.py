@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from pyfuse3 import FUSEError, InodeT
 
+from ..fs import AccessRules
 from ..tree import Tree, TreeView
 from ._lookups import LookupCounts
 
@@ -45,6 +46,8 @@ class ServedTree:
         parent: The kernel's number of the directory that ``..`` of the
             tree's root names.
         name: What the mount calls it (a fork's name), for messages.
+        rules: The access rules it is shown under (a snapshot: its workspace's);
+            the handlers leave out what a hidden rule covers.
     """
 
     __slots__ = (
@@ -55,12 +58,20 @@ class ServedTree:
         "name",
         "on_release",
         "parent",
+        "rules",
         "tree",
         "view",
     )
 
     def __init__(
-        self, view: TreeView, *, base: int, writable: bool, parent: InodeT, name: str = ""
+        self,
+        view: TreeView,
+        *,
+        base: int,
+        writable: bool,
+        parent: InodeT,
+        name: str = "",
+        rules: AccessRules | None = None,
     ) -> None:
         live = view if isinstance(view, Tree) else None
         self.view = view
@@ -74,12 +85,23 @@ class ServedTree:
         self.base = base
         self.parent = parent
         self.name = name
+        self.rules = rules
         self.hidden = False
         """Set when a fork is removed from the mount: no longer found by
         name, and released once the kernel forgets its last inode."""
         self.on_release: list[Callable[[], object]] = []
         """Called (in whichever thread released it, never under a lock) when
         the mount stops serving the tree."""
+
+    def hides(self, local: int, name: str, *, anyone: bool = False) -> bool:
+        """True if the entry ``name`` of the directory ``local`` is hidden from the
+        cause in effect (``anyone``: from some tool's call); call under ``lock``."""
+        rules = self.rules
+        return (
+            rules is not None
+            and rules.hides
+            and rules.hidden(self.view, local, name, anyone=anyone)
+        )
 
     def writable(self) -> Tree:
         """The live tree, if it may be written here; EROFS otherwise."""

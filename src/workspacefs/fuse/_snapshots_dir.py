@@ -27,7 +27,7 @@ import pyfuse3
 from pyfuse3 import FUSEError
 
 from .._errors import SnapshotNotFoundError
-from ..fs import FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
+from ..fs import AccessRules, FilesystemSnapshot, InMemoryFilesystem, TreeFilesystem
 from ..tree import ROOT_INO, Node, Version
 from ._attributes import CachePolicy, entry_attributes, missing_entry
 from ._served import HIDDEN_INOS, LOCAL_BITS, LOCAL_MASK, SNAPSHOTS_NAME, ServedTree
@@ -72,8 +72,9 @@ class SnapshotsDir:
     INO: Final[pyfuse3.InodeT] = HIDDEN_INOS
     """The directory's own inode number."""
 
-    def __init__(self, lister: SnapshotLister | None) -> None:
+    def __init__(self, lister: SnapshotLister | None, rules: AccessRules | None = None) -> None:
         self._lister = lister
+        self._rules = rules  # the workspace's: what they hide, its snapshots hide too
         self._lock = threading.Lock()
         self._slots: dict[str, int] = {}  # snapshot id -> slot (stable for the mount)
         # Weakly: a deleted snapshot frees its memory at once, and its inodes go stale.
@@ -100,8 +101,15 @@ class SnapshotsDir:
         # Made per request (a few attribute stores), so nothing here holds the
         # version; read-only and never held, and ``..`` of its root is itself.
         root = _base(slot) + ROOT_INO
-        served = ServedTree(version, base=_base(slot), writable=False, parent=root)
+        served = ServedTree(
+            version, base=_base(slot), writable=False, parent=root, rules=self._rules
+        )
         return served, pyfuse3.InodeT(ino & LOCAL_MASK)
+
+    def bases(self) -> list[int]:
+        """The inode offset of every snapshot the kernel may have been shown."""
+        with self._lock:
+            return [_base(slot) for slot in self._versions]
 
     def _version(self, slot: int) -> Version | None:
         ref = self._versions.get(slot)

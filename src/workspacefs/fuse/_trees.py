@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pyfuse3 import FUSEError, InodeT
 
 from .._errors import AlreadyExistsError
+from ..fs import AccessRules
 from ..tree import ROOT_INO, Tree, TreeView
 from ._forks_dir import ForksDir
 from ._served import ServedTree
@@ -42,9 +43,16 @@ class ServedTrees:
         snapshots: Lists the snapshots ``/.snapshots`` shows; None hides it.
     """
 
-    def __init__(self, view: TreeView, *, read_only: bool, snapshots: SnapshotLister | None):
-        self.origin = ServedTree(view, base=0, writable=not read_only, parent=ROOT_INO)
-        self.snapshots = SnapshotsDir(snapshots)
+    def __init__(
+        self,
+        view: TreeView,
+        *,
+        read_only: bool,
+        snapshots: SnapshotLister | None,
+        rules: AccessRules | None = None,
+    ):
+        self.origin = ServedTree(view, base=0, writable=not read_only, parent=ROOT_INO, rules=rules)
+        self.snapshots = SnapshotsDir(snapshots, rules)
         self.forks = ForksDir()
         self._read_only = read_only
 
@@ -94,11 +102,20 @@ class ServedTrees:
 
     # -- forks ---------------------------------------------------------------------
 
-    def add_fork(self, name: str, view: TreeView, *, read_only: bool, show: bool) -> ServedTree:
+    def add_fork(
+        self,
+        name: str,
+        view: TreeView,
+        *,
+        read_only: bool,
+        show: bool,
+        rules: AccessRules | None = None,
+    ) -> ServedTree:
         """Serve ``view`` at ``/.forks/<name>/`` (see ``WorkspaceOperations.add_fork``)."""
         if any(served.view is view for served in self.all()):
             raise AlreadyExistsError("this tree is mounted here already", name)
-        served = self.forks.add(name, view, writable=not (read_only or self._read_only))
+        writable = not (read_only or self._read_only)
+        served = self.forks.add(name, view, writable=writable, rules=rules)
         if show:
             self.forks.show(served)
         return served

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC
+from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
-from ..fs import AttributedFilesystem, BlameEntry, Cause, FilesystemSnapshot
+from ..fs import AttributedFilesystem, BlameEntry, Cause, Denial, FilesystemSnapshot
 from ._context import ToolContext
 from ._messages import count, describe_error, quote
 from ._result import ToolResult
@@ -41,6 +42,28 @@ def entry_line(entry: BlameEntry) -> str:
     return f"{entry.kind} {who(entry.causes)} ({_when(entry.snapshot)})"
 
 
+@runtime_checkable
+class _Denials(Protocol):
+    """A workspace that keeps what its access rules refused (in memory, a daemon's)."""
+
+    def denials(self, path: str | None = None, *, after: int = 0) -> list[Denial]: ...
+
+
+def _refused(fs: object, path: str, limit: int) -> list[str]:
+    """Lines for the changes of ``path`` access rules refused, the latest ``limit``."""
+    if not isinstance(fs, _Denials):
+        return []
+    try:
+        found = fs.denials(path)
+    except (OSError, ValueError):
+        return []
+    if not found:
+        return []
+    lines = [f"Refused by access rules ({count(len(found), 'time')}, latest last):"]
+    lines += [f"- {denial.describe()}" for denial in found[-limit:]]
+    return lines
+
+
 def blame(params: BlameParams, *, context: ToolContext) -> ToolResult[list[BlameEntry]]:
     """Who changed a file: each change, newest first, with its tool call or command."""
     fs = context.workspace()
@@ -50,17 +73,17 @@ def blame(params: BlameParams, *, context: ToolContext) -> ToolResult[list[Blame
         entries = list(fs.blame(params.path))
     except (OSError, ValueError) as exc:
         return ToolResult.fail(f"Cannot blame {quote(params.path)}: {describe_error(exc)}.")
+    refused = _refused(fs, params.path, params.limit)
     if not entries:
         where = "exists but" if fs.exists(params.path) else "does not exist and"
-        return ToolResult.ok(
-            f"{quote(params.path)} {where} has no recorded change in the kept history.", entries
-        )
+        lines = [f"{quote(params.path)} {where} has no recorded change in the kept history."]
+        return ToolResult.ok("\n".join(lines + refused), entries)
     shown = entries[: params.limit]
     lines = [f"{quote(params.path)}: {count(len(entries), 'change')}, newest first (who wrote it):"]
     lines += [f"{n}. {entry_line(entry)}" for n, entry in enumerate(shown, 1)]
     if len(entries) > len(shown):
         lines.append(f"[... {count(len(entries) - len(shown), 'older change')} not shown]")
-    return ToolResult.ok("\n".join(lines), entries)
+    return ToolResult.ok("\n".join(lines + refused), entries)
 
 
 BLAME = served(
@@ -69,7 +92,8 @@ BLAME = served(
         description=(
             "Show who changed a file: each change (added, modified, deleted), newest first, "
             "with the snapshot it is in and its cause: the tool call (tool name and call id) "
-            "or the command and process that wrote it through the mount."
+            "or the command and process that wrote it through the mount; and the changes of "
+            "it the workspace's access rules refused, with the rule and who tried."
         ),
         params=BlameParams,
         handler=blame,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterable, Sequence
 
-from .._errors import SnapshotNotFoundError
+from .._errors import AccessDeniedError, QuotaExceededError, SnapshotNotFoundError
 
 LONG_LINE = 2_000
 """Characters of one line shown before it is cut (minified files have megabyte lines)."""
@@ -35,6 +35,8 @@ def describe_error(exc: BaseException) -> str:
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     if isinstance(exc, SnapshotNotFoundError):
         return "no such snapshot"
+    if isinstance(exc, (AccessDeniedError, QuotaExceededError)):
+        return f"{detail}; nothing was changed"  # the rule is named: no retry will pass it
     if isinstance(exc, OSError):
         if exc.errno == errno.EACCES and any(w in detail for w in ("outside", "escape", "link")):
             return f"it is outside the workspace ({detail})"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import stat as _stat
 import time
-from collections.abc import Set
+from collections.abc import Iterable, Set
 
 from .._errors import (
     AlreadyExistsError,
@@ -39,6 +39,7 @@ from .._errors import (
 from ._budget import MemoryBudget
 from ._causes import CURRENT, Cause
 from ._diff import changed_entries
+from ._guard import Guard, Pending
 from ._journal import Journal, TreeLock
 from ._lineage import MAX_CAUSES, Lineage, changes_between, diverged
 from ._nodes import Content, Directory, File, Node, Special, Symlink
@@ -100,6 +101,7 @@ class Tree(TreeView):
         "blame_full_commands",
         "budget",
         "file_count",
+        "guard",
         "id",
         "lock",
         "total_bytes",
@@ -175,6 +177,10 @@ class Tree(TreeView):
         as ``Cause.redacted`` masks their secrets, so history never holds them."""
         self.file_count = file_count
         self.total_bytes = total_bytes
+        self.guard: Guard | None = None
+        """The access rules asked before every change (``_guard``); None: no rules in
+        force, which is what a tree costs without them (one attribute test a change).
+        Set by the ``fs`` layer's ``AccessRules``, under the lock."""
 
     # -- versions ------------------------------------------------------------
 
@@ -261,6 +267,8 @@ class Tree(TreeView):
         self._next_ino = max(self._next_ino, next_ino)
         self.file_count = file_count
         self.total_bytes = total_bytes
+        if self.guard is not None:
+            self.guard.reset()
 
     def versions(self) -> list[Version]:
         """Every version of this tree and of its family of forks that is still
@@ -372,6 +380,8 @@ class Tree(TreeView):
         self._epoch = next(self._epochs)
         self.file_count = version.file_count
         self.total_bytes = version.total_bytes
+        if self.guard is not None:
+            self.guard.reset()
         for ino in [ino for ino in self._orphans if version.get(ino) is not None]:
             del self._orphans[ino]
         # An inode missing from the target was created or changed since it,
@@ -477,6 +487,13 @@ class Tree(TreeView):
             return
         self._table = put(self._table, ino, node, self._epoch)
 
+    def republish(self, entries: Iterable[tuple[int, str]]) -> None:
+        """Tell subscribers, at the lock's release, that these directory entries may
+        look different though the tree did not change (an access rule now hides
+        them, or no longer does): the mount drops what the kernel cached of them.
+        Hold the lock."""
+        self._journal.entries.update(entries)
+
     def _entry_changed(self, parent: int, name: str) -> None:
         self._journal.entries.add((parent, name))
 
@@ -488,8 +505,14 @@ class Tree(TreeView):
 
     # -- creating ------------------------------------------------------------
 
-    def _add(self, parent: int, name: str, node: Node) -> int:
+    def _add(self, parent: int, name: str, node: Node, action: str, size: int = 0) -> int:
         validate_name(name)
+        pending = None
+        guard = self.guard
+        if guard is not None:
+            # Before the name is looked at: a hidden one refused as any other, not
+            # revealed as taken.
+            pending = guard.check_add(self, parent, name, action, size)
         directory = self._mutable_dir(parent)
         if name in directory.entries:
             raise AlreadyExistsError("file exists", self.describe(parent, name))
@@ -504,12 +527,15 @@ class Tree(TreeView):
         else:
             self.file_count += 1
         self._store(ino, node)
+        if pending is not None:
+            assert guard is not None
+            guard.commit(pending, 1)
         return ino
 
     def create(self, parent: int, name: str, mode: int = 0o644, uid: int = 0, gid: int = 0) -> int:
         """Create an empty regular file; return its inode."""
         node = File(self._epoch, mode, uid, gid, time.time_ns(), self.budget)
-        return self._add(parent, name, node)
+        return self._add(parent, name, node, "create")
 
     def create_deferred(
         self,
@@ -525,13 +551,14 @@ class Tree(TreeView):
         node = File.deferred(
             self._epoch, mode, uid, gid, time.time_ns(), self.budget, content, size
         )
-        ino = self._add(parent, name, node)
+        ino = self._add(parent, name, node, "create", size)
         self.total_bytes += size
         return ino
 
     def mkdir(self, parent: int, name: str, mode: int = 0o755, uid: int = 0, gid: int = 0) -> int:
         """Create a directory; return its inode."""
-        return self._add(parent, name, Directory(self._epoch, mode, uid, gid, time.time_ns()))
+        directory = Directory(self._epoch, mode, uid, gid, time.time_ns())
+        return self._add(parent, name, directory, "mkdir")
 
     def make_dirs(self, path: str, mode: int = 0o755, uid: int = 0, gid: int = 0) -> int:
         """mkdir -p of a ``/``-separated path below the root (no symlinks followed);
@@ -558,7 +585,7 @@ class Tree(TreeView):
         if kind not in (_stat.S_IFIFO, _stat.S_IFSOCK, _stat.S_IFCHR, _stat.S_IFBLK):
             raise InvalidArgumentError(f"cannot mknod file type {kind:o}", name)
         node = Special(self._epoch, kind | (mode & 0o7777), rdev, uid, gid, time.time_ns())
-        return self._add(parent, name, node)
+        return self._add(parent, name, node, "mknod")
 
     def symlink(self, parent: int, name: str, target: str, uid: int = 0, gid: int = 0) -> int:
         """Create a symbolic link to ``target``; return its inode."""
@@ -567,7 +594,8 @@ class Tree(TreeView):
             raise InvalidPathError("invalid symlink target", name)
         if len(encoded) >= PATH_MAX:
             raise NameTooLongError(f"symlink target longer than {PATH_MAX} bytes", name)
-        return self._add(parent, name, Symlink(self._epoch, target, uid, gid, time.time_ns()))
+        link = Symlink(self._epoch, target, uid, gid, time.time_ns())
+        return self._add(parent, name, link, "symlink")
 
     def link(self, ino: int, parent: int, name: str) -> None:
         """Add the hard link ``parent/name`` to ``ino`` (not a directory)."""
@@ -577,6 +605,12 @@ class Tree(TreeView):
             raise NotPermittedError("hard links to directories are not allowed", name)
         if node.nlink == 0:
             raise NotFoundError("file was removed", name)
+        pending = None
+        guard = self.guard
+        if guard is not None:
+            guard.check_change(self, ino, "link", 0)  # its link count and ctime change
+            size = node.size if isinstance(node, File) else 0
+            pending = guard.check_add(self, parent, name, "link", size)
         directory = self._mutable_dir(parent)
         if name in directory.entries:
             raise AlreadyExistsError("file exists", self.describe(parent, name))
@@ -589,6 +623,9 @@ class Tree(TreeView):
         self._touch(node, data=False)
         self.file_count += 1
         self.total_bytes += node.size if isinstance(node, File) else 0
+        if pending is not None:
+            assert guard is not None
+            guard.commit(pending, 1)
 
     # -- removing ------------------------------------------------------------
 
@@ -597,7 +634,7 @@ class Tree(TreeView):
         ino = self.lookup(parent, name)
         if isinstance(self.node(ino), Directory):
             raise IsADirectoryFsError("is a directory", self.describe(parent, name))
-        self._unlink_entry(parent, name, ino)
+        self._unlink_entry(parent, name, ino, "unlink")
 
     def rmdir(self, parent: int, name: str) -> None:
         """Remove the empty directory ``parent/name``."""
@@ -609,9 +646,14 @@ class Tree(TreeView):
             raise NotADirectoryFsError("not a directory", self.describe(parent, name))
         if node.entries:
             raise DirectoryNotEmptyError("directory not empty", self.describe(parent, name))
-        self._unlink_entry(parent, name, ino)
+        self._unlink_entry(parent, name, ino, "rmdir")
 
-    def _unlink_entry(self, parent: int, name: str, ino: int) -> None:
+    def _unlink_entry(self, parent: int, name: str, ino: int, action: str | None) -> None:
+        """Remove the entry; ``action`` names it for the guard (None: the caller asked)."""
+        guard = self.guard
+        pending = None
+        if guard is not None and action is not None:
+            pending = guard.check_remove(self, parent, name, ino, action)
         directory = self._mutable_dir(parent)
         node = self._mutable(ino)
         del directory.entries[name]
@@ -630,10 +672,21 @@ class Tree(TreeView):
             self._touch(node, data=False)
         if node.nlink == 0:
             self._drop(ino, node)
+        if pending is not None:
+            assert guard is not None
+            guard.commit(pending, 1)
 
     def empty(self, directory: int) -> None:
         """Remove everything below ``directory``, bottom-up, without recursion
-        (trees may be deeper than Python's stack)."""
+        (trees may be deeper than Python's stack).
+
+        With access rules in force, the whole subtree is checked first, so a
+        protected path in it refuses the removal before anything goes.
+        """
+        node = self.node(directory)
+        if self.guard is not None and node.links:
+            parent, name = node.links[0]
+            self.guard.check_remove(self, parent, name, directory, "delete")
         stack = [directory]
         while stack:
             current = stack[-1]
@@ -673,15 +726,15 @@ class Tree(TreeView):
         validate_name(old_name)
         validate_name(new_name)
         ino = self.lookup(old_parent, old_name)
+        if self.guard is not None:
+            # Before the target is looked at: a hidden one is refused as any other
+            # protected name, not revealed as taken or missing.
+            self.guard.check_add(self, new_parent, new_name, "rename", 0)
         target = self.directory(new_parent).entries.get(new_name)
         if flags & RENAME_EXCHANGE:
             if flags & RENAME_NOREPLACE:
                 raise InvalidArgumentError("NOREPLACE and EXCHANGE together", new_name)
-            if target is None:
-                raise NotFoundError(
-                    "no such file or directory", self.describe(new_parent, new_name)
-                )
-            self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
+            self._swap(old_parent, old_name, ino, new_parent, new_name, target)
             return
         if target is not None and flags & RENAME_NOREPLACE:
             raise AlreadyExistsError("file exists", self.describe(new_parent, new_name))
@@ -692,8 +745,52 @@ class Tree(TreeView):
             self._refuse_cycle(ino, new_parent)
         if target is not None:
             _refuse_replacing(source, self.node(target), new_name)
-            self._unlink_entry(new_parent, new_name, target)
+        pending = None
+        if self.guard is not None:
+            pending = self._check_move(old_parent, old_name, new_parent, new_name, False, ino)
+        if target is not None:
+            self._unlink_entry(new_parent, new_name, target, None)  # the move's check covered it
         self._move(ino, old_parent, old_name, new_parent, new_name)
+        if pending is not None:
+            self._commit(pending)
+
+    def _swap(
+        self,
+        old_parent: int,
+        old_name: str,
+        ino: int,
+        new_parent: int,
+        new_name: str,
+        target: int | None,
+    ) -> None:
+        """RENAME_EXCHANGE of ``old_parent/old_name`` (``ino``) and ``new_parent/new_name``."""
+        if target is None:
+            raise NotFoundError("no such file or directory", self.describe(new_parent, new_name))
+        pending = None
+        if self.guard is not None:
+            pending = self._check_move(old_parent, old_name, new_parent, new_name, True, ino)
+        self._exchange(old_parent, old_name, ino, new_parent, new_name, target)
+        if pending is not None:
+            self._commit(pending)
+
+    def _check_move(
+        self, old_parent: int, old_name: str, new_parent: int, new_name: str, swap: bool, ino: int
+    ) -> Pending | None:
+        """Ask the guard about a rename that will be made (every other check passed)."""
+        guard = self.guard
+        if guard is None:
+            return None
+        if swap:  # what ``_exchange`` refuses, refused before the guard walks anything
+            other = self.lookup(new_parent, new_name)
+            if isinstance(self.node(ino), Directory):
+                self._refuse_cycle(ino, new_parent)
+            if isinstance(self.node(other), Directory):
+                self._refuse_cycle(other, old_parent)
+        return guard.check_move(self, old_parent, old_name, new_parent, new_name, swap)
+
+    def _commit(self, pending: Pending | None, scale: int = 1) -> None:
+        if pending is not None and self.guard is not None:
+            self.guard.commit(pending, scale)
 
     def _move(
         self, ino: int, old_parent: int, old_name: str, new_parent: int, new_name: str
@@ -763,13 +860,25 @@ class Tree(TreeView):
 
     def write(self, ino: int, offset: int, data: bytes | bytearray | memoryview) -> int:
         """Write ``data`` at ``offset`` into file ``ino``; return the byte count."""
-        node = self._mutable_file(ino)
         if offset < 0:
             raise InvalidArgumentError("negative offset", self.describe(ino))
+        guard = self.guard
+        if guard is None:
+            node = self._mutable_file(ino)
+            before = node.size
+            node.write(offset, data, self._epoch)
+            self.total_bytes += (node.size - before) * node.nlink
+            self._touch(node)
+            return len(data)
+        current = self._file(ino)
+        grow = max(current.size, offset + len(data)) - current.size if data else 0
+        pending = guard.check_change(self, ino, "write", grow)
+        node = self._mutable_file(ino)
         before = node.size
         node.write(offset, data, self._epoch)
         self.total_bytes += (node.size - before) * node.nlink
         self._touch(node)
+        self._commit(pending, node.size - before)
         return len(data)
 
     def fallocate(self, ino: int, mode: int, offset: int, length: int) -> None:
@@ -793,6 +902,12 @@ class Tree(TreeView):
         punch, zero_range = mode & FALLOC_FL_PUNCH_HOLE, mode & FALLOC_FL_ZERO_RANGE
         if mode & ~known or (punch and (zero_range or not mode & FALLOC_FL_KEEP_SIZE)):
             raise NotSupportedError(f"fallocate mode {mode:#x}", self.describe(ino))
+        pending = None
+        if self.guard is not None:
+            current = self._file(ino)
+            keep = punch or mode & FALLOC_FL_KEEP_SIZE
+            grow = 0 if keep else max(current.size, offset + length) - current.size
+            pending = self.guard.check_change(self, ino, "fallocate", grow)
         node = self._mutable_file(ino)
         before = node.size
         end = offset + length
@@ -806,6 +921,8 @@ class Tree(TreeView):
         )
         self.total_bytes += (node.size - before) * node.nlink
         self._touch(node)
+        if pending is not None:
+            self._commit(pending, node.size - before)
 
     def live_data_bytes(self) -> int:
         """Bytes of file data the live tree holds (orphans too): what would
@@ -819,6 +936,8 @@ class Tree(TreeView):
         The budget is asked before the old content goes, counting as freed only
         what no version shares, so a NoSpaceError leaves the file as it was.
         """
+        if self.guard is not None:  # the whole change at once: all or nothing
+            self.guard.check_change(self, ino, "write", len(data) - self._file(ino).size)
         node = self._mutable_file(ino)
         node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch))
         self.truncate(ino, 0)
@@ -828,21 +947,48 @@ class Tree(TreeView):
         """Set the size of file ``ino``."""
         if size < 0:
             raise InvalidArgumentError("negative size", self.describe(ino))
+        pending = None
+        if self.guard is not None:
+            grow = size - self._file(ino).size
+            pending = self.guard.check_change(self, ino, "truncate", grow)
         node = self._mutable_file(ino)
         before = node.size
         node.truncate(size, self._epoch)
         self.total_bytes += (size - before) * node.nlink
         self._touch(node)
+        if pending is not None:
+            self._commit(pending, size - before)
 
-    def _mutable_file(self, ino: int) -> File:
+    def _file(self, ino: int) -> File:
+        """The regular file ``ino``, as it is (EISDIR, EINVAL for anything else)."""
         current = self.node(ino)
         if not isinstance(current, File):
             if isinstance(current, Directory):
                 raise IsADirectoryFsError("is a directory", self.describe(ino))
             raise InvalidArgumentError("not a regular file", self.describe(ino))
+        return current
+
+    def _mutable_file(self, ino: int) -> File:
+        current = self.node(ino)
+        if not isinstance(current, File):  # the write path's common case without a call
+            self._file(ino)  # raises what it is
         node = self._mutable(ino, current)
         assert isinstance(node, File)
         return node
+
+    def check_new(self, parent: int, name: str, action: str, size: int) -> None:
+        """Raise what the access rules would for making ``parent/name`` with ``size``
+        bytes, recording the denial (a caller about to create and then write it, so
+        that a refused write leaves no empty file). Hold the lock."""
+        if self.guard is not None:
+            self.guard.check_add(self, parent, name, action, size)
+
+    def check(self, ino: int, action: str) -> None:
+        """Raise what the access rules would for a change of ``ino`` that does not grow
+        it (e.g. an open for writing), recording the denial; nothing if none is in
+        force or they allow it. Hold the lock."""
+        if self.guard is not None:
+            self.guard.check_change(self, ino, action, 0)
 
     def setattr(
         self,
@@ -857,6 +1003,8 @@ class Tree(TreeView):
         ctime_ns: int | None = None,
     ) -> None:
         """Change attributes; ``mode`` keeps the file type bits of the inode."""
+        if self.guard is not None and size is None:  # with a size, ``truncate`` asks
+            self.guard.check_change(self, ino, _attribute_action(mode, uid, gid), 0)
         if size is not None:
             self.truncate(ino, size)
         node = self._mutable(ino)
@@ -881,6 +1029,8 @@ class Tree(TreeView):
             raise AlreadyExistsError("attribute exists", self.describe(ino))
         if flags & XATTR_REPLACE and not present:
             raise NoAttributeError("no such attribute", self.describe(ino))
+        if self.guard is not None:
+            self.guard.check_change(self, ino, "setxattr", 0)
         node = self._mutable(ino)
         if node.xattrs is None:
             node.xattrs = {}
@@ -891,6 +1041,8 @@ class Tree(TreeView):
         """Remove an extended attribute."""
         if name not in (self.node(ino).xattrs or ()):
             raise NoAttributeError("no such attribute", self.describe(ino))
+        if self.guard is not None:
+            self.guard.check_change(self, ino, "removexattr", 0)
         node = self._mutable(ino)
         assert node.xattrs is not None
         del node.xattrs[name]
@@ -925,6 +1077,15 @@ class Tree(TreeView):
         a ``snapshot()`` under the lock, the nodes are frozen like the version's:
         the next change to one clones it first."""
         return list(self._orphans.items())
+
+
+def _attribute_action(mode: int | None, uid: int | None, gid: int | None) -> str:
+    """What a setattr does, for a denial record: chmod, chown, or touch (times, size)."""
+    if mode is not None:
+        return "chmod"
+    if uid is not None or gid is not None:
+        return "chown"
+    return "setattr"
 
 
 def _orphaned(node: Node, epoch: int) -> Node:
