@@ -197,6 +197,11 @@ class WorkspaceOperations(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
     enable_acl = False
+    # Read by the patched pyfuse3 at init: write gets a view of libfuse's request
+    # buffer, valid during the call, instead of a copy of the data. The tree copies
+    # what it keeps into its chunks anyway (``tree._chunks``), so this spares one
+    # copy of every byte written (a stock pyfuse3 ignores it and passes bytes).
+    write_memoryview = True
 
     def __init__(
         self,
