@@ -172,11 +172,12 @@ fi
 
 # pyfuse3 is built from its PyPI sdist with the patches in patches/pyfuse3/
 # (inodes for the file-handle handlers, connection capabilities, a one-task
-# session loop, a fallocate handler): they let the mount open files and
-# directories without kernel requests, and serve fallocate(2). workspacefs
-# detects them at runtime and works without them, only slower and without
-# fallocate. Built before the other dependencies (which then keep it), again
-# when the patches change or a stock pyfuse3 replaced it.
+# session loop, a fallocate handler, the kernel's kill-suidgid flags, writes
+# without a copy, attribute replies in one call): they let the mount open files
+# and directories without kernel requests, serve fallocate(2), and spend less
+# per request. workspacefs detects them at runtime and works without them, only
+# slower and without fallocate. Built before the other dependencies (which then
+# keep it), again when the patches change or a stock pyfuse3 replaced it.
 PYFUSE3_VERSION=3.5.0
 want_pyfuse3="$PYFUSE3_VERSION $(cat patches/pyfuse3/*.patch | sha256sum | cut -d' ' -f1) $libfuse_tag"
 pyfuse3_stamp=.venv/.pyfuse3-patched
@@ -198,7 +199,8 @@ build_pyfuse3() {
 }
 pyfuse3_patched() {
     .venv/bin/python -c 'import sys, pyfuse3 as p
-sys.exit(not (hasattr(p, "ConnectionInfo") and hasattr(p.Operations, "fallocate")))' 2>/dev/null
+sys.exit(not (hasattr(p, "ConnectionInfo") and hasattr(p.Operations, "fallocate")
+              and hasattr(p.EntryAttributes, "set_stat")))' 2>/dev/null
 }
 if [[ ! -f $pyfuse3_stamp || $(cat "$pyfuse3_stamp") != "$want_pyfuse3" ]]; then
     build_pyfuse3

@@ -60,6 +60,17 @@ def test_a_write_past_the_budget_changes_nothing() -> None:
     check_consistent(tree)
 
 
+def test_has_room_says_what_reserve_would_allow() -> None:
+    budget = MemoryBudget(100)
+    budget.add(60)
+    assert budget.has_room(40)
+    assert not budget.has_room(41)
+    budget.reserve(40)
+    with pytest.raises(NoSpaceError):
+        budget.reserve(41)
+    assert MemoryBudget().has_room(1 << 62)  # no limit: always
+
+
 def test_data_only_a_snapshot_holds_counts() -> None:
     fs = InMemoryFilesystem(memory_budget=4 * MIB)
     fs.write_bytes("big", b"1" * (3 * MIB))

@@ -8,7 +8,9 @@ builds it with ``patches/pyfuse3/*.patch``, which add both
 a single-task session loop (``main(max_tasks=1, poll_ns=...)``),
 ``Operations.fallocate`` and the kernel's requests to clear set-ID bits
 (``SetattrFields.kill_suidgid``, the last argument of ``write``), which
-libfuse relays from 3.18.3 on (setup.sh builds that libfuse too). With a
+libfuse relays from 3.18.3 on (setup.sh builds that libfuse too), and two
+savings per request: ``write`` given a view of libfuse's buffer instead of a
+copy (``Operations.write_memoryview``), and ``EntryAttributes.set_stat``. With a
 stock pyfuse3 everything works the same, only with more kernel requests and
 slower round trips, and fallocate(2) on the mount fails with EOPNOTSUPP: the
 mount asks this module and falls back.
@@ -37,6 +39,11 @@ SESSION_POLL: Final[bool] = "poll_ns" in inspect.signature(pyfuse3.main).paramet
 FALLOCATE: Final[bool] = hasattr(pyfuse3.Operations, "fallocate")
 """True if this pyfuse3 passes fallocate requests to ``Operations.fallocate``;
 without it the kernel answers every fallocate(2) on the mount with EOPNOTSUPP."""
+
+
+WRITE_MEMORYVIEW: Final[bool] = hasattr(pyfuse3.Operations, "write_memoryview")
+"""True if this pyfuse3 can pass ``write`` a view of libfuse's request buffer instead
+of a copy of the data (``Operations.write_memoryview``)."""
 
 
 KILL_SUIDGID_LIBFUSE: Final = (3, 18, 3)

@@ -201,6 +201,11 @@ class WorkspaceOperations(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
     enable_acl = False
+    # Read by the patched pyfuse3 at init: write gets a view of libfuse's request
+    # buffer, valid during the call, instead of a copy of the data. The tree copies
+    # what it keeps into its chunks anyway (``tree._chunks``), so this spares one
+    # copy of every byte written (a stock pyfuse3 ignores it and passes bytes).
+    write_memoryview = True
 
     def __init__(
         self,
@@ -251,6 +256,9 @@ class WorkspaceOperations(pyfuse3.Operations):
         self._dirs: dict[FileHandleT, list[tuple[str, InodeT]]] = {}
         self._requests = RequestCounter()
         self._probing = False
+        keep = cache.keep_cache
+        self._created_direct = pyfuse3.FileInfo(fh=0, keep_cache=keep, direct_io=True)
+        self._created_cached = pyfuse3.FileInfo(fh=0, keep_cache=keep, direct_io=False)
 
     def stats(self) -> RequestStats:
         """The requests served so far, by type (callable from any thread)."""
@@ -735,9 +743,9 @@ class WorkspaceOperations(pyfuse3.Operations):
             return info
         # Open-free, the kernel sends no RELEASE for created files either: the
         # handle 0 keeps no state here, and writes come with the inode, the
-        # flags and the writer (see _write_unopened).
-        direct = flags & os.O_ACCMODE == os.O_WRONLY
-        return pyfuse3.FileInfo(fh=0, keep_cache=self._cache.keep_cache, direct_io=direct)
+        # flags and the writer (see _write_unopened). So every reply is one of
+        # two, made once (pyfuse3 only reads them).
+        return self._created_direct if flags & os.O_ACCMODE == os.O_WRONLY else self._created_cached
 
     def _drop_privileges(self, tree: Tree, local: InodeT, *, kill: bool) -> bool:
         """Clear what a write, truncate or chown clears: the set-ID bits if ``kill``,

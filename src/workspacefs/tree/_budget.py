@@ -65,6 +65,11 @@ class MemoryBudget:
             return None
         return max(0, self.limit - self._held)
 
+    def has_room(self, nbytes: int) -> bool:
+        """True if ``nbytes`` more fit within the limit (always, without one)."""
+        limit = self.limit
+        return limit is None or self._held + nbytes <= limit
+
     def reserve(self, nbytes: int) -> None:
         """Raise ``NoSpaceError`` unless ``nbytes`` more fit within the limit.
 

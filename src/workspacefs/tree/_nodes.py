@@ -381,7 +381,10 @@ class File(Node):
         self._own_data(epoch)
         view = memoryview(data).cast("B")
         total = len(view)
-        if self.budget.limit is not None:
+        # A write adds at most its own bytes and the two partial chunks at its ends
+        # (copied whole if a version shares them): only near the limit is the exact
+        # cost worth its loop.
+        if not self.budget.has_room(total + 2 * CHUNK_SIZE):
             self.budget.reserve(self._write_cost(offset, total))
         chunks = self.chunks
         owned = self.owned
