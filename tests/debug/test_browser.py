@@ -384,6 +384,8 @@ def _compare_attempts(browser: Any, target: LiveTarget, trial_id: str, tmp_path:
         shot = page.screenshot()
         assert png_size(shot) == (VIEWPORT["width"], VIEWPORT["height"])
         keep(shot, "debug-ui-attempts.png", tmp_path)
+        page.close()
+        assert problems == []
 
 
 def test_the_live_view_follows_the_change_feed(browser: Any) -> None:

@@ -809,6 +809,8 @@ function renderTrials() {
     trial.attempts.map((attempt) => attemptCard(attempt, trial)),
   );
   view.replaceChildren(header, grid);
+}
+
 // -- live changes (the change feed) ---------------------------------------------------
 
 function watchLive() {
