@@ -63,11 +63,12 @@ def attributed_changes(
     before = base if isinstance(base, DiffSide) else DiffSide(base)
     after = target if isinstance(target, DiffSide) else DiffSide(target)
     paths = diff_versions(before, after, changed)
-    for kind, group in (
+    groups: tuple[tuple[ChangeKind, tuple[str, ...]], ...] = (
         ("added", paths.added),
         ("modified", paths.modified),
         ("deleted", paths.deleted),
-    ):
+    )
+    for kind, group in groups:
         for count, path in enumerate(group, 1):
             if not count % PART:
                 make_way()
