@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu_pairs = zip(used["on"], used["off"], strict=True)
             cpu_ratio = statistics.median(a / b for a, b in cpu_pairs if b)
             feed_thread = statistics.median(feed_cpu[workload])
-            counted = {
+            served_by = {
                 name: statistics.median(r.total for r in runs)
                 for name, runs in requests[workload].items()
             }
@@ -244,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
                     ratio - 1 <= 0.05,
                     note=f"wall {ratio - 1:+.1%}; the daemon's CPU {cpu_on * 1000:.0f} vs "
                     f"{cpu_off * 1000:.0f} ms ({cpu_ratio - 1:+.1%}; the feed's thread "
-                    f"{feed_thread * 1000:.0f} ms); kernel requests {counted['on']:,.0f} vs "
-                    f"{counted['off']:,.0f} ({requests[workload]['on'][-1].summary(4)}); "
+                    f"{feed_thread * 1000:.0f} ms); kernel requests {served_by['on']:,.0f} vs "
+                    f"{served_by['off']:,.0f} ({requests[workload]['on'][-1].summary(4)}); "
                     f"medians of {args.rounds} rounds, in turns (the costs: of each round's "
                     "ratio)",
                 )

@@ -20,9 +20,13 @@ down: while a mount of this process is busy the feed waits for it to be
 quiet for ``QUIET`` seconds, up to ``MAX_DELAY`` after the batch's first
 change (the diff competes with the mount's thread for the interpreter, and
 a burst of writes goes first), and a diff makes way for the mount as it
-goes. No path is lost, as the diff sees every inode any change touched. A file made and removed
-within one batch differs in no state the feed compares, and shows in no
-event.
+goes (every 32 paths, about 50 us of work). No path is lost, as the diff
+sees every inode any change touched. A file made and removed within one
+batch differs in no state the feed compares, and shows in no event.
+
+Readers in an event loop (the daemon's streams) are woken by ``on_kept``
+rather than looking at the ring now and then: every look would wake a
+thread that wants the interpreter while the mount's thread is busy with it.
 
 The ring keeps the last ``RING_EVENTS`` events, and at most ``RING_BYTES``
 of their JSON. A reader that resumes from an id the ring no longer holds

@@ -63,7 +63,7 @@ def attributed_changes(
     before = base if isinstance(base, DiffSide) else DiffSide(base)
     after = target if isinstance(target, DiffSide) else DiffSide(target)
     paths = diff_versions(before, after, changed)
-    groups: tuple[tuple[ChangeKind, Iterable[str]], ...] = (
+    groups: tuple[tuple[ChangeKind, tuple[str, ...]], ...] = (
         ("added", paths.added),
         ("modified", paths.modified),
         ("deleted", paths.deleted),
