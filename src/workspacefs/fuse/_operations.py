@@ -821,7 +821,7 @@ class WorkspaceOperations(pyfuse3.Operations):
         self,
         fh: FileHandleT,
         off: int,
-        buf: bytes,
+        buf: bytes | memoryview,
         inode: InodeT = 0,
         flags: int = 0,
         ctx: pyfuse3.RequestContext | None = None,
@@ -849,7 +849,9 @@ class WorkspaceOperations(pyfuse3.Operations):
             self._attributes_changed(handle.ino)
         return written
 
-    def _write_unopened(self, ino: InodeT, off: int, buf: bytes, flags: int, kill: bool) -> int:
+    def _write_unopened(
+        self, ino: InodeT, off: int, buf: bytes | memoryview, flags: int, kill: bool
+    ) -> int:
         """A write to a file opened (or created) without a handle: open-free mode.
 
         ``kill``: whether it clears set-ID bits (``_drop_privileges``).
