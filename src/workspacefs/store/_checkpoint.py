@@ -34,7 +34,7 @@ from pygit2.enums import ObjectType
 
 from .. import git
 from .._errors import StoreDamagedError
-from ..tree import File, TreeView, Version, make_way
+from ..tree import Content, File, TreeView, Version, make_way
 from ._changes import encode_changes
 from ._directory import sync_directory
 from ._journal import Journal, Reading, read_journal
@@ -104,8 +104,13 @@ def newest_checkpoint(store: str) -> Found | None:
 
 
 class Blobs:
-    """Writes file contents into the store's repository for checkpoints, each once:
-    what the last checkpoint wrote is remembered by content (``File.content_key``)."""
+    """Writes file contents into the store's repository for checkpoints and write-back,
+    each once: a file whose data a blob of the repository holds already (loaded from
+    it, or written there before: ``File.backing``) costs its id only.
+
+    Once the blobs a round wrote are durable (``seal``), ``remember`` makes each file
+    they came from *clean* (backed by its blob): its data may then leave memory under
+    pressure and be read back from the blob (``tree.Residency``)."""
 
     def __init__(self, repository: pygit2.Repository) -> None:
         self.repository = repository
@@ -113,16 +118,24 @@ class Blobs:
         """The zlib level of the next pack: 0 (stored) for a checkpoint that could not
         wait for the mount to be quiet, whose CPU the mount's requests need."""
         self.store = git.BlobStore(repository)
-        self._known: dict[Hashable, bytes] = {}
         self._next: dict[Hashable, bytes] = {}
+        self._written: list[tuple[File, bytes]] = []
         self._pack: git.PackWriter | None = None
 
+    def keeps(self, content: Content) -> bool:
+        """True if ``content`` is a blob this repository holds (its own objects or its
+        base's): it stays readable for as long as the store does."""
+        return isinstance(content, git.BlobContent) and self.store.has(content.key)
+
     def stored(self, node: File) -> bytes | None:
-        """The blob id of a file's content not loaded yet, if the repository has it:
-        what the journal writes for it instead of its bytes."""
+        """The blob id of a file's content if the repository holds it already (a file
+        not in memory, or in memory and clean): what the journal writes for it
+        instead of its bytes."""
         lazy = node.lazy
-        if isinstance(lazy, git.BlobContent) and self.store.has(lazy.key):
-            return lazy.key.raw
+        content = node.backing if lazy is None else lazy
+        if content is not None and self.keeps(content):
+            assert isinstance(content, git.BlobContent)
+            return content.key.raw
         return None
 
     def content_of(self, blob: bytes) -> git.BlobContent:
@@ -132,19 +145,24 @@ class Blobs:
     def blob_of(self, node: File) -> bytes | None:
         """The blob id of a file's content, written now if new; None for a sparse
         file (its chunks are written instead: a blob would hold its holes)."""
-        if node.lazy is not None:
-            return self.stored(node)
+        stored = self.stored(node)
+        if stored is not None:
+            if node.resident() is not None:
+                self._written.append((node, stored))  # clean already: tracked if it is not
+            return stored
         if node.size > 2 * node.allocated + (1 << 20):
             return None
         key = node.content_key
-        oid = self._known.get(key) or self._next.get(key)
+        oid = self._next.get(key)
         if oid is None:
             if self._pack is None:
                 self._pack = git.PackWriter(self.repository, compression=self.compression)
             make_way()  # a checkpoint is background work: the mount's requests go first
             pieces = git.blob_pieces(node)
             oid = self._pack.add_stream(ObjectType.BLOB, node.size, pieces).raw
-        self._next[key] = oid
+            self._next[key] = oid
+        if node.resident() is not None:
+            self._written.append((node, oid))
         return oid
 
     def seal(self) -> None:
@@ -169,11 +187,14 @@ class Blobs:
                 self._pack.abort()
             self._pack = None
         self._next = {}
+        self._written = []
 
     def remember(self) -> None:
-        """Keep what the checkpoint just sealed wrote, for the next one; forget the rest
-        (the keys hold the contents they name)."""
-        self._known, self._next = self._next, {}
+        """Once sealed: make each file whose blob was written (or found) clean, backed
+        by that blob; forget the round (the keys hold the data they name)."""
+        written, self._written, self._next = self._written, [], {}
+        for node, oid in written:
+            node.back(self.content_of(oid))
 
 
 def differing(before: TreeView, after: TreeView) -> set[int]:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._journal import TreeLock as TreeLock
     from ._lineage import Lineage as Lineage
     from ._lineage import Span as Span
+    from ._nodes import Absent as Absent
     from ._nodes import Content as Content
     from ._nodes import Directory as Directory
     from ._nodes import File as File
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from ._redact import redact_text as redact_text
     from ._redact import secret_name as secret_name
     from ._registry import WeakRegistry as WeakRegistry
+    from ._residency import Residency as Residency
     from ._space import Holding as Holding
     from ._space import Shares as Shares
     from ._space import shares as shares
@@ -94,6 +96,7 @@ _EXPORTS = {
     "TreeLock": "._journal",
     "Lineage": "._lineage",
     "Span": "._lineage",
+    "Absent": "._nodes",
     "Content": "._nodes",
     "Directory": "._nodes",
     "File": "._nodes",
@@ -105,6 +108,7 @@ _EXPORTS = {
     "redact_text": "._redact",
     "secret_name": "._redact",
     "WeakRegistry": "._registry",
+    "Residency": "._residency",
     "Holding": "._space",
     "Shares": "._space",
     "shares": "._space",

@@ -94,6 +94,10 @@ class TreeLock:
         self._observers.append(observer)
         return lambda: self._observers.remove(observer)
 
+    def owned(self) -> bool:
+        """True if the calling thread holds the lock."""
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
+
     def refuse(self, error: Callable[[], BaseException] | None) -> None:
         """Make every publishing hold raise what ``error()`` returns (None lifts it).
 

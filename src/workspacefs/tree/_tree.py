@@ -927,8 +927,20 @@ class Tree(TreeView):
     def live_data_bytes(self) -> int:
         """Bytes of file data the live tree holds (orphans too): what would
         stay held if every version were dropped. O(inodes)."""
-        held = sum(node.held for node in nodes(self._table) if isinstance(node, File))
-        return held + sum(node.held for node in self._orphans.values() if isinstance(node, File))
+        return self.live_residency()[0]
+
+    def live_residency(self) -> tuple[int, int]:
+        """Bytes of the live tree's file data (orphans too) in memory, and bytes of
+        it not in memory (files deferred on stored content: never loaded, or
+        evicted). O(inodes)."""
+        held = absent = 0
+        for node in itertools.chain(nodes(self._table), self._orphans.values()):
+            if isinstance(node, File):
+                if node.absent() is None:
+                    held += node.held
+                else:
+                    absent += node.size
+        return held, absent
 
     def replace(self, ino: int, data: bytes | bytearray | memoryview) -> None:
         """Make ``data`` the whole content of file ``ino``: all or nothing.
@@ -939,7 +951,7 @@ class Tree(TreeView):
         if self.guard is not None:  # the whole change at once: all or nothing
             self.guard.check_change(self, ino, "write", len(data) - self._file(ino).size)
         node = self._mutable_file(ino)
-        node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch))
+        node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch), node)
         self.truncate(ino, 0)
         self.write(ino, 0, data)
 
