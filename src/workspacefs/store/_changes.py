@@ -71,6 +71,7 @@ def encode_changes(
     inodes: Iterable[int],
     counts: tuple[int, int, int],
     blob_of: BlobOf | None = None,
+    part_bytes: int = PART_BYTES,
 ) -> Iterator[Parts]:
     """The payloads of the group of records taking a tree from ``before`` (None:
     nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
@@ -80,8 +81,10 @@ def encode_changes(
         counts: The next inode number, file count and total bytes of ``after``.
         blob_of: Names the files whose bytes are base-repository blobs (else every
             file's bytes are written).
+        part_bytes: A record is closed once it holds this much (a smaller workspace
+            spends less memory on records: each is held whole, and copied, once).
     """
-    writer = _Writer(counts, blob_of)
+    writer = _Writer(counts, blob_of, part_bytes)
     for ino in sorted(inodes):
         node = after.get(ino)
         old = None if before is None else before.get(ino)
@@ -98,9 +101,12 @@ class _Writer:
     small fields packed in buffers and, between them, views of the chunks whose bytes
     it holds (``Parts``): file data is not copied until the journal writes it."""
 
-    def __init__(self, counts: tuple[int, int, int], blob_of: BlobOf | None) -> None:
+    def __init__(
+        self, counts: tuple[int, int, int], blob_of: BlobOf | None, part_bytes: int
+    ) -> None:
         self.counts = counts
         self.blob_of = blob_of
+        self.part_bytes = part_bytes
         self.out = bytearray()
         self.parts: list[Buffer] = []
         self.held = 0  # bytes in ``parts``
@@ -132,7 +138,7 @@ class _Writer:
         return payload
 
     def full(self) -> bool:
-        return self.size() >= PART_BYTES
+        return self.size() >= self.part_bytes
 
     def node(self, ino: int, node: Node, old: Node | None) -> Iterator[Parts]:
         kind = _kind_of(node)
@@ -201,7 +207,8 @@ class _Writer:
         while True:
             room = 1
             if start < len(listed):
-                room = max(1, (PART_BYTES - self.size()) // (len(chunks[listed[start]]) + 20))
+                left = self.part_bytes - self.size()
+                room = max(1, left // (len(chunks[listed[start]]) + 20))
             batch = listed[start : start + room]
             self.out += _U32.pack(len(batch))
             for index in batch:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Hashable, Iterator
+import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pygit2
@@ -35,7 +36,7 @@ from pygit2.enums import ObjectType
 from .. import git
 from .._errors import StoreDamagedError
 from ..tree import Content, File, TreeView, Version, make_way
-from ._changes import encode_changes
+from ._changes import PART_BYTES, encode_changes
 from ._directory import sync_directory
 from ._journal import Journal, Reading, read_journal
 from ._records import Kind
@@ -118,7 +119,7 @@ class Blobs:
         """The zlib level of the next pack: 0 (stored) for a checkpoint that could not
         wait for the mount to be quiet, whose CPU the mount's requests need."""
         self.store = git.BlobStore(repository)
-        self._next: dict[Hashable, bytes] = {}
+        self._next: dict[tuple[int, int], tuple[weakref.ref[File], bytes]] = {}
         self._written: list[tuple[File, bytes]] = []
         self._pack: git.PackWriter | None = None
 
@@ -150,19 +151,25 @@ class Blobs:
             if node.resident() is not None:
                 self._written.append((node, stored))  # clean already: tracked if it is not
             return stored
-        if node.size > 2 * node.allocated + (1 << 20):
-            return None
-        key = node.content_key
-        oid = self._next.get(key)
-        if oid is None:
+        chunks = node.resident()
+        if chunks is None or node.size > 2 * node.allocated + (1 << 20):
+            return None  # sparse (or evicted meanwhile: written as its chunks)
+        # Versions share a file's chunk dict until it changes: one blob per dict. Keyed
+        # by the dict's id, not the dict, so that what is written can still leave
+        # memory; the node it came from proves the id is still that dict's.
+        key = (id(chunks), node.size)
+        known = self._next.get(key)
+        source = None if known is None else known[0]()
+        if known is not None and source is not None and source.resident() is chunks:
+            oid = known[1]
+        else:
             if self._pack is None:
                 self._pack = git.PackWriter(self.repository, compression=self.compression)
             make_way()  # a checkpoint is background work: the mount's requests go first
             pieces = git.blob_pieces(node)
             oid = self._pack.add_stream(ObjectType.BLOB, node.size, pieces).raw
-            self._next[key] = oid
-        if node.resident() is not None:
-            self._written.append((node, oid))
+            self._next[key] = (weakref.ref(node), oid)
+        self._written.append((node, oid))
         return oid
 
     def seal(self) -> None:
@@ -191,7 +198,7 @@ class Blobs:
 
     def remember(self) -> None:
         """Once sealed: make each file whose blob was written (or found) clean, backed
-        by that blob; forget the round (the keys hold the data they name)."""
+        by that blob; forget the round."""
         written, self._written, self._next = self._written, [], {}
         for node, oid in written:
             node.back(self.content_of(oid))
@@ -211,10 +218,12 @@ def write_checkpoint(
     live: TreeView,
     counts: tuple[int, int, int],
     blobs: Blobs,
+    part_bytes: int = PART_BYTES,
 ) -> str:
     """Write the checkpoint of ``kept`` snapshots (record bytes and version, oldest
     first) and ``live``, the state the journal built through ``covers`` (its next
-    inode number, file count and bytes: ``counts``); its path."""
+    inode number, file count and bytes: ``counts``), in records of at most about
+    ``part_bytes``; its path."""
     base = os.path.join(store, CHECKPOINTS)
     os.makedirs(base, mode=0o700, exist_ok=True)
     making = os.path.join(base, f".new-{covers}")
@@ -226,7 +235,10 @@ def write_checkpoint(
         states = [(r, v, (counts[0], v.file_count, v.total_bytes)) for r, v in kept]
         for record, version, state_counts in [*states, (b"", live, counts)]:
             inodes = set(version.inodes()) if previous is None else differing(previous, version)
-            for payload in encode_changes(previous, version, inodes, state_counts, blobs.blob_of):
+            parts = encode_changes(
+                previous, version, inodes, state_counts, blobs.blob_of, part_bytes
+            )
+            for payload in parts:
                 journal.append(Kind.CHANGES, payload)
             if record:
                 journal.append(Kind.SNAPSHOT, record)

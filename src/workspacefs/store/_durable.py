@@ -43,7 +43,7 @@ from .._errors import (
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
 from ..tree import File, TreeView, Version, collector_paused, mount_busy, thaw
-from ._changes import ChangesReplay, encode_changes
+from ._changes import PART_BYTES, ChangesReplay, encode_changes
 from ._checkpoint import (
     CHECKPOINTS,
     Blobs,
@@ -275,7 +275,10 @@ class DurableWorkspace:
             inodes = set(after.inodes())
         self._pending.append((after, inodes))  # write-back may clean them meanwhile
         try:
-            for payload in encode_changes(self._last, after, inodes, counts, self._blobs.stored):
+            parts = encode_changes(
+                self._last, after, inodes, counts, self._blobs.stored, record_bytes(self.fs)
+            )
+            for payload in parts:
                 self._journal.append(Kind.CHANGES, payload)
                 self._since_checkpoint += len(payload)
                 self._since_clean += len(payload)
@@ -355,7 +358,9 @@ class DurableWorkspace:
                 self._drop_flushing()
             assert live is not None, "written above"
             self._journal.sync(covers)
-            write_checkpoint(self.store.path, covers, kept, live, counts, self._blobs)
+            write_checkpoint(
+                self.store.path, covers, kept, live, counts, self._blobs, record_bytes(self.fs)
+            )
             for older in older_checkpoints(self.store.path, covers):
                 shutil.rmtree(older, ignore_errors=True)
             self._journal.remove_through(covers)
@@ -413,16 +418,21 @@ class DurableWorkspace:
         """Write back the data of the files changed since the last write-back (``enough``
         bytes of it; None: all), so that it may leave memory when room is needed.
 
-        Holding the tree lock, the caller's thread cleans the live tree's changed
-        files as well as the frozen states'. A thread that is journalling (it holds
-        ``_flushing``: a flush, a snapshot comparing what it changed) cleans only if
-        no write-back runs: it cannot wait for one, which may be waiting for it.
+        With the tree lock (the caller's, or taken if free), the live tree's changed
+        files are cleaned as well as the frozen states'. A thread that is journalling
+        (it holds ``_flushing``: a flush, a snapshot comparing what it changed) cleans
+        only if no write-back runs: it cannot wait for one, which may wait for it.
         """
         tree = self.fs.tree
-        live = tree.lock.owned()
         journalling = self._flushing_owner == threading.get_ident()
         if not self._cleaning.acquire(blocking=not journalling):
             return
+        # The live tree's changed files may be written back only under its lock: the
+        # caller's, or taken now if free (a load outside it, a fork's write: waiting
+        # for it could deadlock with its holder, who may wait for this thread).
+        live = tree.lock.owned()
+        taken_here = not live and tree.lock.try_hold()
+        live = live or taken_here
         try:
             taken, views, pending = self._dirty_states(journalling)
             inodes = sorted(taken)
@@ -443,6 +453,8 @@ class DurableWorkspace:
                 raise
             self._settle(taken & {ino for ino, _ in found[done:]}, journalling)
         finally:
+            if taken_here:
+                tree.lock.release_hold()
             self._cleaning.release()
 
     def _dirty_states(self, journalling: bool) -> tuple[set[int], list[TreeView], set[int]]:
@@ -746,6 +758,13 @@ class _Replay:
         if doomed is not None:
             with contextlib.suppress(OSError):
                 self.fs.delete_snapshot(doomed)
+
+
+def record_bytes(fs: InMemoryFilesystem) -> int:
+    """How much a ``CHANGES`` record holds at most: a sixteenth of the memory budget,
+    between 1 MiB and ``PART_BYTES`` (a record is built whole in memory, outside the
+    budget, and copied once on its way to the disk)."""
+    return max(1 << 20, min(PART_BYTES, fs.memory_budget // 16))
 
 
 def _snapshot_bytes(record: FilesystemSnapshot, changes: SnapshotChanges | None) -> bytes:
