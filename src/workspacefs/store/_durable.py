@@ -169,8 +169,9 @@ class DurableWorkspace:
         self._pending: list[tuple[TreeView, set[int]]] = []
         self._unclean: set[int] = {
             ino
-            for ino in frozen.inodes()
-            if isinstance(node := frozen.get(ino), File)
+            for view in [frozen, *fs.tree.versions()]
+            for ino in view.inodes()
+            if isinstance(node := view.get(ino), File)
             and node.backing is None
             and node.resident() is not None
         }
@@ -414,7 +415,9 @@ class DurableWorkspace:
         limit = self.fs.tree.budget.limit or 0
         self._write_back(max(nbytes, limit // 4), writer)
 
-    def _write_back(self, enough: int | None, writer: File | None) -> None:
+    def _write_back(
+        self, enough: int | None, writer: File | None, *, take_lock: bool = True
+    ) -> None:
         """Write back the data of the files changed since the last write-back (``enough``
         bytes of it; None: all), so that it may leave memory when room is needed.
 
@@ -429,9 +432,10 @@ class DurableWorkspace:
             return
         # The live tree's changed files may be written back only under its lock: the
         # caller's, or taken now if free (a load outside it, a fork's write: waiting
-        # for it could deadlock with its holder, who may wait for this thread).
+        # for it could deadlock with its holder, who may wait for this thread). Not
+        # in the background: the mount would wait for the writing.
         live = tree.lock.owned()
-        taken_here = not live and tree.lock.try_hold()
+        taken_here = not live and take_lock and tree.lock.try_hold()
         live = live or taken_here
         try:
             taken, views, pending = self._dirty_states(journalling)
@@ -464,9 +468,14 @@ class DurableWorkspace:
         if not journalling:
             self._hold_flushing()
         try:
-            views = [] if self._last is None else [self._last]
-            views += [version for _, version in self._kept.values()]
+            # Every frozen state the data may be in: the journal's, the snapshots', and
+            # any other version still alive (a view, a fork's origin, a deleted
+            # snapshot something still holds): frozen nodes never change.
+            views: list[TreeView] = [] if self._last is None else [self._last]
             views += [view for view, _ in self._pending]
+            views += [version for _, version in self._kept.values()]
+            known = {id(view) for view in views}
+            views += [v for v in self.fs.tree.versions() if id(v) not in known]
             pending = set().union(*(inodes for _, inodes in self._pending))
             self._since_clean = 0
             taken, self._unclean = self._unclean, set()
@@ -498,7 +507,7 @@ class DurableWorkspace:
 
         def run() -> None:
             try:
-                self._write_back(None, None)
+                self._write_back(None, None, take_lock=False)
             except Exception:
                 log.warning("writing data back failed", exc_info=True)
 

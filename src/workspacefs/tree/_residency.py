@@ -195,6 +195,18 @@ class Residency:
 
     # -- eviction ---------------------------------------------------------------------
 
+    def drop(self, node: File) -> None:
+        """Evict ``node`` now if its data is clean and kept: a caller about to replace
+        it whole, so that the versions sharing it can let it go too."""
+        keeps = self._keeps
+        with self.lock:
+            backing = node.backing
+            if keeps is None or backing is None or node.resident() is None:
+                return
+            if keeps(backing):
+                node._evict()
+                self.evicted += 1
+
     def reclaim(self, nbytes: int, writer: File | None = None) -> None:
         """Make room for ``nbytes`` more within the budget's limit, if clean data
         (or data the store can make clean) allows; ``writer``, a file being

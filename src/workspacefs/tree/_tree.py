@@ -951,6 +951,9 @@ class Tree(TreeView):
         if self.guard is not None:  # the whole change at once: all or nothing
             self.guard.check_change(self, ino, "write", len(data) - self._file(ino).size)
         node = self._mutable_file(ino)
+        # Data a store holds need not stay while the new data comes in: the versions
+        # sharing it can then let it go too (and the file keeps it, if this fails).
+        node.budget.residency.drop(node)
         node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch), node)
         self.truncate(ino, 0)
         self.write(ino, 0, data)
