@@ -257,13 +257,17 @@ class File(Node):
         dict in place, and only a dict it made in that epoch (``_own_data``
         copies any older one first), so no frozen version ever holds a dict that
         changes; a write after a snapshot always starts a new dict. A file whose
-        content is not in memory is named by that content's key; loading gives
-        it a new key for the same bytes, which costs a cache a miss, never a
-        wrong hit.
+        content is not in memory, or is in memory and clean (``backing``), is named
+        by that content's key, so a cache holding the key holds no data (evicted
+        data can leave memory); a file that becomes clean gets a new key for the
+        same bytes, which costs a cache a miss, never a wrong hit.
         """
         chunks = self.chunks  # read once: another thread may load or evict meanwhile
         if type(chunks) is Absent:
             return ("deferred", chunks.content.key, self._size)
+        backing = self.backing
+        if backing is not None:
+            return ("deferred", backing.key, self._size)
         return _DataKey(chunks, self._size)
 
     @property
