@@ -21,6 +21,7 @@ import pytest
 
 from support.interpreter import child_env
 from workspacefs import InMemoryFilesystem, NoSpaceError, git
+from workspacefs.fs import TreeFilesystem
 from workspacefs.store import Durability, DurableWorkspace, open_workspace
 
 MIB = 1 << 20
@@ -66,7 +67,7 @@ def write_all(fs: InMemoryFilesystem, files: dict[str, bytes]) -> None:
         fs.write_bytes(path, data, create_parents=True)
 
 
-def assert_reads(fs: InMemoryFilesystem, files: dict[str, bytes]) -> None:
+def assert_reads(fs: TreeFilesystem, files: dict[str, bytes]) -> None:
     for path, data in files.items():
         got = fs.read_bytes(path).content
         assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest(), path

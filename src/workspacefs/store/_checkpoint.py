@@ -37,7 +37,7 @@ from pygit2.enums import ObjectType
 
 from .. import git
 from .._errors import StoreDamagedError
-from ..tree import Content, File, TreeView, Version, make_way
+from ..tree import File, TreeView, Version, make_way
 from ._changes import PART_BYTES, encode_changes
 from ._directory import sync_directory
 from ._journal import Journal, Reading, read_journal
@@ -158,7 +158,7 @@ class Blobs:
         self._written: list[tuple[File, bytes]] = []
         self._pack: git.PackWriter | None = None
 
-    def keeps(self, content: Content) -> bool:
+    def keeps(self, content: object) -> bool:
         """True if ``content`` is a blob this repository holds (its own objects or its
         base's): it stays readable for as long as the store does."""
         return isinstance(content, git.BlobContent) and self.store.has(content.key)

@@ -405,7 +405,7 @@ class DurableWorkspace:
         self._flushing_owner = None
         self._flushing.release()
 
-    def _make_room(self, nbytes: int, writer: File | None) -> None:
+    def _make_room(self, nbytes: int, writer: object) -> None:
         """The residency's ``clean``: eviction alone could not make room for a write or
         a load, so write dirty data back until about ``nbytes`` more are clean (a
         quarter of the budget at least, so that the writes after this one find room),
@@ -415,9 +415,7 @@ class DurableWorkspace:
         limit = self.fs.tree.budget.limit or 0
         self._write_back(max(nbytes, limit // 4), writer)
 
-    def _write_back(
-        self, enough: int | None, writer: File | None, *, take_lock: bool = True
-    ) -> None:
+    def _write_back(self, enough: int | None, writer: object, *, take_lock: bool = True) -> None:
         """Write back the data of the files changed since the last write-back (``enough``
         bytes of it; None: all), so that it may leave memory when room is needed.
 
@@ -603,7 +601,9 @@ def open_workspace(
     **options: Any,
 ) -> tuple[DurableWorkspace, Recovery]:
     """Open the workspace kept in the store directory ``path`` (made if missing), with
-    what its journal holds replayed; ``options`` go to ``InMemoryFilesystem``.
+    what its journal holds replayed; ``options`` go to ``InMemoryFilesystem``. Its
+    ``memory_budget`` is a cache target: data the store holds leaves memory to make
+    room and is read back on access (docs/memory.md, *Memory as a cache*).
 
     Args:
         initial: Makes the workspace a store that holds none starts with (default:
@@ -773,7 +773,7 @@ def record_bytes(fs: InMemoryFilesystem) -> int:
     """How much a ``CHANGES`` record holds at most: a sixteenth of the memory budget,
     between 1 MiB and ``PART_BYTES`` (a record is built whole in memory, outside the
     budget, and copied once on its way to the disk)."""
-    return max(1 << 20, min(PART_BYTES, fs.memory_budget // 16))
+    return max(1 << 20, min(PART_BYTES, fs.memory_budget // 64))
 
 
 def _snapshot_bytes(record: FilesystemSnapshot, changes: SnapshotChanges | None) -> bytes:

@@ -10,10 +10,12 @@ record: the journal still holds those changes until the next checkpoint folds it
 and from now on journals a clean file as its blob id.
 
 Which files: those at the inodes changed since write-back last ran, in the journal's
-last frozen state and in every kept snapshot (frozen nodes never change, so they are
-written with no lock held), and, when the caller holds the tree lock (a write that
-needs room), in the live tree too: nothing changes a live node while that lock is
-held, except the file being written, which is left as it is.
+last frozen state, the state being journalled, every kept snapshot and every other
+version still alive (frozen nodes never change, so they are written with no lock
+held), and, when the caller holds the tree lock (a write that needs room), in the
+live tree too: nothing changes a live node while that lock is held, except the file
+being written, which is left as it is. Data that does not compress is stored as it
+is (``compressible``): write-back is on the path of a write that needs room.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 def candidates(
-    inodes: Iterable[int], views: list[TreeView], writer: File | None
+    inodes: Iterable[int], views: list[TreeView], writer: object
 ) -> list[tuple[int, File]]:
     """The distinct files in memory at ``inodes`` in ``views`` (but ``writer``), with
     their inodes, in the order of ``inodes``."""

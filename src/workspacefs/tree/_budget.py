@@ -30,13 +30,9 @@ small appends (at most an eighth of it). ``docs/memory.md`` gives the bounds.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
 from .._errors import NoSpaceError
-from ._residency import Residency
-
-if TYPE_CHECKING:
-    from ._nodes import File
+from ._residency import Residency, Tracked
 
 
 class MemoryBudget:
@@ -85,7 +81,7 @@ class MemoryBudget:
         limit = self.limit
         return limit is None or self._held + nbytes <= limit
 
-    def reserve(self, nbytes: int, writer: File | None = None) -> None:
+    def reserve(self, nbytes: int, writer: Tracked | None = None) -> None:
         """Raise ``NoSpaceError`` unless ``nbytes`` more fit within the limit, evicting
         clean data first if that makes them fit (``writer``, the file about to
         take them, stays).
@@ -98,7 +94,7 @@ class MemoryBudget:
         if self._held + nbytes > self.limit:
             raise self._refusal(nbytes)
 
-    def granted(self, nbytes: int, writer: File | None = None) -> Grant:
+    def granted(self, nbytes: int, writer: Tracked | None = None) -> Grant:
         """Allocate ``nbytes`` at most inside ``with budget.granted(nbytes):``: on entry
         they fit (clean data evicted if needed, else ``NoSpaceError``), and no other
         allocation of this budget runs until the block ends."""
@@ -127,14 +123,15 @@ class MemoryBudget:
 
 class Grant:
     """``MemoryBudget.granted``: the budget's allocation lock, held with room for
-    ``nbytes``. Room is made (eviction, write-back) with the lock released: making
-    it may wait for threads that allocate."""
+    ``nbytes``. Eviction makes room with the lock held (so no other allocation takes
+    it first); write-back, with the lock released, since it may wait for threads
+    that allocate."""
 
     __slots__ = ("_budget", "_locked", "_nbytes", "_writer")
 
-    _TRIES = 3  # room made, then taken by another thread before this one: try again
+    _TRIES = 8  # room written back, then taken by another thread first: try again
 
-    def __init__(self, budget: MemoryBudget, nbytes: int, writer: File | None) -> None:
+    def __init__(self, budget: MemoryBudget, nbytes: int, writer: Tracked | None) -> None:
         self._budget = budget
         self._nbytes = nbytes
         self._writer = writer
@@ -147,13 +144,23 @@ class Grant:
         lock = budget._granting
         for _ in range(self._TRIES):
             lock.acquire()
-            limit = budget.limit
-            if limit is None or nbytes <= 0 or budget._held + nbytes <= limit:
-                self._locked = True
+            if self._fits():
+                return
+            budget.residency.reclaim(nbytes, self._writer, clean=False)
+            if self._fits():
                 return
             lock.release()
-            budget.reserve(nbytes, self._writer)  # evicts, writes back; raises if it cannot
+            budget.reserve(nbytes, self._writer)  # writes back too; raises if it cannot
         raise budget._refusal(nbytes)
+
+    def _fits(self) -> bool:
+        """True (and the lock kept) if the bytes fit now; hold the lock."""
+        budget = self._budget
+        limit = budget.limit
+        if limit is None or self._nbytes <= 0 or budget._held + self._nbytes <= limit:
+            self._locked = True
+            return True
+        return False
 
     def __exit__(self, *exc_info: object) -> None:
         if self._locked:

@@ -48,13 +48,39 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ._budget import MemoryBudget
-    from ._nodes import Content, File
 
-Clean = Callable[[int, "File | None"], None]
+class Tracked(Protocol):
+    """A file's data as the residency sees it (``File``; a protocol, so that this
+    module imports neither the nodes nor the budget that holds it)."""
+
+    _queue: int
+    _seen: int
+    _mark: int
+
+    @property
+    def backing(self) -> object | None: ...
+
+    @property
+    def held(self) -> int: ...
+
+    def resident(self) -> object | None: ...
+
+    def _evict(self) -> None: ...
+
+
+class Limited(Protocol):
+    """The memory budget's figures (``MemoryBudget``)."""
+
+    @property
+    def limit(self) -> int | None: ...
+
+    @property
+    def held(self) -> int: ...
+
+
+Clean = Callable[[int, Tracked | None], None]
 """Writes dirty data back to the store until about ``nbytes`` more are clean,
 leaving ``writer`` (a file being changed now) as it is; the store's."""
 
@@ -71,7 +97,7 @@ SLACK_SHARE = 32
 """Eviction frees 1/32 of the budget more than asked, so that the writes after
 the one that needed room do not each evict again."""
 
-_Entry = tuple["weakref.ref[File]", int]
+_Entry = tuple["weakref.ref[Tracked]", int]
 
 
 class Residency:
@@ -96,7 +122,7 @@ class Residency:
         "lock",
     )
 
-    def __init__(self, budget: MemoryBudget) -> None:
+    def __init__(self, budget: Limited) -> None:
         self._budget = budget
         self.lock = threading.Lock()
         """Held for every transition of file data in or out of memory (see module)."""
@@ -104,7 +130,7 @@ class Residency:
         """Advances as data enters the cache; a file notes it at each read."""
         self.evicted = 0
         """Files evicted so far (a figure for reports and tests)."""
-        self._keeps: Callable[[Content], bool] | None = None
+        self._keeps: Callable[[object], bool] | None = None
         self._clean: Clean | None = None
         self._cleaning = threading.local()  # set while this thread runs ``_clean``
         self._probation: deque[_Entry] = deque()
@@ -119,7 +145,7 @@ class Residency:
         """True if clean data may leave memory."""
         return self._keeps is not None
 
-    def enable(self, keeps: Callable[[Content], bool], clean: Clean | None = None) -> None:
+    def enable(self, keeps: Callable[[object], bool], clean: Clean | None = None) -> None:
         """Let data leave memory from now on.
 
         Args:
@@ -145,7 +171,7 @@ class Residency:
 
     # -- tracking (under ``lock``) ----------------------------------------------------
 
-    def track(self, node: File) -> None:
+    def track(self, node: Tracked) -> None:
         """Note that ``node``'s data is clean and in memory (hold ``lock``). Data
         whose content the store does not keep is not tracked: it never leaves."""
         keeps = self._keeps
@@ -185,7 +211,7 @@ class Residency:
         self._probation_bytes = sum(size for _, size in self._probation)
         self._dead = 0
 
-    def _entries(self) -> list[tuple[_Entry, File]]:
+    def _entries(self) -> list[tuple[_Entry, Tracked]]:
         found = []
         for entry in chain(self._probation, self._protected):
             node = entry[0]()
@@ -195,7 +221,7 @@ class Residency:
 
     # -- eviction ---------------------------------------------------------------------
 
-    def drop(self, node: File) -> None:
+    def drop(self, node: Tracked) -> None:
         """Evict ``node`` now if its data is clean and kept: a caller about to replace
         it whole, so that the versions sharing it can let it go too."""
         keeps = self._keeps
@@ -207,27 +233,30 @@ class Residency:
                 node._evict()
                 self.evicted += 1
 
-    def reclaim(self, nbytes: int, writer: File | None = None) -> None:
+    def reclaim(self, nbytes: int, writer: Tracked | None = None, *, clean: bool = True) -> None:
         """Make room for ``nbytes`` more within the budget's limit, if clean data
-        (or data the store can make clean) allows; ``writer``, a file being
-        changed, stays. The budget says afterwards whether there is room."""
+        (or, with ``clean``, data the store can make clean) allows; ``writer``, a
+        file being changed, stays. The budget says afterwards whether there is room.
+
+        Without ``clean`` it only evicts, taking no lock but the residency's: safe
+        under the budget's grant lock (``Grant``)."""
         limit = self._budget.limit
         if limit is None or self._keeps is None or nbytes > limit:
             return
         target = max(0, limit - nbytes - limit // SLACK_SHARE)
-        if self._evict_down_to(target, writer):
+        if self._evict_down_to(target, writer) or not clean:
             return
-        clean = self._clean
-        if clean is None or getattr(self._cleaning, "busy", False):
+        cleaner = self._clean
+        if cleaner is None or getattr(self._cleaning, "busy", False):
             return
         self._cleaning.busy = True  # what the store reads while cleaning must not recurse
         try:
-            clean(self._budget.held - target, writer)
+            cleaner(self._budget.held - target, writer)
         finally:
             self._cleaning.busy = False
         self._evict_down_to(target, writer)
 
-    def _evict_down_to(self, target: int, writer: File | None) -> bool:
+    def _evict_down_to(self, target: int, writer: Tracked | None) -> bool:
         """Evict victims until the budget holds at most ``target``; False if it
         could not (no victim left)."""
         budget = self._budget
@@ -247,7 +276,7 @@ class Residency:
                 self._aside.clear()
         return True
 
-    def _victim(self, writer: File | None) -> File | None:
+    def _victim(self, writer: Tracked | None) -> Tracked | None:
         """The next file to evict (hold ``lock``); None if none is left. Each entry is
         looked at once, or twice if it earns a second chance."""
         quarter = (self._budget.limit or 0) // PROBATION_SHARE
