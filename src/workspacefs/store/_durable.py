@@ -443,9 +443,8 @@ class DurableWorkspace:
                 extra |= tree.unfrozen_changes()
                 views.append(tree)
             inodes += sorted(extra - taken)
-            found = candidates(inodes, views, writer)
             try:
-                done = write_back(self._cleaned, [node for _, node in found], enough)
+                done = write_back(self._cleaned, candidates(inodes, views, writer), enough)
             except OSError as exc:
                 self._settle(taken, journalling)  # all still dirty
                 log.warning("could not write data back to %s: %s", self.store.path, exc.strerror)
@@ -453,7 +452,7 @@ class DurableWorkspace:
             except BaseException:
                 self._settle(taken, journalling)
                 raise
-            self._settle(taken & {ino for ino, _ in found[done:]}, journalling)
+            self._settle(taken - done, journalling)
         finally:
             if taken_here:
                 tree.lock.release_hold()

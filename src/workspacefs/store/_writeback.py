@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..tree import File, TreeView
 from ._checkpoint import Blobs
@@ -32,43 +32,47 @@ log = logging.getLogger(__name__)
 
 def candidates(
     inodes: Iterable[int], views: list[TreeView], writer: object
-) -> list[tuple[int, File]]:
-    """The distinct files in memory at ``inodes`` in ``views`` (but ``writer``), with
-    their inodes, in the order of ``inodes``."""
-    found: list[tuple[int, File]] = []
+) -> Iterator[tuple[int, list[File]]]:
+    """Each of ``inodes`` with the distinct files in memory it is in ``views`` (but
+    ``writer``), in order; lazily: write-back may stop early."""
     seen: set[int] = set()
     for ino in inodes:
+        found = []
         for view in views:
             node = view.get(ino)
             if not isinstance(node, File) or node is writer or id(node) in seen:
                 continue
             seen.add(id(node))
             if node.resident() is not None:
-                found.append((ino, node))
-    return found
+                found.append(node)
+        yield ino, found
 
 
-def write_back(blobs: Blobs, files: list[File], enough: int | None = None) -> int:
+def write_back(
+    blobs: Blobs, found: Iterable[tuple[int, list[File]]], enough: int | None = None
+) -> set[int]:
     """Write each file's data as a blob unless a blob holds it already (sparse files
-    are skipped: a blob would hold their holes), until ``enough`` bytes are written
-    (None: all); sync the pack; then mark them clean. How many of ``files`` it went
-    through, in order (the rest are still dirty).
+    are skipped: a blob would hold their holes), inode by inode, until ``enough``
+    bytes are written (None: all); sync the pack; then mark them clean. The inodes
+    it went through (those after are still dirty).
 
     Raises:
         OSError: The store's disk is full or failing; nothing was marked clean.
     """
-    written = done = 0
+    written = 0
+    done: set[int] = set()
     try:
-        for node in files:
+        for ino, nodes in found:
             if enough is not None and written >= enough:
                 break
-            if node.backing is None:
-                before = node.held
-                if blobs.blob_of(node) is not None:
-                    written += before
-            else:
-                blobs.blob_of(node)  # clean already: tracked again if it was not
-            done += 1
+            for node in nodes:
+                if node.backing is None:
+                    before = node.held
+                    if blobs.blob_of(node) is not None:
+                        written += before
+                else:
+                    blobs.blob_of(node)  # clean already: tracked again if it was not
+            done.add(ino)
         blobs.seal()
     except BaseException:
         with contextlib.suppress(OSError):
