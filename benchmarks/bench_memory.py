@@ -1,7 +1,8 @@
 """A workspace several times its memory budget, through a mount (issue 29's acceptance).
 
-Run: ``python -m benchmarks.bench_memory [--quick] [--budget SIZE] [--times N]`` (the
-issue's full size: ``--budget 1G --times 3``; default 256 MiB and 3).
+Run: ``python -m benchmarks.bench_memory [--quick | --full] [--budget SIZE] [--times N]
+[--against REF [--rounds N]]`` (``--full``: the issue's size, a 1 GiB budget and a
+3 GiB tree; default 256 MiB and 3 budgets).
 
 A daemon serves a durable workspace (store on the machine's disk, /var/tmp) with
 ``--memory-budget BUDGET``, and goes through: ``tar -x`` of a tree ``TIMES`` times the
@@ -17,6 +18,13 @@ DONTNEED; the store's packs too before the mount's sequential read: both cold); 
 ``tar -x`` and ``grep -r`` on a mount whose budget holds the whole tree (nothing
 leaves memory).
 
+``--against REF`` adds the comparison the cache must not lose: the same workloads on a
+workspace that fits in its budget (the default budget: eviction enabled, nothing to
+evict), served by this code and by the code of the git revision ``REF`` of this
+repository (``git archive``; e.g. the commit before the cache), each through its own
+``workspacefs`` CLI, in alternating rounds (``--rounds``), medians compared: no more
+than 10% slower.
+
 Targets: the held bytes never pass the budget; the daemon's resident memory stays
 under the budget plus ``OVERHEAD`` (what docs/memory.md states); the sequential
 read of evicted data is at least half as fast as the cold disk's.
@@ -26,10 +34,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -51,6 +61,7 @@ OVERHEAD = 160 * MIB
 """Resident memory past the budget the daemon may use: its own ~50 MiB (interpreter,
 libraries), journal records, write-back pieces, request buffers, the allocator's slack."""
 NEEDLE = "needle-in-the-cache"
+CPU = "daemon CPU, all workloads"
 
 
 def parse_size(text: str) -> int:
@@ -147,7 +158,7 @@ class Sampler:
 
     def __init__(self, record: MountRecord) -> None:
         self.record = record
-        self.rss = self.held = 0
+        self.rss = self.held = self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -158,6 +169,7 @@ class Sampler:
                 status = Path(f"/proc/{self.record.pid}/status").read_text()
                 rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
                 self.rss = max(self.rss, int(rss.split()[1]) * 1024)
+                self.samples += 1
                 ticks += 1
                 if ticks % 5 == 0:
                     self.held = max(self.held, fs.status()["memory_held"])
@@ -182,9 +194,10 @@ def daemon(mnt: Path, store: Path, budget: int) -> Iterator[MountRecord]:
             fs.unmount()
 
 
-def cli(*args: str) -> str:
-    package = str(Path(workspacefs.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": package}
+def cli(*args: str, source: Path | None = None) -> str:
+    """Run the ``workspacefs`` CLI of this code (or of the source tree ``source``)."""
+    package = source or Path(workspacefs.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(package)}
     done = subprocess.run(
         [sys.executable, "-m", "workspacefs.cli", *args],
         env=env,
@@ -195,34 +208,45 @@ def cli(*args: str) -> str:
     return done.stdout
 
 
+def workloads(
+    mnt: Path, work: Path, digests: dict[str, bytes], source: Path | None = None
+) -> dict[str, float]:
+    """The issue's workloads on the workspace mounted at ``mnt``, each timed: ``tar -x``,
+    ``grep -r`` and ``git status`` twice, a snapshot, a restore (some files changed
+    since), a fork, and every file read back and checked byte-exact."""
+    seconds = {}
+    seconds["tar -x"] = timed(lambda: run("tar", "-xf", str(work / "tree.tar"), "-C", str(mnt)))
+    seconds["grep -r, 1st"] = timed(lambda: grep(mnt))
+    seconds["grep -r, 2nd"] = timed(lambda: grep(mnt))
+    seconds["git status, 1st"] = timed(lambda: run("git", "status", "--short", cwd=mnt))
+    seconds["git status, 2nd"] = timed(lambda: run("git", "status", "--short", cwd=mnt))
+    seconds["snapshot"] = timed(lambda: cli("snapshot", str(mnt), "--tag", "bench", source=source))
+    for name in list(digests)[::7]:
+        (mnt / name).write_bytes(b"changed\n")
+    seconds["restore"] = timed(lambda: cli("restore", str(mnt), "bench", source=source))
+    seconds["fork"] = timed(lambda: cli("fork", "--of", str(mnt), "--name", "bench", source=source))
+
+    def check() -> None:
+        for name, digest in digests.items():
+            assert hashlib.sha256((mnt / name).read_bytes()).digest() == digest, name
+
+    # The kernel's page cache of the mount would answer the reads: dropped, so that
+    # what left the daemon's memory is read from the store.
+    drop_cache(mnt / name for name in digests)
+    seconds["read back byte-exact"] = timed(check)
+    return seconds
+
+
 # -- the run ------------------------------------------------------------------------------
 
 
 def evicting(
-    work: Path, disk: Path, tree: Path, digests: dict[str, bytes], budget: int
+    work: Path, disk: Path, digests: dict[str, bytes], budget: int
 ) -> tuple[dict[str, float], Sampler, dict[str, int]]:
     """The workloads on a mount with ``budget``; seconds of each, the sampler."""
-    mnt, seconds = work / "evicting", {}
+    mnt = work / "evicting"
     with daemon(mnt, disk / "store", budget) as record, Sampler(record) as sampler:
-        seconds["tar -x"] = timed(lambda: run("tar", "-xf", str(work / "tree.tar"), "-C", str(mnt)))
-        seconds["grep -r, 1st"] = timed(lambda: grep(mnt))
-        seconds["grep -r, 2nd"] = timed(lambda: grep(mnt))
-        seconds["git status, 1st"] = timed(lambda: run("git", "status", "--short", cwd=mnt))
-        seconds["git status, 2nd"] = timed(lambda: run("git", "status", "--short", cwd=mnt))
-        seconds["snapshot"] = timed(lambda: cli("snapshot", str(mnt), "--tag", "bench"))
-        for name in list(digests)[::7]:
-            (mnt / name).write_bytes(b"changed\n")
-        seconds["restore"] = timed(lambda: cli("restore", str(mnt), "bench"))
-        seconds["fork"] = timed(lambda: cli("fork", "--of", str(mnt), "--name", "bench"))
-
-        def check() -> None:
-            for name, digest in digests.items():
-                assert hashlib.sha256((mnt / name).read_bytes()).digest() == digest, name
-
-        # The kernel's page cache of the mount would answer the reads: dropped, so that
-        # what left the daemon's memory is read from the store.
-        drop_cache(mnt / name for name in digests)
-        seconds["read back byte-exact"] = timed(check)
+        seconds = workloads(mnt, work, digests)
         binaries = [mnt / name for name in digests if name.endswith(".bin")]
         drop_cache(iter(binaries))
         drop_cache(files_under(disk / "store" / "git" / "objects"))
@@ -248,26 +272,96 @@ def on_disk(work: Path, disk: Path, tree_bytes: dict[str, bytes]) -> dict[str, f
     return seconds
 
 
-def fitting(work: Path, disk: Path, budget: int) -> dict[str, float]:
-    mnt, seconds = work / "fitting", {}
-    with daemon(mnt, disk / "store-fits", budget):
-        seconds["tar -x"] = timed(lambda: run("tar", "-xf", str(work / "tree.tar"), "-C", str(mnt)))
-        seconds["grep -r, 1st"] = timed(lambda: grep(mnt))
-        seconds["grep -r, 2nd"] = timed(lambda: grep(mnt))
-    return seconds
+def exported(ref: str, into: Path) -> Path:
+    """The ``src`` directory of the revision ``ref`` of the repository this code is in."""
+    repository = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(repository), "archive", ref, "src"], capture_output=True, check=True
+    ).stdout
+    into.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fitting(
+    work: Path, disk: Path, digests: dict[str, bytes], source: Path | None
+) -> tuple[dict[str, float], int]:
+    """The workloads on a workspace whose default budget holds them all (with a store:
+    eviction enabled, nothing to evict), served by the code in ``source`` (None: this
+    code); the seconds of each (and the daemon's CPU seconds in all), and the budget."""
+    mnt, store = work / "fitting", disk / "store-fits"
+    mnt.mkdir()
+    pid = json.loads(cli("mount", str(mnt), "--store", str(store), "--json", source=source))["pid"]
+    try:
+        budget = json.loads(cli("status", str(mnt), "--json", source=source))["memory_budget"]
+        before = cpu_seconds(pid)
+        seconds = workloads(mnt, work, digests, source)
+        seconds[CPU] = cpu_seconds(pid) - before
+        return seconds, budget
+    finally:
+        cli("unmount", str(mnt), source=source)
+        shutil.rmtree(store, ignore_errors=True)
+        mnt.rmdir()
+
+
+def compared(
+    work: Path, disk: Path, digests: dict[str, bytes], against: str | None, rounds: int
+) -> tuple[dict[str, float], dict[str, float] | None]:
+    """Medians of ``rounds`` rounds of ``fitting`` for this code and, with ``against``,
+    for the code of that revision, the two alternating which goes first."""
+    sides: list[Path | None] = [None]
+    if against is not None:
+        sides.append(exported(against, work / "against"))
+    times: list[dict[str, list[float]]] = [{} for _ in sides]
+    for round_ in range(rounds):
+        for index in range(len(sides)) if round_ % 2 == 0 else reversed(range(len(sides))):
+            seconds, budget = fitting(work, disk, digests, sides[index])
+            if round_ == 0:
+                side = "this code" if sides[index] is None else against
+                print(f"fitting, {side}: budget {budget / MIB:,.0f} MiB")
+            for name, value in seconds.items():
+                times[index].setdefault(name, []).append(value)
+    medians = [{name: statistics.median(values) for name, values in t.items()} for t in times]
+    return medians[0], medians[1] if against is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
+    parser.add_argument(
+        "--full", action="store_true", help="the issue's size: a 1 GiB budget, a 3 GiB tree"
+    )
     parser.add_argument("--budget", default=None, help="the memory budget (default 256M)")
     parser.add_argument("--times", type=float, default=3.0, help="the tree, in budgets")
+    parser.add_argument(
+        "--against",
+        metavar="REF",
+        help="compare a workspace that fits its budget with the code of this git revision",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="rounds of that comparison (default 3; 1 alone)"
+    )
+    parser.add_argument(
+        "--fits-only", action="store_true", help="only the workspace that fits its budget"
+    )
     args = parser.parse_args(argv)
     if reason := unavailable_reason():
         print(f"memory benchmarks skipped: {reason}")
         return 0
-    budget = parse_size(args.budget or ("8M" if args.quick else "256M"))
+    default = "8M" if args.quick else "1G" if args.full else "256M"
+    budget = parse_size(args.budget or default)
+    rounds = args.rounds or (3 if args.against else 1)
     work, disk = scratch_dir("bench-memory-"), disk_dir("bench-memory-")
+    ours: dict[str, float] = {}
+    plain: dict[str, float] = {}
+    sampler, usage = None, {}
     try:
         tree = disk / "source"
         digests = make_tree(tree, int(budget * args.times))
@@ -278,12 +372,52 @@ def main(argv: list[str] | None = None) -> int:
             f"({total / budget:.1f} budgets of {budget / MIB:.0f} MiB); the store and the "
             f"baseline on {filesystem_of(disk)}"
         )
-        ours, sampler, usage = evicting(work, disk, tree, digests, budget)
-        plain = on_disk(work, disk, dict.fromkeys(digests, b""))
-        fits = fitting(work, disk, 2 * total + budget)
+        if not args.fits_only:
+            ours, sampler, usage = evicting(work, disk, digests, budget)
+            plain = on_disk(work, disk, dict.fromkeys(digests, b""))
+        fits, theirs = compared(work, disk, digests, args.against, rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(disk, ignore_errors=True)
+    results = []
+    if sampler is not None:
+        results += evicting_results(ours, plain, fits, sampler, budget, total)
+    if theirs is not None:
+        results += [
+            Result(
+                f"{name}: fits its budget, vs {args.against} (median of {rounds})",
+                fits[name],
+                theirs[name],
+                "s",
+                "<= 1.10x",
+                fits[name] <= 1.10 * theirs[name],
+            )
+            for name in fits
+        ]
+        wall = [name for name in fits if name != CPU]
+        slower = sum(fits[name] for name in wall) / sum(theirs[name] for name in wall)
+        print(f"fitting, all workloads: {slower:.3f}x the time of {args.against}")
+    print(
+        f"memory benchmarks (python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load "
+        f"average {', '.join(f'{v:.1f}' for v in os.getloadavg())})"
+        + ("; at the end: " if usage else "")
+        + json.dumps({key: f"{value / MIB:.1f} MiB" for key, value in usage.items()})
+    )
+    for result in results:
+        print(result.line())
+    return 0 if all(r.met for r in results) or args.quick else 1
+
+
+def evicting_results(
+    ours: dict[str, float],
+    plain: dict[str, float],
+    fits: dict[str, float],
+    sampler: Sampler,
+    budget: int,
+    total: int,
+) -> list[Result]:
+    """The evicting mount's lines: against the disk, against a mount whose budget holds
+    the tree, and its memory against the budget."""
     results = [
         Result(
             f"{name} ({total / MIB:.0f} MiB, budget {budget / MIB:.0f} MiB)",
@@ -296,19 +430,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("tar -x", "grep -r, 1st", "grep -r, 2nd", "git status, 1st", "git status, 2nd")
     ]
     results += [
-        Result(f"{name} (no baseline)", ours[name], ours[name], "s", "report", True)
-        for name in ("snapshot", "restore", "fork", "read back byte-exact")
-    ]
-    results += [
         Result(
-            f"{name}: budget holds the tree, vs evicting",
-            fits[name],
+            f"{name}: evicting, vs a budget holding the tree",
             ours[name],
+            fits[name],
             "s",
             "report",
             True,
         )
         for name in fits
+        if name in ours
     ]
     read, cold = ours["sequential read MB/s"], plain["sequential read MB/s"]
     results.append(
@@ -334,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     results.append(
         Result(
-            "peak daemon RSS (sampled every 100 ms) vs budget + overhead",
+            f"peak daemon RSS ({sampler.samples:,} samples, every 100 ms) vs budget + overhead",
             sampler.rss / MIB,
             (budget + OVERHEAD) / MIB,
             "MiB",
@@ -342,14 +473,7 @@ def main(argv: list[str] | None = None) -> int:
             sampler.rss <= budget + OVERHEAD,
         )
     )
-    print(
-        f"memory benchmarks (python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load "
-        f"average {', '.join(f'{v:.1f}' for v in os.getloadavg())}); at the end: "
-        + json.dumps({key: f"{value / MIB:.1f} MiB" for key, value in usage.items()})
-    )
-    for result in results:
-        print(result.line())
-    return 0 if all(r.met for r in results) or args.quick else 1
+    return results
 
 
 if __name__ == "__main__":

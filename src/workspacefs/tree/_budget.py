@@ -30,6 +30,7 @@ small appends (at most an eighth of it). ``docs/memory.md`` gives the bounds.
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, nullcontext
 
 from .._errors import NoSpaceError
 from ._residency import Residency, Tracked
@@ -94,10 +95,13 @@ class MemoryBudget:
         if self._held + nbytes > self.limit:
             raise self._refusal(nbytes)
 
-    def granted(self, nbytes: int, writer: Tracked | None = None) -> Grant:
+    def granted(self, nbytes: int, writer: Tracked | None = None) -> AbstractContextManager[None]:
         """Allocate ``nbytes`` at most inside ``with budget.granted(nbytes):``: on entry
         they fit (clean data evicted if needed, else ``NoSpaceError``), and no other
-        allocation of this budget runs until the block ends."""
+        allocation of this budget runs until the block ends. Nothing to allocate (an
+        overwrite in place) or no limit: nothing to hold."""
+        if nbytes <= 0 or self.limit is None:
+            return _NOTHING
         return Grant(self, nbytes, writer)
 
     def _refusal(self, nbytes: int) -> NoSpaceError:
@@ -119,6 +123,9 @@ class MemoryBudget:
         """Count ``nbytes`` less held (a chunk was freed or shrank)."""
         with self._lock:
             self._held -= nbytes
+
+
+_NOTHING: AbstractContextManager[None] = nullcontext()
 
 
 class Grant:
