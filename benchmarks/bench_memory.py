@@ -361,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     work, disk = scratch_dir("bench-memory-"), disk_dir("bench-memory-")
     ours: dict[str, float] = {}
     plain: dict[str, float] = {}
-    sampler, usage = None, {}
+    sampler: Sampler | None = None
+    usage: dict[str, int] = {}
     try:
         tree = disk / "source"
         digests = make_tree(tree, int(budget * args.times))

@@ -504,6 +504,7 @@ class Workspace(Daemon):
         tree = self.fs.tree
         current = self.fs.current_snapshot_id
         usage = self.fs.memory_usage()
+        hydration = git.hydration(self.fs)  # a large snapshot loaded from git: its progress
         return {
             **self.info(),
             "files": tree.file_count,
@@ -520,6 +521,7 @@ class Workspace(Daemon):
             "requests": self._requests(),
             "fuse": self._connection(),
             "journal": self._journal(),
+            "hydration": None if hydration is None else hydration.facts(),
         }
 
     def unmount(self) -> None:

@@ -137,7 +137,14 @@ class DurableWorkspace:
         self._flushing = threading.Lock()
         self._flushing_owner: int | None = None  # the thread holding it (see _make_room)
         with fs.tree.lock:
-            frozen = fs.tree.track_changes()
+            frozen: TreeView | None = None
+            if fresh and fs.tree.unlisted:
+                # A tree still being listed (``git.load(background=True)``): freezing it
+                # would list it all now. A new store freezes nothing until its first
+                # record, which waits for the listing (``_flush_every_interval``).
+                fs.tree.start_tracking()
+            else:
+                frozen = fs.tree.track_changes()
         # A new store's first record holds every inode (written at the first flush, even
         # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
@@ -169,7 +176,7 @@ class DurableWorkspace:
         self._pending: list[tuple[TreeView, set[int]]] = []
         self._unclean: set[int] = {
             ino
-            for view in [frozen, *fs.tree.versions()]
+            for view in [*([] if frozen is None else [frozen]), *fs.tree.versions()]
             for ino in view.inodes()
             if isinstance(node := view.get(ino), File)
             and node.backing is None
@@ -274,6 +281,13 @@ class DurableWorkspace:
         hold ``_flushing``."""
         if self._last is None:
             inodes = set(after.inodes())
+            # Snapshots adopted after the store opened (a load listed in the background
+            # adopts its state once listed), before its first record: kept as those
+            # found at opening are.
+            for record in self.fs.snapshots():
+                if str(record.snapshot_id) not in self._kept:
+                    version = self.fs.version(record)
+                    self._kept[str(record.snapshot_id)] = (_snapshot_bytes(record, None), version)
         self._pending.append((after, inodes))  # write-back may clean them meanwhile
         try:
             parts = encode_changes(
@@ -515,6 +529,10 @@ class DurableWorkspace:
 
     def _flush_every_interval(self) -> None:
         while not self._stop.wait(self.interval):
+            if self.fs.tree.unlisted:
+                # Still being listed, and not changed (a change lists it all first): the
+                # first record waits, rather than list it all here (``tree.Unlisted``).
+                continue
             try:
                 self.flush(sync=True)
                 self._journal.lengthen()

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ._tree import XATTR_CREATE as XATTR_CREATE
     from ._tree import XATTR_REPLACE as XATTR_REPLACE
     from ._tree import Tree as Tree
+    from ._tree import Unlisted as Unlisted
     from ._tree import validate_name as validate_name
     from ._turns import make_way as make_way
     from ._turns import mount_busy as mount_busy
@@ -125,6 +126,7 @@ _EXPORTS = {
     "XATTR_CREATE": "._tree",
     "XATTR_REPLACE": "._tree",
     "Tree": "._tree",
+    "Unlisted": "._tree",
     "validate_name": "._tree",
     "Version": "._version",
     "ROOT_INO": "._view",
