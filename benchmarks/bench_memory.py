@@ -50,6 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import workspacefs
+import workspacefs.git
 from workspacefs.daemon import MountRecord, connect, start
 from workspacefs.fuse import unavailable_reason
 
@@ -332,6 +333,118 @@ def compared(
     return medians[0], medians[1] if against is not None else None
 
 
+# -- mount --from a large repository ------------------------------------------------------
+
+
+def snapshot_repo(path: Path, files: int) -> None:
+    """A repository holding a snapshot (tag ``big``) of ``files`` small files, a hundred
+    a directory (``pkg<k>/mod<d>/f<i>.py``), manifests at the root (``app/``)."""
+    fs = workspacefs.InMemoryFilesystem()
+    with fs.transaction() as tree:
+        for d in range(files // 100):
+            directory = tree.make_dirs(f"pkg{d % 50}/mod{d}")
+            for i in range(100):
+                tree.write(
+                    tree.create(directory, f"f{i}.py"), 0, f"# {d}/{i}\nprint({i})\n".encode()
+                )
+        app = tree.make_dirs("app")
+        for name in ("package.json", "pyproject.toml", "package-lock.json"):
+            tree.write(tree.create(app, name), 0, b"{}\n")
+    workspacefs.git.persist(fs, fs.snapshot(tag="big"), path)
+
+
+def mounted_from(
+    work: Path, disk: Path, repo: Path | None, files: int, source: Path | None = None
+) -> dict[str, float]:
+    """``mount --from REPO#big`` (None: an empty workspace) with a store, then at once a
+    first ``ls``, a ``cat`` deep in it, ``ls -R``; seconds of each from the command's
+    start, and when the hydration said it was done."""
+    mnt, store, seconds = work / "from", disk / "store-from", {}
+    mnt.mkdir()
+    begin = time.perf_counter()
+    args = ["mount", str(mnt), "--store", str(store)]
+    cli(*args, *([] if repo is None else ["--from", f"{repo}#big"]), source=source)
+    try:
+        os.listdir(mnt)
+        seconds["mount, then the first ls"] = time.perf_counter() - begin
+        if repo is None:
+            return seconds
+        deep = mnt / f"pkg{(files // 200) % 50}/mod{files // 200}/f7.py"
+        seconds["cat deep in it, right after"] = timed(deep.read_bytes)
+        listed: list[int] = []
+        seconds["ls -R, right after"] = timed(
+            lambda: listed.append(sum(len(names) for _, _, names in os.walk(mnt)))
+        )
+        assert listed == [files // 100 * 100 + 3], listed
+        while True:
+            facts = json.loads(cli("status", str(mnt), "--json", source=source)).get("hydration")
+            if facts is None or facts["state"] not in ("listing", "hydrating"):
+                break
+            time.sleep(0.1)
+        seconds["hydration done, from the mount's start"] = time.perf_counter() - begin
+        return seconds
+    finally:
+        cli("unmount", str(mnt), source=source)
+        shutil.rmtree(store, ignore_errors=True)
+        mnt.rmdir()
+
+
+def from_results(
+    work: Path, disk: Path, files: int, against: str | None, rounds: int
+) -> list[Result]:
+    """``mount --from`` a repository of ``files`` files: the first request within 1 s,
+    against an empty workspace's (the daemon's own start) and, with ``against``, the
+    same mount by that revision's code."""
+    repo = disk / "large.git"
+    snapshot_repo(repo, files)
+    sides: list[tuple[str, Path | None]] = [("this code", None)]
+    if against is not None:
+        sides.append((against, exported(against, work / "against-from")))
+    found: dict[str, list[dict[str, float]]] = {}
+    empty: list[float] = []
+    for _ in range(rounds):
+        empty.append(mounted_from(work, disk, None, files)["mount, then the first ls"])
+        for side, source in sides:
+            found.setdefault(side, []).append(mounted_from(work, disk, repo, files, source))
+    medians = {
+        side: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        for side, runs in found.items()
+    }
+    ours, base = medians["this code"], statistics.median(empty)
+    results = [
+        Result(
+            f"mount --from ({files:,} files), then the first ls, vs an empty workspace",
+            ours["mount, then the first ls"],
+            base,
+            "s",
+            "< 1 s",
+            ours["mount, then the first ls"] < 1.0,
+        )
+    ]
+    results += [
+        Result(
+            f"{key} ({files:,} files; from the mount's start)", value, value, "s", "report", True
+        )
+        for key, value in ours.items()
+        if key != "mount, then the first ls"
+    ]
+    if against is not None:
+        theirs = medians[against]
+        results += [
+            Result(
+                f"{key} ({files:,} files), vs {against}",
+                ours[key],
+                theirs[key],
+                "s",
+                "report",
+                True,
+            )
+            for key in theirs
+            if key in ours
+        ]
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
@@ -349,9 +462,18 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=None, help="rounds of that comparison (default 3; 1 alone)"
     )
     parser.add_argument(
-        "--fits-only", action="store_true", help="only the workspace that fits its budget"
+        "--parts",
+        default="evicting,fits,from",
+        help="which parts to run: evicting (with the disk), fits, from (mount --from)",
+    )
+    parser.add_argument(
+        "--from-files",
+        type=int,
+        default=None,
+        help="files of the repository mount --from loads (default 200,000 with --full)",
     )
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
     if reason := unavailable_reason():
         print(f"memory benchmarks skipped: {reason}")
         return 0
@@ -363,24 +485,32 @@ def main(argv: list[str] | None = None) -> int:
     plain: dict[str, float] = {}
     sampler: Sampler | None = None
     usage: dict[str, int] = {}
+    fits: dict[str, float] = {}
+    theirs: dict[str, float] | None = None
+    from_lines: list[Result] = []
+    total = 0
     try:
-        tree = disk / "source"
-        digests = make_tree(tree, int(budget * args.times))
-        tar_of(tree, work / "tree.tar")
-        total = sum((tree / name).stat().st_size for name in digests)
-        print(
-            f"the tree: {len(digests):,} files, {total / MIB:.0f} MiB "
-            f"({total / budget:.1f} budgets of {budget / MIB:.0f} MiB); the store and the "
-            f"baseline on {filesystem_of(disk)}"
-        )
-        if not args.fits_only:
-            ours, sampler, usage = evicting(work, disk, digests, budget)
-            plain = on_disk(work, disk, dict.fromkeys(digests, b""))
-        fits, theirs = compared(work, disk, digests, args.against, rounds)
+        if parts & {"evicting", "fits"}:
+            tree = disk / "source"
+            digests = make_tree(tree, int(budget * args.times))
+            tar_of(tree, work / "tree.tar")
+            total = sum((tree / name).stat().st_size for name in digests)
+            print(
+                f"the tree: {len(digests):,} files, {total / MIB:.0f} MiB "
+                f"({total / budget:.1f} budgets of {budget / MIB:.0f} MiB); the store and "
+                f"the baseline on {filesystem_of(disk)}"
+            )
+            if "evicting" in parts:
+                ours, sampler, usage = evicting(work, disk, digests, budget)
+                plain = on_disk(work, disk, dict.fromkeys(digests, b""))
+            fits, theirs = compared(work, disk, digests, args.against, rounds)
+        if "from" in parts:
+            files = args.from_files or (12_000 if args.quick else 200_000 if args.full else 50_000)
+            from_lines = from_results(work, disk, files, args.against, rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(disk, ignore_errors=True)
-    results = []
+    results = list(from_lines)
     if sampler is not None:
         results += evicting_results(ours, plain, fits, sampler, budget, total)
     if theirs is not None:

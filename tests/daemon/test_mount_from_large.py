@@ -42,6 +42,7 @@ def test_it_serves_at_once_and_is_kept_once_listed(repo: Path, tmp_path: Path) -
         assert len(files) == 11_027
         eventually(lambda: _hydration(point)["state"] == "done", 60, "hydrated")
         assert _hydration(point)["unlisted"] == 0
+        assert "hydration   done: 11,1" in cli_ok("status", str(point))
         with connect(point) as fs:
             assert [s.tag for s in fs.snapshots()] == ["v1"]
     finally:

@@ -447,6 +447,17 @@ def budget_line(facts: dict[str, Any]) -> str:
     return line + ")"
 
 
+def hydration_line(facts: dict[str, Any]) -> str:
+    """Where the background listing of a large snapshot loaded from git stands."""
+    line = f"{facts['state']}: {facts['listed_entries']:,} entries listed"
+    if facts["unlisted"]:
+        line += f", {facts['unlisted']:,} directories not yet"
+    line += f"; {facts['hydrated_files']:,} files read"
+    if facts.get("budget_full"):
+        line += " (half the budget: the rest is read when used)"
+    return line + (f"; {facts['error']}" if facts.get("error") else "")
+
+
 @app.command(epilog="Example: workspacefs status ./ws")
 def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
     """Show the daemon and the workspace: pid, socket, files, bytes, memory, snapshots,
@@ -473,6 +484,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("name", facts.get("name") or "-"),
         ("kept", kept_line(facts.get("store"), facts["durability"], facts.get("interval"))),
         ("journal", journal_line(facts.get("journal"))),
+        *([("hydration", hydration_line(facts["hydration"]))] if facts.get("hydration") else []),
         ("persist to", facts["repository"]),
         ("started", facts["started_at"]),
         ("log", facts["log"]),
