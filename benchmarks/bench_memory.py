@@ -422,9 +422,7 @@ def from_results(
         )
     ]
     results += [
-        Result(
-            f"{key} ({files:,} files; from the mount's start)", value, value, "s", "report", True
-        )
+        Result(f"{key} ({files:,} files)", value, value, "s", "report", True)
         for key, value in ours.items()
         if key != "mount, then the first ls"
     ]

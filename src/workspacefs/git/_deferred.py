@@ -42,7 +42,7 @@ import pygit2
 
 from .._errors import LimitExceededError, NoSpaceError, SnapshotError
 from ..fs import InMemoryFilesystem
-from ..tree import ROOT_INO, File, Tree, collector_paused, make_way
+from ..tree import ROOT_INO, File, Tree, collector_paused, wait_idle
 from ._blobs import BlobContent, BlobStore
 from ._objects import EMPTY_TREE, MODE_LINK, MODE_TREE, encode_name
 from ._records import (
@@ -50,6 +50,7 @@ from ._records import (
     LoadLimits,
     Record,
     check_room,
+    entries_room,
     link_target,
     listed_entries,
     read_split_record,
@@ -58,6 +59,8 @@ from ._records import (
 
 log = logging.getLogger(__name__)
 
+IDLE_WAIT = 0.1
+"""Longest a hydration waits, between two directories or files, for a busy mount."""
 EAGER_ENTRIES = 10_000
 """A snapshot whose distinct directories hold at most this many entries is built at
 once (a few tenths of a second); a larger one serves while it is listed."""
@@ -193,6 +196,7 @@ class Listing:
         self._special_modes = special_modes
         self._records = records
         self._groups: dict[int, int] = {}  # hard link group -> the inode made for it
+        self._room = entries_room()  # measured once: it takes a dozen files to read
         self.made = 0
         """Entries listed so far (each name of a hard link counts)."""
         self.declared = 0
@@ -296,7 +300,7 @@ class Listing:
             "the snapshot holds files declaring at least",
             "bytes",
         )
-        check_room(self.made + len(record.entries))
+        check_room(self.made + len(record.entries), self._room)
         listed = listed_entries(self._odb, directory.tree_oid, path, limits)
         plan: list[tuple[Entry, object]] = []
         for entry in record.entries:
@@ -424,7 +428,7 @@ class Hydration:
                     return False
                 if not more:
                     break
-                make_way()
+                wait_idle(IDLE_WAIT)
         return not self._stop.is_set() and not tree.unlisted
 
     def _hydrate(self) -> bool:
@@ -457,7 +461,7 @@ class Hydration:
                 self.full = True
                 return True
             self.hydrated += 1
-            make_way()
+            wait_idle(IDLE_WAIT)
         return True
 
 

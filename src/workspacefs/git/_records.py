@@ -390,15 +390,23 @@ ENTRY_BYTES = 2048
 entry, table slot, content reference, record while loading; measured 1.5 KB)."""
 
 
-def check_room(entries: int) -> None:
-    """Refuse to build ``entries`` entries if their bookkeeping would not fit in the
-    half of the memory this process can still allocate that a workspace's default
-    budget leaves to what it does not count (``fs.default_memory_budget``).
+def entries_room() -> int:
+    """Bytes the bookkeeping of loaded entries may take: half of the memory this process
+    can still allocate, which a workspace's default budget leaves to what it does not
+    count (``fs.default_memory_budget``)."""
+    return available_memory() // 2
+
+
+def check_room(entries: int, room: int | None = None) -> None:
+    """Refuse to build ``entries`` entries if their bookkeeping would not fit in
+    ``room`` bytes (None: ``entries_room()`` now; a load built directory by directory
+    measures it once, before it builds any).
 
     Raises:
         NoSpaceError: It would not.
     """
-    needed, room = entries * ENTRY_BYTES, available_memory() // 2
+    needed = entries * ENTRY_BYTES
+    room = entries_room() if room is None else room
     if needed > room:
         raise NoSpaceError(
             f"loading {entries:,} entries needs about {needed:,} bytes of memory besides "

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ._turns import make_way as make_way
     from ._turns import mount_busy as mount_busy
     from ._turns import mount_request as mount_request
+    from ._turns import wait_idle as wait_idle
     from ._version import Version as Version
     from ._view import ROOT_INO as ROOT_INO
     from ._view import TreeView as TreeView
@@ -116,6 +117,7 @@ _EXPORTS = {
     "make_way": "._turns",
     "mount_busy": "._turns",
     "mount_request": "._turns",
+    "wait_idle": "._turns",
     "FALLOC_FL_KEEP_SIZE": "._tree",
     "FALLOC_FL_PUNCH_HOLE": "._tree",
     "FALLOC_FL_ZERO_RANGE": "._tree",

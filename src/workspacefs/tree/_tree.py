@@ -39,6 +39,7 @@ from .._errors import (
 )
 from ._budget import MemoryBudget
 from ._causes import CURRENT, Cause
+from ._collector import collector_paused
 from ._diff import changed_entries
 from ._guard import Guard, Pending
 from ._journal import Journal, TreeLock
@@ -264,7 +265,9 @@ class Tree(TreeView):
         journal, attributing = self._journal, self.attributing
         self._journal, self.attributing, self._listing = Journal(), False, True
         try:
-            self._list_from(ino, source)
+            # A load's many nodes, which the collector would walk again and again.
+            with collector_paused():
+                self._list_from(ino, source)
         finally:
             self._journal, self.attributing, self._listing = journal, attributing, False
         done = self._on_listed
