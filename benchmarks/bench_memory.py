@@ -155,11 +155,15 @@ def sequential_read(paths: list[Path]) -> float:
 
 
 class Sampler:
-    """Peak resident memory of the daemon (every 100 ms) and peak held data (500 ms)."""
+    """Peak resident memory of the daemon (every 100 ms; at the peak, how much of it was
+    anonymous memory and how much mapped files, and which workload ran) and peak held
+    data (500 ms)."""
 
     def __init__(self, record: MountRecord) -> None:
         self.record = record
         self.rss = self.held = self.samples = 0
+        self.at_peak: dict[str, int] = {}
+        self.phase = self.peak_phase = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -168,8 +172,13 @@ class Sampler:
             ticks = 0
             while not self._stop.wait(0.1):
                 status = Path(f"/proc/{self.record.pid}/status").read_text()
-                rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
-                self.rss = max(self.rss, int(rss.split()[1]) * 1024)
+                fields = {
+                    key: int(value.split()[0]) * 1024
+                    for key, _, value in (line.partition(":") for line in status.splitlines())
+                    if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem")
+                }
+                if fields["VmRSS"] > self.rss:
+                    self.rss, self.at_peak, self.peak_phase = fields["VmRSS"], fields, self.phase
                 self.samples += 1
                 ticks += 1
                 if ticks % 5 == 0:
@@ -210,22 +219,32 @@ def cli(*args: str, source: Path | None = None) -> str:
 
 
 def workloads(
-    mnt: Path, work: Path, digests: dict[str, bytes], source: Path | None = None
+    mnt: Path,
+    work: Path,
+    digests: dict[str, bytes],
+    source: Path | None = None,
+    sampler: Sampler | None = None,
 ) -> dict[str, float]:
     """The issue's workloads on the workspace mounted at ``mnt``, each timed: ``tar -x``,
     ``grep -r`` and ``git status`` twice, a snapshot, a restore (some files changed
     since), a fork, and every file read back and checked byte-exact."""
-    seconds = {}
-    seconds["tar -x"] = timed(lambda: run("tar", "-xf", str(work / "tree.tar"), "-C", str(mnt)))
-    seconds["grep -r, 1st"] = timed(lambda: grep(mnt))
-    seconds["grep -r, 2nd"] = timed(lambda: grep(mnt))
-    seconds["git status, 1st"] = timed(lambda: run("git", "status", "--short", cwd=mnt))
-    seconds["git status, 2nd"] = timed(lambda: run("git", "status", "--short", cwd=mnt))
-    seconds["snapshot"] = timed(lambda: cli("snapshot", str(mnt), "--tag", "bench", source=source))
+    seconds: dict[str, float] = {}
+
+    def step(name: str, action: Callable[[], object]) -> None:
+        if sampler is not None:
+            sampler.phase = name
+        seconds[name] = timed(action)
+
+    step("tar -x", lambda: run("tar", "-xf", str(work / "tree.tar"), "-C", str(mnt)))
+    step("grep -r, 1st", lambda: grep(mnt))
+    step("grep -r, 2nd", lambda: grep(mnt))
+    step("git status, 1st", lambda: run("git", "status", "--short", cwd=mnt))
+    step("git status, 2nd", lambda: run("git", "status", "--short", cwd=mnt))
+    step("snapshot", lambda: cli("snapshot", str(mnt), "--tag", "bench", source=source))
     for name in list(digests)[::7]:
         (mnt / name).write_bytes(b"changed\n")
-    seconds["restore"] = timed(lambda: cli("restore", str(mnt), "bench", source=source))
-    seconds["fork"] = timed(lambda: cli("fork", "--of", str(mnt), "--name", "bench", source=source))
+    step("restore", lambda: cli("restore", str(mnt), "bench", source=source))
+    step("fork", lambda: cli("fork", "--of", str(mnt), "--name", "bench", source=source))
 
     def check() -> None:
         for name, digest in digests.items():
@@ -234,7 +253,7 @@ def workloads(
     # The kernel's page cache of the mount would answer the reads: dropped, so that
     # what left the daemon's memory is read from the store.
     drop_cache(mnt / name for name in digests)
-    seconds["read back byte-exact"] = timed(check)
+    step("read back byte-exact", check)
     return seconds
 
 
@@ -247,7 +266,8 @@ def evicting(
     """The workloads on a mount with ``budget``; seconds of each, the sampler."""
     mnt = work / "evicting"
     with daemon(mnt, disk / "store", budget) as record, Sampler(record) as sampler:
-        seconds = workloads(mnt, work, digests)
+        seconds = workloads(mnt, work, digests, sampler=sampler)
+        sampler.phase = "sequential read"
         binaries = [mnt / name for name in digests if name.endswith(".bin")]
         drop_cache(iter(binaries))
         drop_cache(files_under(disk / "store" / "git" / "objects"))
@@ -602,6 +622,8 @@ def evicting_results(
             sampler.rss <= budget + OVERHEAD,
         )
     )
+    peak = ", ".join(f"{key} {value / MIB:.0f} MiB" for key, value in sampler.at_peak.items())
+    print(f"at the peak of RSS ({sampler.peak_phase}): {peak}")
     return results
 
 

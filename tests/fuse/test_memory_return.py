@@ -72,3 +72,59 @@ def test_deleted_and_truncated_data_is_returned(tmp_path: Path) -> None:
     assert report["grown"] > 200 << 20
     assert report["settled"] <= report["bound"], report
     assert report["held"] == 8 * 64 * 1024
+
+
+CHURN = textwrap.dedent(
+    """
+    import json, sys, time
+    from workspacefs.fuse._allocator import TRIM_IDLE, Trimmer, tune
+    from workspacefs.tree import MemoryBudget
+
+    MIB = 1 << 20
+
+    def rss():
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+    tune()  # as a mount does: freed memory is kept for reuse
+    budget = MemoryBudget(256 * MIB)
+    budget.add(128 * MIB)  # file data held, and it stays so: a cache at its budget
+    trimmer = Trimmer(budget)
+    trimmer.start()
+    time.sleep(0.2)
+    base = rss()
+    # Churn: 64 KiB chunks made and three in four freed again, as data read back and
+    # evicted leaves them. The data held never moves; the heap is left full of holes.
+    kept = [bytearray(64 << 10) for _ in range(4096)]
+    del kept[1::4], kept[1::3], kept[1::2]
+    grown = rss() - base
+    in_use = len(kept) * (64 << 10)
+    bound = in_use + 32 * MIB  # slack: the interpreter's own heap
+    deadline = time.monotonic() + 4 * TRIM_IDLE + 5
+    while rss() - base > bound and time.monotonic() < deadline:
+        time.sleep(0.1)
+    trimmer.stop()
+    print(json.dumps({"grown": grown, "settled": rss() - base, "bound": bound}))
+    """
+)
+
+
+def test_memory_a_churning_cache_frees_is_returned(tmp_path: Path) -> None:
+    # A workspace whose budget is a cache holds its budget while data churns through
+    # it; what the heap keeps beyond it came back only when the held data dropped.
+    source = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", CHURN],
+        env={**os.environ, "PYTHONPATH": source},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["grown"] > report["bound"] + (64 << 20), report  # the churn left holes
+    assert report["settled"] <= report["bound"], report
