@@ -24,7 +24,9 @@ nothing; the heap fragments instead (a 64 KiB chunk freed here, a 1 MiB piece of
 blob read there), and the free holes grew to 230 MiB besides a 1 GiB budget. So
 what the process holds beyond its file data is watched too: its resident memory
 less the file data held, against what that was after the last trim (the
-interpreter, the tree's own bookkeeping); what it grew by since counts as kept.
+interpreter, the tree's own bookkeeping). What it grew by past the file data freed
+(the reuse a busy workspace waits for) is returned at once, busy or not: a cache at
+its budget is never idle.
 """
 
 from __future__ import annotations
@@ -109,8 +111,9 @@ class Trimmer:
             busy = (recent := self._budget.take_peak()) > held
             peak = max(peak, recent)
             held = self._budget.held
-            kept = max(peak - held, _resident() - held - self._floor)
-            if kept >= TRIM_ALWAYS or (kept >= TRIM_AFTER and not busy):
+            kept = peak - held
+            holes = _resident() - held - self._floor - kept
+            if kept >= TRIM_ALWAYS or (kept >= TRIM_AFTER and not busy) or holes >= TRIM_AFTER:
                 self.trim()
                 peak = held = self._budget.held
                 self._floor = _resident() - held

@@ -212,6 +212,11 @@ class Listing:
         self.listed: Callable[[list[int]], None] | None = None
         """Told the manifests of each directory once it is listed (``Hydration``)."""
 
+    def done(self) -> None:
+        """Every directory is listed: drop what only listing needed."""
+        self._records = {}
+        self._groups = {}
+
     def directory(
         self, tree_oid: pygit2.Oid, meta_oid: pygit2.Oid, path: str, own: Entry | None
     ) -> Directory:
@@ -434,7 +439,11 @@ class Hydration:
     def _hydrate(self) -> bool:
         """Read the sources, then the rest; False if stopped."""
         self.state = "hydrating"
-        return self._read(self._listing.sources) and self._read(self._listing.others)
+        listing = self._listing
+        done = self._read(listing.sources) and self._read(listing.others)
+        if done:
+            listing.manifests, listing.sources, listing.others = [], [], []
+        return done
 
     def _read(self, inodes: list[int]) -> bool:
         """Read each file into memory (those not read yet) until half the budget is held

@@ -205,6 +205,7 @@ def _load_in_background(
         version = fs.adopt_snapshot(record, history=history if history.present() else None)
         dirs = (listing.dir_trees, listing.meta_trees)
         _keep_loaded(fs, git_dir, version, record, (commit.id, meta_commit.id), dirs, listing.blobs)
+        listing.done()
 
     tree = fs.tree
     with tree.lock:
