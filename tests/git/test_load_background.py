@@ -19,7 +19,13 @@ from support.large_repos import (
     resident,
 )
 from support.polling import eventually
-from workspacefs import InMemoryFilesystem, SnapshotError
+from workspacefs import (
+    AccessDeniedError,
+    InMemoryFilesystem,
+    QuotaExceededError,
+    Rule,
+    SnapshotError,
+)
 from workspacefs import git as wgit
 from workspacefs.tree import Directory, File, Node, Symlink, TreeView
 
@@ -168,3 +174,25 @@ def test_a_damaged_directory_fails_its_listing_and_every_write_with_the_same_err
         hydration.stop()
     assert hydration.state == "failed"
     assert "uid 1099511627776" in (hydration.error or "")
+
+
+def test_access_rules_bind_what_is_listed_and_count_it(repo: Path) -> None:
+    # Listing is no change of anyone's: a read-only rule does not refuse it, and a
+    # quota counts the files the snapshot holds once they are listed.
+    fs = background(repo)
+    data = sum(len(content(f"data/d{d}/f{i}.bin")) for d in range(DATA_DIRS) for i in range(100))
+    fs.rules.set(
+        [
+            Rule("src/**", "read-only"),
+            Rule("data/**", "quota", quota=data + len(content("data/d0/f0.bin")) + 10),
+        ]
+    )
+    assert fs.read_bytes("src/p2/m3.py").content == content("src/p2/m3.py")
+    assert fs.tree.unlisted
+    with pytest.raises(AccessDeniedError):
+        fs.write("src/p2/m3.py", "changed\n")
+    assert fs.read_bytes("src/p2/m3.py").content == content("src/p2/m3.py")
+    with pytest.raises(QuotaExceededError):
+        fs.write("data/d1/big.bin", "x" * 100)
+    fs.write("data/d1/small.bin", "x" * 10)
+    assert fs.tree.unlisted == 0

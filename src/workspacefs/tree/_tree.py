@@ -82,11 +82,13 @@ class Unlisted(Protocol):
     What must see the whole tree lists the rest first (``Tree.list_all``): every write
     (so that nothing the loader makes can meet a change, and the state as loaded can be
     frozen whole at the end), and every freeze -- a snapshot, a fork, a journal's
-    frozen state, a walk of a frozen copy -- since a frozen version never changes and
-    so could never be listed later. Listing is not a change anyone made: it is not
-    attributed to a cause, and not published to the lock's subscribers (the kernel was
-    never shown the entries, so it has nothing to forget), but it is in the change sets
-    that snapshots and journals use, as a load's building always was.
+    frozen state, a walk of a frozen copy, the change feed's -- since a frozen version
+    never changes and so could never be listed later. Listing is not a change anyone
+    made: it is not attributed to a cause, not published to the lock's subscribers
+    and observers (the kernel was never shown the entries, so it has nothing to
+    forget; the change feed has nothing to tell), and not asked of access rules (their
+    counts start again once the tree is whole); but it is in the change sets that
+    snapshots and journals use, as a load's building always was.
 
     A source checks what it lists before it makes a node, so a listing that fails
     (damaged or hostile data) changes nothing and is tried again on the next access,
@@ -262,16 +264,22 @@ class Tree(TreeView):
 
     def _list(self, ino: int) -> None:
         source = self._unlisted.pop(ino)
-        journal, attributing = self._journal, self.attributing
-        self._journal, self.attributing, self._listing = Journal(), False, True
+        journal, attributing, guard = self._journal, self.attributing, self.guard
+        # Not a change: neither attributed, nor published, nor asked of access rules.
+        self._journal, self.attributing, self.guard, self._listing = Journal(), False, None, True
         try:
             # A load's many nodes, which the collector would walk again and again.
             with collector_paused():
                 self._list_from(ino, source)
         finally:
-            self._journal, self.attributing, self._listing = journal, attributing, False
+            self._journal, self.attributing, self.guard = journal, attributing, guard
+            self._listing = False
+        if self._unlisted:
+            return
+        if guard is not None:
+            guard.reset()  # what it counted (quotas) is of a tree now whole
         done = self._on_listed
-        if not self._unlisted and done is not None:
+        if done is not None:
             self._on_listed = None
             done()
 
