@@ -787,9 +787,9 @@ class _Replay:
 
 
 def record_bytes(fs: InMemoryFilesystem) -> int:
-    """How much a ``CHANGES`` record holds at most: a sixteenth of the memory budget,
-    between 1 MiB and ``PART_BYTES`` (a record is built whole in memory, outside the
-    budget, and copied once on its way to the disk)."""
+    """How much a ``CHANGES`` record holds at most: a 64th of the memory budget, between
+    1 MiB and ``PART_BYTES`` (a record holds the chunks it names until it is written,
+    and its own fields besides, outside the budget)."""
     return max(1 << 20, min(PART_BYTES, fs.memory_budget // 64))
 
 
