@@ -14,6 +14,7 @@ MARKS = {
     "fuse": [pytest.mark.fuse],
     "durability": [pytest.mark.fuse],  # daemons, and a stale mount detached
     "feed": [pytest.mark.fuse],  # daemons
+    "memory": [pytest.mark.fuse],  # a daemon per budget
     "sandbox": [pytest.mark.container],  # prints why where Podman cannot run
     "forks": [pytest.mark.fuse, pytest.mark.container],
     "best_of": [pytest.mark.fuse, pytest.mark.container],  # a daemon and its containers

@@ -75,3 +75,20 @@ def test_a_container_writing_and_syncing(rng: random.Random, kills: int) -> None
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     run(ContainerWorkload(rng), kills, rng, *INTERVAL)
+
+
+# Budgets the workloads' files, with their snapshots, pass many times over: their data
+# leaves memory and is read back from the store throughout (docs/memory.md). Each still
+# holds the workload's largest file (appends grow the API's to about 2 MB).
+
+
+@pytest.mark.parametrize("kills", [pytest.param(2, id="short")])
+def test_tar_extractions_with_data_evicted(rng: random.Random, kills: int, tmp_path: Path) -> None:
+    run(TarWorkload(rng, tmp_path), kills, rng, *INTERVAL, "--memory-budget", "1M")
+
+
+@pytest.mark.parametrize("kills", [pytest.param(2, id="short")])
+def test_api_writes_snapshots_and_restores_with_data_evicted(
+    rng: random.Random, kills: int
+) -> None:
+    run(ApiWorkload(rng), kills, rng, *INTERVAL, "--memory-budget", "3M")

@@ -7,6 +7,10 @@ archive -- had the kernel's OOM killer end the daemon. Now the budget is below t
 limit: each of those writes fails with ENOSPC, the daemon serves on, earlier files are
 intact and the OOM killer has killed nothing. A request body larger than any call needs
 is refused before the daemon holds it (it killed the daemon too).
+
+The workspaces here are kept in memory only (``--durability none``): their budget is a
+hard limit. A durable workspace's budget is a cache whose data spills to its store;
+``test_memory_cache.py`` writes many budgets through one under a cgroup.
 """
 
 from __future__ import annotations
@@ -74,7 +78,9 @@ def limited(tmp_path: Path) -> Iterator[Limited]:
             pytest.skip("no memory cgroup can be made here (RLIMIT_AS: tests/fuse/)")
         mountpoint = tmp_path / "ws"
         mountpoint.mkdir()
-        result = cli("mount", str(mountpoint), "--json", preexec_fn=limit.preexec)
+        result = cli(
+            "mount", str(mountpoint), "--durability", "none", "--json", preexec_fn=limit.preexec
+        )
         assert result.returncode == 0, result.stderr
         record = MountRecord.from_dict(json.loads(result.stdout))
         try:

@@ -147,7 +147,11 @@ def test_a_file_past_the_daemons_budget_is_enospc(
             assert done.returncode != 0
             assert "No space left on device" in done.stderr
         os.kill(found.pid, 0)  # the daemon is alive
-        assert statfs(point) == (budget, free)  # nothing of the refused file is held
+        # Nothing of the refused file is held (its store's clean data may have left
+        # memory to make room for it first: docs/memory.md, "Memory as a cache").
+        after = statfs(point)
+        assert after[0] == budget
+        assert after[1] >= free
         # Refused by the budget, not by a MemoryError caught at the last moment.
         assert "out of memory" not in Path(found.log).read_text()
         assert limited.oom_kills() == 0

@@ -72,3 +72,62 @@ def test_deleted_and_truncated_data_is_returned(tmp_path: Path) -> None:
     assert report["grown"] > 200 << 20
     assert report["settled"] <= report["bound"], report
     assert report["held"] == 8 * 64 * 1024
+
+
+CHURN = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from workspacefs.fuse._allocator import TRIM_IDLE, Trimmer, tune
+    from workspacefs.store import open_workspace
+
+    MIB = 1 << 20
+
+    def rss():
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+    tune()  # as a mount does: freed memory is kept for reuse
+    durable, _ = open_workspace(sys.argv[1], memory_budget=8 * MIB)
+    fs = durable.fs
+    files = {f"f{n}": os.urandom(2 * MIB) for n in range(12)}
+    for name, data in files.items():  # three budgets: the budget is a cache now
+        fs.write_bytes(name, data)
+    trimmer = Trimmer(fs.tree.budget)
+    trimmer.start()
+    time.sleep(0.2)
+    base = rss()
+    # What churn leaves in the heap: 64 KiB chunks made and three in four freed again.
+    kept = [bytearray(64 << 10) for _ in range(4096)]
+    del kept[1::4], kept[1::3], kept[1::2]
+    grown = rss() - base
+    bound = len(kept) * (64 << 10) + 32 * MIB  # what is in use, and the interpreter's slack
+    deadline = time.monotonic() + 4 * TRIM_IDLE + 5
+    while rss() - base > bound and time.monotonic() < deadline:
+        for name, data in files.items():  # read back: data keeps leaving memory
+            assert fs.read_bytes(name).content == data
+    trimmer.stop()
+    print(json.dumps({"grown": grown, "settled": rss() - base, "bound": bound}))
+    durable.close()
+    """
+)
+
+
+def test_memory_a_churning_cache_frees_is_returned(tmp_path: Path) -> None:
+    # A workspace whose budget is a cache holds its budget while data churns through
+    # it; what the heap kept beyond it came back only when the held data dropped.
+    source = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", CHURN, str(tmp_path / "store")],
+        env={**os.environ, "PYTHONPATH": source},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["grown"] > report["bound"] + (64 << 20), report  # the churn left holes
+    assert report["settled"] <= report["bound"], report

@@ -109,3 +109,30 @@ def test_a_file_edited_anywhere_comes_back_byte_for_byte(
     again, _ = open_workspace(str(store), durability=Durability.REQUESTED, checkpoints=False)
     with again:
         assert again.fs.read_bytes("f").content == bytes(model)
+
+
+def test_a_file_edited_after_it_left_memory_comes_back_byte_for_byte(tmp_path: Path) -> None:
+    # The journal's last state of the file holds no bytes in memory any more (evicted,
+    # its chunks an ``Absent`` marker): the edit is journalled against nothing, whole.
+    store = tmp_path / "store"
+    budget = 1 << 20
+    model = bytearray(os.urandom(6 * CHUNK_SIZE))
+    others = {f"other{n}": os.urandom(300_000) for n in range(10)}
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED, memory_budget=budget)
+    with durable:
+        fs, tree = durable.fs, durable.fs.tree
+        fs.write_bytes("f", bytes(model))
+        durable.sync()
+        for name, data in others.items():  # three budgets: "f" is written back and leaves
+            fs.write_bytes(name, data)
+        with tree.lock:
+            ino = tree.resolve_path("f") or 0
+            assert tree.node(ino).absent() is not None  # type: ignore[attr-defined]
+            tree.write(ino, CHUNK_SIZE + 100, b"edited")
+        model[CHUNK_SIZE + 100 : CHUNK_SIZE + 106] = b"edited"
+        durable.sync()
+    again, _ = open_workspace(str(store), durability=Durability.REQUESTED, checkpoints=False)
+    with again:
+        assert again.fs.read_bytes("f").content == bytes(model)
+        for name, data in others.items():
+            assert again.fs.read_bytes(name).content == data

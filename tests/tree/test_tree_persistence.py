@@ -92,8 +92,10 @@ def test_deferred_content_and_its_key() -> None:
     assert content.loads == 0
     assert node.read(0, 5) == b"hello"
     assert node.deferred_key is None
-    assert node.content_key != deferred  # loading names the bytes anew
+    assert node.content_key == deferred  # loaded and unchanged: still the content's bytes
     assert content.loads == 1
+    tree.write(ino, 0, b"j")
+    assert file_in(tree, ino).content_key != deferred  # a write names the bytes anew
 
 
 @pytest.mark.parametrize("piece", [1, 1000, CHUNK_SIZE - 1, CHUNK_SIZE, CHUNK_SIZE + 7, 1 << 20])

@@ -15,6 +15,7 @@ from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
 from ._output import connection_line, emit_json, size, stdout, working
 from ._rules import HideOption, ProtectOption, QuotaOption, rules_from_options
+from ._snapshots import size_option
 
 if TYPE_CHECKING:
     from ..daemon import MountRecord
@@ -65,6 +66,16 @@ def mount(
         str | None, typer.Option("--persist", metavar="REPO", help="Git repository for persist.")
     ] = None,
     read_only: Annotated[bool, typer.Option("--read-only", help="Refuse every write.")] = False,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(
+            "--memory-budget",
+            metavar="SIZE",
+            help="The most file data held in memory (e.g. 512M; default: half of what the "
+            "daemon may allocate). With a store it is a cache: data on disk leaves memory "
+            "to make room; with --durability none, writes past it fail.",
+        ),
+    ] = None,
     foreground: Annotated[
         bool, typer.Option("--foreground", help="Serve in this process until Ctrl-C.")
     ] = False,
@@ -129,6 +140,7 @@ def mount(
 
     rules = rules_from_options(protect, hide, quota)
 
+    budget = None if memory_budget is None else size_option(memory_budget, "--memory-budget")
     if foreground:
         from ..fs import to_json
 
@@ -157,6 +169,7 @@ def mount(
             durability=durability,
             interval=interval,
             rules=tuple(to_json(rule) for rule in rules),
+            memory_budget=budget,
         )
         raise typer.Exit(run_daemon(options, ready))
     with working(f"mounting {mountpoint}", quiet=as_json):
@@ -176,6 +189,7 @@ def mount(
             durability=durability,
             interval=interval,
             rules=rules,
+            memory_budget=budget,
         )
     if as_json:
         emit_json(record.to_dict())
@@ -423,6 +437,27 @@ def requests_line(requests: dict[str, Any] | None) -> str:
     return f"{counts}; {requests['handler_seconds']:.2f} s in handlers; {mode}"
 
 
+def budget_line(facts: dict[str, Any]) -> str:
+    """The memory budget and what file data holds: in memory (of it, evictable: the
+    store holds it too) and on disk only."""
+    line = f"{size(facts['memory_budget'])} ({size(facts['memory_held'])} held"
+    if facts.get("memory_evictable") or facts.get("memory_on_disk"):
+        line += f", {size(facts.get('memory_evictable') or 0)} of it evictable"
+        line += f"; {size(facts.get('memory_on_disk') or 0)} on disk only"
+    return line + ")"
+
+
+def hydration_line(facts: dict[str, Any]) -> str:
+    """Where the background listing of a large snapshot loaded from git stands."""
+    line = f"{facts['state']}: {facts['listed_entries']:,} entries listed"
+    if facts["unlisted"]:
+        line += f", {facts['unlisted']:,} directories not yet"
+    line += f"; {facts['hydrated_files']:,} files read"
+    if facts.get("budget_full"):
+        line += " (half the budget: the rest is read when used)"
+    return line + (f"; {facts['error']}" if facts.get("error") else "")
+
+
 @app.command(epilog="Example: workspacefs status ./ws")
 def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
     """Show the daemon and the workspace: pid, socket, files, bytes, memory, snapshots,
@@ -441,7 +476,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("files", f"{facts['files']:,}"),
         ("bytes", size(facts["bytes"])),
         ("memory", size(facts["memory_bytes"])),
-        ("budget", f"{size(facts['memory_budget'])} ({size(facts['memory_held'])} held)"),
+        ("budget", budget_line(facts)),
         ("snapshots", f"{facts['snapshots']} (current: {facts['current_snapshot'] or '-'})"),
         ("forks", f"{facts.get('forks', 0)} (workspacefs forks)"),
         ("requests", requests_line(facts.get("requests"))),
@@ -449,6 +484,7 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("name", facts.get("name") or "-"),
         ("kept", kept_line(facts.get("store"), facts["durability"], facts.get("interval"))),
         ("journal", journal_line(facts.get("journal"))),
+        *([("hydration", hydration_line(facts["hydration"]))] if facts.get("hydration") else []),
         ("persist to", facts["repository"]),
         ("started", facts["started_at"]),
         ("log", facts["log"]),

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .. import git
 from .._errors import InvalidArgumentError
@@ -45,6 +46,22 @@ def check_durability(options: DaemonOptions) -> None:
         )
     if not options.interval > 0:
         raise InvalidArgumentError("--interval must be a positive number of seconds", None)
+    if options.memory_budget is not None and options.memory_budget < 0:
+        raise InvalidArgumentError("--memory-budget cannot be negative", None)
+
+
+def _with_budget(
+    load: Callable[[], InMemoryFilesystem], budget: int
+) -> Callable[[], InMemoryFilesystem]:
+    """``load``, its workspace given ``budget`` once loaded (what it loads is lazy from
+    git, or must fit the default budget)."""
+
+    def loaded() -> InMemoryFilesystem:
+        fs = load()
+        fs.memory_budget = budget
+        return fs
+
+    return loaded
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +94,13 @@ def open_kept(
         BusyError: Another daemon serves the store.
     """
     check_durability(options)
+    budget = options.memory_budget
+    if budget is not None and load is not None:
+        load = _with_budget(load, budget)
     if options.durability == "none":
         fs = load() if load is not None else InMemoryFilesystem(mount_point=mountpoint)
+        if budget is not None:
+            fs.memory_budget = budget
         return Kept(fs, None, None, None, None)
     git.sync_writes()  # persist is a durability point too
     name = options.name
@@ -86,13 +108,16 @@ def open_kept(
         name = new_name(os.path.basename(mountpoint))
     store = options.store or os.fspath(named_store(name or ""))
     os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
+    options_of_fs: dict[str, Any] = {"mount_point": mountpoint}
+    if budget is not None:
+        options_of_fs["memory_budget"] = budget
     durable, recovery = open_workspace(
         store,
         durability=Durability(options.durability),
         interval=options.interval,
         initial=load,
         base=base,
-        mount_point=mountpoint,
+        **options_of_fs,
     )
     if recovery.records:
         log.info(

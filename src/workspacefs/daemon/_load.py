@@ -80,6 +80,8 @@ def load_source(
                 raise
             workspace, newest = "", 0
         ref = source.ref or str(newest)
+        # A large snapshot serves at once; its directories list as they are reached
+        # and in the background (the daemon starts ``git.hydration`` once mounted).
         return git.load(
             source.path,
             ref,
@@ -87,6 +89,7 @@ def load_source(
             mount_point=mount_point,
             limits=limits or git.DEFAULT_LOAD_LIMITS,
             special_modes=special_modes,
+            background=True,
         )
     fs = InMemoryFilesystem(mount_point=mount_point)
     # What the workspace starts with is blamed on where it came from.

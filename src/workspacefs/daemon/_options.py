@@ -40,6 +40,9 @@ class DaemonOptions:
             those its store kept (``mount --protect/--hide/--quota``): each ``Rule``
             as its JSON object (``fs.to_json``), read by the daemon, so that every
             command (which loads these options) need not load the rules' layer.
+        memory_budget: The most bytes the workspace's file data may hold in memory
+            (``InMemoryFilesystem(memory_budget=...)``; None: the default). With a
+            store it is a cache target (docs/memory.md).
     """
 
     mountpoint: str
@@ -56,3 +59,4 @@ class DaemonOptions:
     durability: str = "interval"
     interval: float = DEFAULT_INTERVAL
     rules: tuple[dict[str, Any], ...] = ()
+    memory_budget: int | None = None

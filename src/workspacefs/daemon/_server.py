@@ -161,8 +161,14 @@ def _mount_kept(
         )
     )
     workspace.attach(handle)
-    if durable is not None:
+    if durable is not None and not fs.tree.unlisted:
         durable.sync()  # a new workspace is on disk before the mount returns
+    hydration = git.hydration(fs)
+    if hydration is not None:
+        # A large snapshot still being listed: on disk once listed, or at the first
+        # change or sync (each lists the rest first). Stopped before the store closes.
+        stack.callback(hydration.stop)
+        hydration.start()
     listener = _bind(paths.socket)
     stack.callback(lambda: paths.socket.unlink(missing_ok=True))
     record = MountRecord(

@@ -148,6 +148,7 @@ def start(
     store: str | None = None,
     durability: str = "interval",
     interval: float = DEFAULT_INTERVAL,
+    memory_budget: int | None = None,
     timeout: float = START_TIMEOUT,
     rules: Sequence[Rule] = (),
 ) -> MountRecord:
@@ -171,6 +172,8 @@ def start(
         store: Keep the workspace in this store directory instead.
         durability: ``interval``, ``always`` or ``none`` (no store at all).
         interval: Seconds a change may wait for the disk under ``interval``.
+        memory_budget: The most bytes of file data held in memory (None: the
+            default); with a store, a cache target (docs/memory.md).
         timeout: Seconds to wait for the mount.
         rules: Access rules to declare on the workspace before it is mounted (kept in
             its store with those it had).
@@ -203,6 +206,7 @@ def start(
         durability=durability,
         interval=interval,
         rules=tuple(to_json(rule) for rule in rules),
+        memory_budget=memory_budget,
     )
     check_durability(options)  # and a bad policy or name
     read_end, write_end = os.pipe()

@@ -503,13 +503,17 @@ class Workspace(Daemon):
         """``info`` plus what changes: size, memory, snapshots, uptime, requests."""
         tree = self.fs.tree
         current = self.fs.current_snapshot_id
+        usage = self.fs.memory_usage()
+        hydration = git.hydration(self.fs)  # a large snapshot loaded from git: its progress
         return {
             **self.info(),
             "files": tree.file_count,
             "bytes": tree.total_bytes,
             "memory_bytes": _rss_bytes(),
-            "memory_budget": self.fs.memory_budget,
-            "memory_held": tree.budget.held,
+            "memory_budget": usage.budget,
+            "memory_held": usage.held,
+            "memory_evictable": usage.evictable,
+            "memory_on_disk": usage.on_disk,
             "snapshots": len(self.fs.snapshots()),
             "forks": len(self._forks),  # not list(): that diffs every fork
             "current_snapshot": None if current is None else str(current),
@@ -517,6 +521,7 @@ class Workspace(Daemon):
             "requests": self._requests(),
             "fuse": self._connection(),
             "journal": self._journal(),
+            "hydration": None if hydration is None else hydration.facts(),
         }
 
     def unmount(self) -> None:

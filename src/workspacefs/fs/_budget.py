@@ -32,6 +32,12 @@ class MemoryUsage:
     """Held now by the live tree and every snapshot (shared data counted once)."""
     live: int
     """Of ``held``, what the live tree holds (open unlinked files included)."""
+    evictable: int = 0
+    """Of ``held``, clean data: what the store holds too, so it may leave memory when
+    the budget needs room (0 for a workspace without a store: nothing leaves)."""
+    on_disk: int = 0
+    """Bytes of the live tree's files not in memory: deferred on stored content,
+    never loaded or evicted; read back on access."""
 
     @property
     def free(self) -> int:

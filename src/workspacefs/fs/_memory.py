@@ -84,7 +84,9 @@ class InMemoryFilesystem(TreeFilesystem):
             snapshots' included; a write past it fails with ENOSPC (NoSpaceError)
             and changes nothing. Default: half of the memory this process can
             still allocate (``default_memory_budget``). A mount's statfs shows it
-            as the size.
+            as the size. A workspace with a store (``store.open_workspace``) uses
+            it as a cache target: data the store holds leaves memory to make room,
+            and only data it does not hold yet is refused past it.
         _read_only, _mount_point: The seeds' spellings of ``read_only`` and
             ``mount_point`` (their dataclass fields), accepted as well.
         blame_full_commands: Record the command lines and labels of causes as they
@@ -303,12 +305,20 @@ class InMemoryFilesystem(TreeFilesystem):
         self._live.budget.limit = limit
 
     def memory_usage(self) -> MemoryUsage:
-        """What the file data holds against the budget, and how much of it only
-        snapshots hold (what deleting them would free). O(inodes)."""
+        """What the file data holds against the budget, how much of it only snapshots
+        hold (what deleting them would free), how much of it may leave memory, and
+        how much of the live tree is on disk only. O(inodes)."""
         with self._live.lock:
-            live = self._live.live_data_bytes()
+            live, on_disk = self._live.live_residency()
             held = self._live.budget.held
-        return MemoryUsage(budget=self.memory_budget, held=held, live=live)
+        evictable = self._live.budget.residency.evictable()
+        return MemoryUsage(
+            budget=self.memory_budget,
+            held=held,
+            live=live,
+            evictable=min(evictable, held),
+            on_disk=on_disk,
+        )
 
     def space_usage(self) -> SpaceUsage:
         """Shared and exclusive bytes of file data for the live tree, every

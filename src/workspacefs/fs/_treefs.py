@@ -227,7 +227,9 @@ class TreeFilesystem(BackendFilesystem):
         it (the mount) waited for many: create+write+close p99 was 19 ms on a mount
         while a client grepped 5,000 files through the daemon."""
         view = self._view
-        if not isinstance(view, Tree):
+        if not isinstance(view, Tree) or view.unlisted:
+            # Directories not listed yet (a large load from git) would all be listed by
+            # a freeze: the walk lists those it reaches, under the lock as it goes.
             return super()._walk()
         with view.lock:
             frozen = TreeBackend(view.snapshot(), mount_point=self.mount_point, rules=self._rules)
@@ -305,6 +307,9 @@ class TreeFilesystem(BackendFilesystem):
         view = self._view
         if isinstance(view, Tree):
             with view.lock:
+                if view.unlisted:  # listed as reached, rather than all by a freeze
+                    found = tree_entries(view, norm, after=after, recursive=recursive)
+                    return list(itertools.islice(found, limit))
                 view = view.snapshot()
         hidden = None if self._rules is None else self._rules.hidden_filter()
         if hidden is not None and norm and hidden(norm):

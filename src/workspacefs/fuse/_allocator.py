@@ -17,6 +17,18 @@ the last trim minus what it holds now; that is returned once it reaches
 ``TRIM_AFTER`` and the workspace has allocated nothing for ``TRIM_IDLE``
 seconds (a delete-and-rewrite cycle reuses the memory instead of faulting it
 in again), and at once when it reaches ``TRIM_ALWAYS``.
+
+A workspace whose budget is a cache (a store's: data leaves memory and comes back)
+keeps its file data at the budget while data churns through it, so its peak says
+nothing; the heap fragments instead (a 64 KiB chunk freed here, a 1 MiB piece of a
+blob read there), and the free holes grew to 230 MiB besides a 1 GiB budget. So
+what the process holds beyond its file data is watched too: its resident memory
+less the file data held, against what that was after the last trim (the
+interpreter, the tree's own bookkeeping). While data leaves memory (the budget's
+residency evicted some since the last look), what it grew by past the file data freed
+is returned at once, busy or not: a cache at its budget is never idle. A workspace
+that only grows (``tar -x`` into a budget that holds it) is left to reuse what it
+freed, as before: trimming it there cost ``tar -x`` of 768 MiB a third more time.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
 import threading
 
 from ..tree import MemoryBudget
@@ -76,6 +89,7 @@ class Trimmer:
     def __init__(self, budget: MemoryBudget) -> None:
         self._budget = budget
         self._libc = _libc()
+        self._floor = 0  # resident memory less file data after the last trim
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="workspacefs-trim", daemon=True)
 
@@ -93,17 +107,37 @@ class Trimmer:
     def _run(self) -> None:
         peak = self._budget.take_peak()
         held = self._budget.held
+        self._floor = _resident() - held
+        evicted = self._budget.residency.evicted
         while not self._stop.wait(TRIM_IDLE):
             # Held grew past its last reading, or was higher in between: busy.
             busy = (recent := self._budget.take_peak()) > held
             peak = max(peak, recent)
             held = self._budget.held
             kept = peak - held
-            if kept >= TRIM_ALWAYS or (kept >= TRIM_AFTER and not busy):
+            churning, evicted = (
+                self._budget.residency.evicted != evicted,
+                self._budget.residency.evicted,
+            )
+            holes = _resident() - held - self._floor - kept if churning else 0
+            if kept >= TRIM_ALWAYS or (kept >= TRIM_AFTER and not busy) or holes >= TRIM_AFTER:
                 self.trim()
-                peak = held
+                peak = held = self._budget.held
+                self._floor = _resident() - held
 
     def trim(self) -> None:
         """Return every free page of the heap to the system now."""
         if self._libc is not None:
             self._libc.malloc_trim(0)
+
+
+def _resident() -> int:
+    """This process's resident memory, in bytes (0 where ``/proc`` says nothing)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -41,7 +41,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import pyfuse3
 from pyfuse3 import FileHandleT, FUSEError, InodeT
 
-from .._errors import NotFoundError
+from .._errors import NoSpaceError, NotFoundError
 from ..fs import HIDDEN, SHOWN, AccessRules
 from ..tree import (
     NAME_MAX,
@@ -814,7 +814,18 @@ class WorkspaceOperations(pyfuse3.Operations):
     def read(self, fh: FileHandleT, off: int, size: int, inode: InodeT = 0) -> bytes:
         served, local = self._route(inode or self._files[fh].ino)
         with served.lock:
-            return served.view.read(local, off, size)
+            found = served.view.prepare_read(local, off, size)
+        if isinstance(found, bytes):
+            return found
+        # Data not in memory (evicted, or never loaded) is read from the store without
+        # the tree lock, so API calls in other threads go on meanwhile.
+        try:
+            return found()
+        except NoSpaceError:
+            # Room for it may need the live tree's dirty data written back, which only
+            # a holder of the tree lock may do (``Residency``): once more, holding it.
+            with served.lock:
+                return served.view.read(local, off, size)
 
     @fuse_errors
     def write(

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from ..fs import PersistedSnapshot as PersistedSnapshot
     from ._blobs import BlobContent as BlobContent
     from ._blobs import BlobStore as BlobStore
+    from ._deferred import Hydration as Hydration
+    from ._deferred import hydration as hydration
     from ._directories import data_directory as data_directory
     from ._directories import default_repository as default_repository
     from ._held import OpenMerge as OpenMerge
@@ -78,6 +80,8 @@ _EXPORTS = {
     "PersistedSnapshot": "..fs",
     "BlobContent": "._blobs",
     "BlobStore": "._blobs",
+    "Hydration": "._deferred",
+    "hydration": "._deferred",
     "data_directory": "._directories",
     "default_repository": "._directories",
     "decode_history": "._history",

@@ -124,6 +124,23 @@ def recorded_history(
     """The steps a metadata commit records, or None if it records none (it was
     written before attribution existed). A record over ``max_bytes`` is refused
     (LimitExceededError) before it is read."""
+    found = _history_record(odb, meta_commit, max_bytes)
+    if isinstance(found, pygit2.Oid):
+        return decode_history(read_blob(odb, found))
+    return None if found is None else decode_history(found.encode("ascii"))
+
+
+def history_recorded(odb: pygit2.Odb, meta_commit: pygit2.Commit, max_bytes: int) -> bool:
+    """True if ``recorded_history`` would find steps to read (its size checked as there:
+    LimitExceededError), without reading them."""
+    return _history_record(odb, meta_commit, max_bytes) is not None
+
+
+def _history_record(
+    odb: pygit2.Odb, meta_commit: pygit2.Commit, max_bytes: int
+) -> pygit2.Oid | str | None:
+    """Where a metadata commit's history is: its ``history`` blob (checked against
+    ``max_bytes``), its message's body (older commits), or nowhere (None)."""
     for name, _, oid in read_tree(odb, meta_commit.tree_id):
         if name == HISTORY_BLOB:
             size = odb.read_header(oid)[1]
@@ -133,7 +150,7 @@ def recorded_history(
                     f"limit of {max_bytes:,} (max_record_bytes of git.LoadLimits)",
                     None,
                 )
-            return decode_history(read_blob(odb, oid))
+            return oid
     _, _, body = meta_commit.message.partition("\n\n")
     body = body.strip()
-    return decode_history(body.encode("ascii")) if body.startswith("{") else None
+    return body if body.startswith("{") else None

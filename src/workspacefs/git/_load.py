@@ -13,7 +13,7 @@ import os
 import stat as _stat
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from datetime import datetime
 
 import pygit2
@@ -21,10 +21,18 @@ from pygit2.enums import ObjectType
 
 from .._errors import LimitExceededError, SnapshotError
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges, SnapshotRef
-from ..tree import PATH_MAX, ROOT_INO, File, Tree
+from ..tree import ROOT_INO, File, Tree, Version
 from ._blobs import BlobContent, BlobStore
-from ._history import recorded_history
-from ._objects import EMPTY_TREE, MODE_LINK, MODE_TREE, decode_name, encode_name, read_blob
+from ._deferred import (
+    EAGER_ENTRIES,
+    Hydration,
+    Listing,
+    keep_hydration,
+    root_listing,
+    set_attributes,
+)
+from ._history import history_recorded, recorded_history
+from ._objects import EMPTY_TREE, MODE_LINK, MODE_TREE, encode_name
 from ._persist import Progress, ProgressHook, resolve_commit
 from ._records import (
     DEFAULT_LOAD_LIMITS,
@@ -32,8 +40,9 @@ from ._records import (
     LoadLimits,
     Record,
     check_room,
+    link_target,
+    listed_entries,
     measure,
-    read_checked_tree,
     sized,
 )
 from ._repo import open_repository
@@ -78,6 +87,7 @@ def load(
     limits: LoadLimits = DEFAULT_LOAD_LIMITS,
     special_modes: bool = False,
     memory_budget: int | None = None,
+    background: bool = False,
 ) -> InMemoryFilesystem:
     """Load a persisted snapshot as a new live workspace.
 
@@ -96,6 +106,11 @@ def load(
     workspace's memory budget (``memory_budget``, as ``InMemoryFilesystem``
     takes it): one that does not fit fails that read with ``NoSpaceError``.
 
+    With ``background``, a large snapshot returns once its root is listed: every
+    other directory is listed when first reached, and ``git.hydration(fs)`` lists
+    the rest and reads files in the background once started (``_deferred``; its
+    limits are then checked directory by directory as they are listed).
+
     Raises:
         NotFoundError: No repository at ``repo``.
         SnapshotNotFoundError: ``ref`` names no snapshot.
@@ -110,17 +125,18 @@ def load(
     record = snapshot_record(commit, git_dir)
     odb = repository.odb
     try:
-        meta_id = pygit2.Oid(hex=trailers(commit.message)["Workspacefs-Meta"])
-        sized(odb, meta_id, ObjectType.COMMIT, "the metadata commit", limits)
-        meta_commit = repository[meta_id]
-        assert isinstance(meta_commit, pygit2.Commit)
-        records, entries = measure(odb, meta_commit.tree_id, limits, special_modes)
-        check_room(entries)
-        history = GitHistory(repository, commit, record, limits)
-        recorded = history if history.present() else None
+        meta_commit = _meta_commit(repository, commit, limits)
+        enough = EAGER_ENTRIES if background else None
+        records, entries = measure(odb, meta_commit.tree_id, limits, special_modes, enough)
         fs = InMemoryFilesystem(
             workspace_id=record.workspace_id, mount_point=mount_point, memory_budget=memory_budget
         )
+        if entries is None:
+            _load_in_background(fs, repository, commit, meta_commit, records, limits, special_modes)
+            return fs
+        check_room(entries)
+        history = GitHistory(repository, commit, record, limits)
+        recorded = history if history.present() else None
         with fs.transaction() as tree:
             dirs = _populate(
                 tree,
@@ -136,17 +152,68 @@ def load(
         raise
     except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
         raise SnapshotError(f"cannot load {ref!r}: {exc}", git_dir) from exc
-    state = state_for(fs, git_dir)
-    state.dir_trees, state.meta_trees = dirs
-    state.blobs = {}
+    blobs = {}
     for _, ino, node in version.walk():
         if isinstance(node, File) and isinstance(node.deferred_key, pygit2.Oid):
-            state.blobs[ino] = (node.content_key, node.deferred_key)
+            blobs[ino] = (node.content_key, node.deferred_key)
+    _keep_loaded(fs, git_dir, version, record, (commit.id, meta_commit.id), dirs, blobs)
+    return fs
+
+
+def _keep_loaded(
+    fs: InMemoryFilesystem,
+    git_dir: str,
+    version: Version,
+    record: FilesystemSnapshot,
+    commits: tuple[pygit2.Oid, pygit2.Oid],
+    dirs: tuple[dict[int, pygit2.Oid], dict[int, pygit2.Oid]],
+    blobs: dict[int, tuple[Hashable, pygit2.Oid]],
+) -> None:
+    """Note that ``version`` of ``fs`` is the snapshot commit ``commits`` of ``git_dir``
+    (``record``), so that persisting there again writes only what changed since."""
+    state = state_for(fs, git_dir)
+    state.dir_trees, state.meta_trees = dirs
+    state.blobs = blobs
     state.version = version.alias()  # held apart from the snapshot's, for space accounting
     state.record = record
     state.persisted.add(record.snapshot_id)
-    state.commits[version.history_key] = (commit.id, meta_commit.id)
-    return fs
+    state.commits[version.history_key] = commits
+
+
+def _load_in_background(
+    fs: InMemoryFilesystem,
+    repository: pygit2.Repository,
+    commit: pygit2.Commit,
+    meta_commit: pygit2.Commit,
+    records: dict[pygit2.Oid, Record],
+    limits: LoadLimits,
+    special_modes: bool,
+) -> None:
+    """``load``'s way with a large snapshot: the root listed now, the rest when needed
+    or by the hydration, and the state as loaded adopted once all is listed."""
+    git_dir = os.path.realpath(repository.path)
+    record = snapshot_record(commit, git_dir)
+    # Where history is (and its size) is checked now, its steps read when first used.
+    history = GitHistory(repository, commit, record, limits, first=False)
+    listing = Listing(
+        open_repository(git_dir), BlobStore(repository), limits, special_modes, records
+    )
+
+    def listed() -> None:
+        # Every directory listed, under the tree's lock, before any write (a write
+        # lists the rest first): the live state is the commit's.
+        version = fs.adopt_snapshot(record, history=history if history.present() else None)
+        dirs = (listing.dir_trees, listing.meta_trees)
+        _keep_loaded(fs, git_dir, version, record, (commit.id, meta_commit.id), dirs, listing.blobs)
+        listing.done()
+
+    tree = fs.tree
+    with tree.lock:
+        tree.when_listed(listed)
+        root_listing(
+            tree, listing, commit.tree_id, meta_commit.tree_id, records[meta_commit.tree_id].own
+        )
+    keep_hydration(fs, Hydration(fs, listing))
 
 
 class GitHistory:
@@ -167,6 +234,8 @@ class GitHistory:
         commit: pygit2.Commit,
         record: FilesystemSnapshot,
         limits: LoadLimits = DEFAULT_LOAD_LIMITS,
+        *,
+        first: bool = True,
     ) -> None:
         self._repository = repository
         self._record = record
@@ -174,11 +243,14 @@ class GitHistory:
         self._lock = threading.Lock()  # libgit2 objects are not shared across threads unguarded
         self._read: list[list[SnapshotChanges]] = []
         self._next: pygit2.Commit | None = commit
-        self._first = self._steps(commit)
+        # The first commit's steps now (``first``: damage found at once), or when first
+        # iterated (a load listed in the background: its first record can be long).
+        self._first = self._steps(commit) if first else None
+        self._present = self._first is not None if first else self._recorded(commit)
 
     def present(self) -> bool:
         """Whether the commit records history (commits before attribution do not)."""
-        return self._first is not None
+        return self._present
 
     def __iter__(self) -> Iterator[SnapshotChanges]:
         index = 0
@@ -198,7 +270,8 @@ class GitHistory:
         if self._read:
             steps = self._steps(commit)
         else:
-            steps = self._first
+            steps = self._first if self._first is not None else self._steps(commit)
+            self._first = None
             first = steps[0].snapshot if steps else None
             if steps and first is not None and first.snapshot_id == self._record.snapshot_id:
                 steps[0] = SnapshotChanges(self._record, steps[0].base, steps[0].changes)
@@ -212,6 +285,21 @@ class GitHistory:
 
     def _steps(self, commit: pygit2.Commit) -> list[SnapshotChanges] | None:
         return recorded_changes(self._repository, commit, self._limits)
+
+    def _recorded(self, commit: pygit2.Commit) -> bool:
+        """``_steps(commit) is not None``, without reading the steps."""
+        try:
+            return history_recorded(
+                self._repository.odb,
+                _meta_commit(self._repository, commit, self._limits),
+                self._limits.max_record_bytes,
+            )
+        except LimitExceededError:
+            raise
+        except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
+            raise SnapshotError(
+                f"the history recorded with {commit.id} is damaged: {exc}", self._repository.path
+            ) from exc
 
 
 def recorded_changes(
@@ -227,10 +315,7 @@ def recorded_changes(
         SnapshotError: The commit or its record is damaged.
     """
     try:
-        meta_id = pygit2.Oid(hex=trailers(commit.message)["Workspacefs-Meta"])
-        sized(repository.odb, meta_id, ObjectType.COMMIT, "the metadata commit", limits)
-        meta = repository[meta_id]
-        assert isinstance(meta, pygit2.Commit)
+        meta = _meta_commit(repository, commit, limits)
         return recorded_history(repository.odb, meta, limits.max_record_bytes)
     except LimitExceededError:
         raise
@@ -238,6 +323,17 @@ def recorded_changes(
         raise SnapshotError(
             f"the history recorded with {commit.id} is damaged: {exc}", repository.path
         ) from exc
+
+
+def _meta_commit(
+    repository: pygit2.Repository, commit: pygit2.Commit, limits: LoadLimits
+) -> pygit2.Commit:
+    """The metadata commit a snapshot commit names (its header checked first)."""
+    meta_id = pygit2.Oid(hex=trailers(commit.message)["Workspacefs-Meta"])
+    sized(repository.odb, meta_id, ObjectType.COMMIT, "the metadata commit", limits)
+    meta = repository[meta_id]
+    assert isinstance(meta, pygit2.Commit)
+    return meta
 
 
 def _populate(
@@ -265,7 +361,7 @@ def _populate(
         dir_trees[directory] = tree_oid
         meta_trees[directory] = meta_oid
         record = records[meta_oid]
-        listed = _listed(odb, tree_oid, path, limits)
+        listed = listed_entries(odb, tree_oid, path, limits)
         for entry in record.entries:
             where = f"{path}/{entry.name}"
             if entry.link is not None and entry.link in groups:
@@ -280,7 +376,7 @@ def _populate(
                 content = BlobContent(store, oid)
                 child = tree.create_deferred(directory, entry.name, content, entry.size, entry.mode)
             elif kind == _stat.S_IFLNK and git_mode == MODE_LINK:
-                child = tree.symlink(directory, entry.name, _link_target(odb, oid, where))
+                child = tree.symlink(directory, entry.name, link_target(odb, oid, where))
             elif kind not in (_stat.S_IFDIR, _stat.S_IFREG, _stat.S_IFLNK) and git_mode == 0:
                 child = tree.mknod(directory, entry.name, entry.mode, entry.rdev)
             else:
@@ -291,39 +387,5 @@ def _populate(
             attributes.append((child, entry))
         if progress is not None and len(dir_trees) % 256 == 0:
             progress(Progress("directories", len(dir_trees), len(dir_trees) + len(stack)))
-    _set_attributes(tree, attributes)  # last: creating entries touches their directories' times
+    set_attributes(tree, attributes)  # last: creating entries touches their directories' times
     return dir_trees, meta_trees
-
-
-def _listed(
-    odb: pygit2.Odb, tree_oid: pygit2.Oid, path: str, limits: LoadLimits
-) -> dict[bytes, tuple[int, pygit2.Oid]]:
-    """Name -> (git mode, id) of the entries of the git tree of the directory at ``path``."""
-    if tree_oid == EMPTY_TREE:
-        return {}
-    what = f"the tree of {path or '/'}"
-    return {name: (mode, oid) for name, mode, oid in read_checked_tree(odb, tree_oid, what, limits)}
-
-
-def _set_attributes(tree: Tree, attributes: list[tuple[int, Entry]]) -> None:
-    """Give each inode the attributes and extended attributes its record holds."""
-    for ino, entry in attributes:
-        for name, value in entry.xattrs:
-            tree.setxattr(ino, name, value)
-        tree.setattr(
-            ino,
-            mode=entry.mode,
-            uid=entry.uid,
-            gid=entry.gid,
-            atime_ns=entry.atime,
-            mtime_ns=entry.mtime,
-            ctime_ns=entry.ctime,
-        )
-
-
-def _link_target(odb: pygit2.Odb, oid: pygit2.Oid, where: str) -> str:
-    """A symlink's target, its blob's size checked before it is read."""
-    kind, size = odb.read_header(oid)
-    if kind != ObjectType.BLOB or not 0 < size < PATH_MAX:
-        raise ValueError(f"{where}: a symlink target of {size:,} bytes (PATH_MAX is {PATH_MAX})")
-    return decode_name(read_blob(odb, oid))

@@ -108,17 +108,20 @@ class PackWriter:
         while pending:
             yield from self._drain(pending.popleft())
 
-    def add_stream(self, kind: int, size: int, pieces: Iterable[bytes]) -> pygit2.Oid:
+    def add_stream(
+        self, kind: int, size: int, pieces: Iterable[bytes], *, compression: int | None = None
+    ) -> pygit2.Oid:
         """Add one object of ``size`` bytes that arrive in ``pieces``: each is hashed,
-        compressed and written before the next is asked for, so memory holds one
-        piece, never the object (a large file). Returns its id.
+        compressed (at ``compression``, default the writer's level) and written before
+        the next is asked for, so memory holds one piece, never the object (a large
+        file). Returns its id.
 
         Raises:
             ValueError: ``pieces`` held more or fewer than ``size`` bytes (nothing is kept).
         """
         start = self._offset
         digest = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], size))
-        compressor = zlib.compressobj(self._level)
+        compressor = zlib.compressobj(self._level if compression is None else compression)
         header = _entry_header(kind, size)
         crc = zlib.crc32(header)
         self._file.write(header)

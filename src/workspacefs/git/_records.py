@@ -37,8 +37,8 @@ from ..fs import (
     recorded_time,
     sanitised_mode,
 )
-from ..tree import NAME_MAX, validate_name
-from ._objects import TreeEntry, decode_name, read_blob, read_tree
+from ..tree import NAME_MAX, PATH_MAX, validate_name
+from ._objects import EMPTY_TREE, TreeEntry, decode_name, read_blob, read_tree
 from ._persist import DIR_PREFIX, META_BLOB
 
 XATTR_SIZE_MAX = 1 << 16
@@ -198,6 +198,24 @@ def read_checked_tree(
     return read_tree(odb, oid)
 
 
+def listed_entries(
+    odb: pygit2.Odb, tree_oid: pygit2.Oid, path: str, limits: LoadLimits
+) -> dict[bytes, tuple[int, pygit2.Oid]]:
+    """Name -> (git mode, id) of the entries of the git tree of the directory at ``path``."""
+    if tree_oid == EMPTY_TREE:
+        return {}
+    what = f"the tree of {path or '/'}"
+    return {name: (mode, oid) for name, mode, oid in read_checked_tree(odb, tree_oid, what, limits)}
+
+
+def link_target(odb: pygit2.Odb, oid: pygit2.Oid, where: str) -> str:
+    """A symlink's target, its blob's size checked before it is read."""
+    kind, size = odb.read_header(oid)
+    if kind != ObjectType.BLOB or not 0 < size < PATH_MAX:
+        raise ValueError(f"{where}: a symlink target of {size:,} bytes (PATH_MAX is {PATH_MAX})")
+    return decode_name(read_blob(odb, oid))
+
+
 def read_record(
     odb: pygit2.Odb,
     meta_tree: pygit2.Oid,
@@ -208,7 +226,20 @@ def read_record(
 ) -> Record:
     """The checked record of the directory at ``path`` (``/`` for the root), whose
     metadata tree is ``meta_tree``; at most ``room`` entries are parsed."""
-    blob, subdirs = _split_meta_tree(odb, meta_tree, path, limits)
+    blob, subdirs = split_meta_tree(odb, meta_tree, path, limits)
+    return read_split_record(odb, blob, subdirs, path, limits, room, special_modes)
+
+
+def read_split_record(
+    odb: pygit2.Odb,
+    blob: pygit2.Oid,
+    subdirs: dict[str, pygit2.Oid],
+    path: str,
+    limits: LoadLimits,
+    room: int,
+    special_modes: bool,
+) -> Record:
+    """``read_record`` of a metadata tree already split (``split_meta_tree``)."""
     raw = _parse_record(odb, blob, path, limits, room)
     own = _root_entry(raw, path, special_modes)
     entries = []
@@ -226,7 +257,7 @@ def read_record(
     return Record(tuple(entries), subdirs, own, declared)
 
 
-def _split_meta_tree(
+def split_meta_tree(
     odb: pygit2.Odb, meta_tree: pygit2.Oid, path: str, limits: LoadLimits
 ) -> tuple[pygit2.Oid, dict[str, pygit2.Oid]]:
     """The record blob of a directory's metadata tree, and its subdirectories' trees."""
@@ -294,11 +325,20 @@ class _Counted:
 
 
 def measure(
-    odb: pygit2.Odb, root: pygit2.Oid, limits: LoadLimits, special_modes: bool
-) -> tuple[dict[pygit2.Oid, Record], int]:
+    odb: pygit2.Odb,
+    root: pygit2.Oid,
+    limits: LoadLimits,
+    special_modes: bool,
+    enough: int | None = None,
+) -> tuple[dict[pygit2.Oid, Record], int | None]:
     """Read and check the record of every distinct directory below the metadata
     tree ``root``; return them by metadata tree id, and the number of entries the
     snapshot expands to.
+
+    With ``enough``, stop once the records read hold more distinct entries than that
+    (a large snapshot, whose directories are listed as they are needed instead): the
+    records read so far, and None. A snapshot that repeats a few subtrees many times
+    (a bomb) holds few distinct entries, so it is still counted, and refused, whole.
 
     Raises:
         LimitExceededError: The snapshot expands past ``limits`` (checked subtree
@@ -321,6 +361,8 @@ def measure(
             records[oid] = record
             distinct += len(record.entries)
             limits.check("max_entries", distinct, "the snapshot holds at least", "entries")
+            if enough is not None and distinct > enough:
+                return records, None
         if not expanded:
             stack.append((oid, path, True))  # again once its subdirectories are counted
             prefix = path if path.endswith("/") else path + "/"
@@ -348,15 +390,23 @@ ENTRY_BYTES = 2048
 entry, table slot, content reference, record while loading; measured 1.5 KB)."""
 
 
-def check_room(entries: int) -> None:
-    """Refuse to build ``entries`` entries if their bookkeeping would not fit in the
-    half of the memory this process can still allocate that a workspace's default
-    budget leaves to what it does not count (``fs.default_memory_budget``).
+def entries_room() -> int:
+    """Bytes the bookkeeping of loaded entries may take: half of the memory this process
+    can still allocate, which a workspace's default budget leaves to what it does not
+    count (``fs.default_memory_budget``)."""
+    return available_memory() // 2
+
+
+def check_room(entries: int, room: int | None = None) -> None:
+    """Refuse to build ``entries`` entries if their bookkeeping would not fit in
+    ``room`` bytes (None: ``entries_room()`` now; a load built directory by directory
+    measures it once, before it builds any).
 
     Raises:
         NoSpaceError: It would not.
     """
-    needed, room = entries * ENTRY_BYTES, available_memory() // 2
+    needed = entries * ENTRY_BYTES
+    room = entries_room() if room is None else room
     if needed > room:
         raise NoSpaceError(
             f"loading {entries:,} entries needs about {needed:,} bytes of memory besides "

@@ -33,7 +33,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 
 from .._errors import StoreDamagedError
-from ..tree import Chunk, Content, Directory, File, Node, Special, Symlink, Tree, TreeView
+from ..tree import Absent, Chunk, Content, Directory, File, Node, Special, Symlink, Tree, TreeView
 from ._records import Buffer, Parts
 
 GONE, FILE, DIRECTORY, SYMLINK, SPECIAL, CHUNKS = range(6)
@@ -71,6 +71,7 @@ def encode_changes(
     inodes: Iterable[int],
     counts: tuple[int, int, int],
     blob_of: BlobOf | None = None,
+    part_bytes: int = PART_BYTES,
 ) -> Iterator[Parts]:
     """The payloads of the group of records taking a tree from ``before`` (None:
     nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
@@ -80,8 +81,10 @@ def encode_changes(
         counts: The next inode number, file count and total bytes of ``after``.
         blob_of: Names the files whose bytes are base-repository blobs (else every
             file's bytes are written).
+        part_bytes: A record is closed once it holds this much (a smaller workspace
+            spends less memory on records: each is held whole, and copied, once).
     """
-    writer = _Writer(counts, blob_of)
+    writer = _Writer(counts, blob_of, part_bytes)
     for ino in sorted(inodes):
         node = after.get(ino)
         old = None if before is None else before.get(ino)
@@ -98,9 +101,12 @@ class _Writer:
     small fields packed in buffers and, between them, views of the chunks whose bytes
     it holds (``Parts``): file data is not copied until the journal writes it."""
 
-    def __init__(self, counts: tuple[int, int, int], blob_of: BlobOf | None) -> None:
+    def __init__(
+        self, counts: tuple[int, int, int], blob_of: BlobOf | None, part_bytes: int
+    ) -> None:
         self.counts = counts
         self.blob_of = blob_of
+        self.part_bytes = part_bytes
         self.out = bytearray()
         self.parts: list[Buffer] = []
         self.held = 0  # bytes in ``parts``
@@ -132,7 +138,7 @@ class _Writer:
         return payload
 
     def full(self) -> bool:
-        return self.size() >= PART_BYTES
+        return self.size() >= self.part_bytes
 
     def node(self, ino: int, node: Node, old: Node | None) -> Iterator[Parts]:
         kind = _kind_of(node)
@@ -166,9 +172,7 @@ class _Writer:
     def data(self, ino: int, node: File, old: File | None) -> Iterator[Parts]:
         """A file's data: the chunks that changed, continued in ``CHUNKS`` entries of
         the next records when they do not fit this one."""
-        if old is not None and (
-            old.chunks is node.chunks if node.lazy is None else old.lazy is node.lazy
-        ):
+        if old is not None and _same_data(old, node):
             self.out += _FILE.pack(node.size, SAME, 0) + _U32.pack(0)
             return
         blob = None if self.blob_of is None else self.blob_of(node)
@@ -176,13 +180,14 @@ class _Writer:
             self.out += _FILE.pack(node.size, BLOB, 0)
             _put_bytes(self.out, blob)
             return
-        node.load()  # content not loaded yet is written as its bytes (within the budget)
-        chunks = node.chunks
-        previous: dict[int, Chunk] = {}
-        if old is None or old.lazy is not None:
+        # Content not in memory is written as its bytes (loaded within the budget). Each
+        # dict is read once: a file may be evicted meanwhile, and what was read stays whole.
+        chunks = node.loaded_chunks()
+        previous = None if old is None else old.resident()
+        if previous is None:
             how, listed, dropped = WHOLE, sorted(chunks), []
+            previous = {}
         else:
-            previous = old.chunks
             listed = sorted(i for i, chunk in chunks.items() if previous.get(i) is not chunk)
             dropped = sorted(i for i in previous if i not in chunks)
             how = DELTA
@@ -202,7 +207,8 @@ class _Writer:
         while True:
             room = 1
             if start < len(listed):
-                room = max(1, (PART_BYTES - self.size()) // (len(chunks[listed[start]]) + 20))
+                left = self.part_bytes - self.size()
+                room = max(1, left // (len(chunks[listed[start]]) + 20))
             batch = listed[start : start + room]
             self.out += _U32.pack(len(batch))
             for index in batch:
@@ -264,8 +270,9 @@ class ChangesReplay:
             node = self._states.get(ino)
             if not isinstance(node, File):
                 raise ValueError(f"chunks of inode {ino}, which is no file of this group")
-            _read_chunks(reader, node.chunks, self.tree)
-            node.set_data(node.chunks, node.size)
+            chunks = node.loaded_chunks()  # a node of this group: its chunks, in memory
+            _read_chunks(reader, chunks, self.tree)
+            node.set_data(chunks, node.size)
             return
         if ino not in self._states:
             self._order.append(ino)
@@ -318,8 +325,7 @@ class ChangesReplay:
         if how == DELTA:
             if old is None:
                 raise ValueError(f"inode {ino} changes data it never had")
-            old.load()
-            chunks = dict(old.chunks)
+            chunks = dict(old.loaded_chunks())
         for _ in range(dropped):
             chunks.pop(reader.u64(), None)
         _read_chunks(reader, chunks, self.tree)
@@ -385,6 +391,17 @@ def _common_prefix(old: Chunk, new: Chunk, limit: int) -> int:
         else:
             high = middle
     return low
+
+
+def _same_data(old: File, node: File) -> bool:
+    """True if ``node`` holds ``old``'s very data (the same chunk dict, or the same
+    content not in memory): only the size may differ."""
+    ours, theirs = node.chunks, old.chunks  # each read once
+    if ours is theirs:
+        return True
+    if type(ours) is Absent and type(theirs) is Absent:
+        return ours.content is theirs.content
+    return False
 
 
 def _kind_of(node: Node) -> int:

@@ -24,9 +24,12 @@ either the old checkpoint and the whole journal, or the new one.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
-from collections.abc import Hashable, Iterator
+import weakref
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pygit2
@@ -35,7 +38,7 @@ from pygit2.enums import ObjectType
 from .. import git
 from .._errors import StoreDamagedError
 from ..tree import File, TreeView, Version, make_way
-from ._changes import encode_changes
+from ._changes import PART_BYTES, encode_changes
 from ._directory import sync_directory
 from ._journal import Journal, Reading, read_journal
 from ._records import Kind
@@ -44,9 +47,29 @@ CHECKPOINTS = "checkpoints"
 _U64 = 8
 
 
+MAPPED_WINDOW = 8 << 20
+"""libgit2 maps packs in windows of this size at most (its default: 1 GiB) ..."""
+MAPPED_LIMIT = 32 << 20
+"""... and unmaps the least used once this much is mapped (its default: 8 GiB)."""
+OPEN_PACKS = 128
+"""Packs libgit2 keeps open at most (its default: all); write-back adds one a round."""
+
+
+def bound_pack_maps() -> None:
+    """Bound what libgit2 keeps mapped of pack files, process-wide: a store's process
+    reads evicted data back through them, and every mapped page it touched counts in
+    its resident memory (docs/memory.md). Only lowers the defaults."""
+    settings = pygit2.settings
+    settings.mwindow_size = min(settings.mwindow_size, MAPPED_WINDOW)
+    settings.mwindow_mapped_limit = min(settings.mwindow_mapped_limit, MAPPED_LIMIT)
+    if not settings.mwindow_file_limit:
+        settings.mwindow_file_limit = OPEN_PACKS
+
+
 def store_repository(store: str, base: str | None) -> pygit2.Repository:
     """The store's git repository (made if missing); it reads ``base``'s objects too
     (git's alternates), so a blob id of either resolves."""
+    bound_pack_maps()
     path = os.path.join(store, "git")
     repository = git.open_repository(path, create=True)
     if base is not None:
@@ -103,9 +126,27 @@ def newest_checkpoint(store: str) -> Found | None:
     return Found(covers, reading)
 
 
+SAMPLE = 64 << 10
+"""Bytes of a file compressed on trial to tell whether compressing it pays."""
+
+
+def compressible(data: bytes) -> bool:
+    """True unless zlib saves under a tenth of ``data``'s first ``SAMPLE`` bytes. Data
+    that does not compress (media, archives, random bytes) is stored as it is: zlib
+    at its fastest level still runs at about 60 MB/s on it here, against 430 MB/s
+    storing, and write-back is on the path of a write that needs room."""
+    sample = data[:SAMPLE]
+    return len(zlib.compress(sample, 1)) < len(sample) * 0.9 if sample else True
+
+
 class Blobs:
-    """Writes file contents into the store's repository for checkpoints, each once:
-    what the last checkpoint wrote is remembered by content (``File.content_key``)."""
+    """Writes file contents into the store's repository for checkpoints and write-back,
+    each once: a file whose data a blob of the repository holds already (loaded from
+    it, or written there before: ``File.backing``) costs its id only.
+
+    Once the blobs a round wrote are durable (``seal``), ``remember`` makes each file
+    they came from *clean* (backed by its blob): its data may then leave memory under
+    pressure and be read back from the blob (``tree.Residency``)."""
 
     def __init__(self, repository: pygit2.Repository) -> None:
         self.repository = repository
@@ -113,16 +154,24 @@ class Blobs:
         """The zlib level of the next pack: 0 (stored) for a checkpoint that could not
         wait for the mount to be quiet, whose CPU the mount's requests need."""
         self.store = git.BlobStore(repository)
-        self._known: dict[Hashable, bytes] = {}
-        self._next: dict[Hashable, bytes] = {}
+        self._next: dict[tuple[int, int], tuple[weakref.ref[File], bytes]] = {}
+        self._written: list[tuple[File, bytes]] = []
         self._pack: git.PackWriter | None = None
 
+    def keeps(self, content: object) -> bool:
+        """True if ``content`` is a blob this repository holds (its own objects or its
+        base's): it stays readable for as long as the store does."""
+        return isinstance(content, git.BlobContent) and self.store.has(content.key)
+
     def stored(self, node: File) -> bytes | None:
-        """The blob id of a file's content not loaded yet, if the repository has it:
-        what the journal writes for it instead of its bytes."""
+        """The blob id of a file's content if the repository holds it already (a file
+        not in memory, or in memory and clean): what the journal writes for it
+        instead of its bytes."""
         lazy = node.lazy
-        if isinstance(lazy, git.BlobContent) and self.store.has(lazy.key):
-            return lazy.key.raw
+        content = node.backing if lazy is None else lazy
+        if content is not None and self.keeps(content):
+            assert isinstance(content, git.BlobContent)
+            return content.key.raw
         return None
 
     def content_of(self, blob: bytes) -> git.BlobContent:
@@ -132,19 +181,33 @@ class Blobs:
     def blob_of(self, node: File) -> bytes | None:
         """The blob id of a file's content, written now if new; None for a sparse
         file (its chunks are written instead: a blob would hold its holes)."""
-        if node.lazy is not None:
-            return self.stored(node)
-        if node.size > 2 * node.allocated + (1 << 20):
-            return None
-        key = node.content_key
-        oid = self._known.get(key) or self._next.get(key)
-        if oid is None:
+        stored = self.stored(node)
+        if stored is not None:
+            if node.resident() is not None:
+                self._written.append((node, stored))  # clean already: tracked if it is not
+            return stored
+        chunks = node.resident()
+        if chunks is None or node.size > 2 * node.allocated + (1 << 20):
+            return None  # sparse (or evicted meanwhile: written as its chunks)
+        # Versions share a file's chunk dict until it changes: one blob per dict. Keyed
+        # by the dict's id, not the dict, so that what is written can still leave
+        # memory; the node it came from proves the id is still that dict's.
+        key = (id(chunks), node.size)
+        known = self._next.get(key)
+        source = None if known is None else known[0]()
+        if known is not None and source is not None and source.resident() is chunks:
+            oid = known[1]
+        else:
             if self._pack is None:
                 self._pack = git.PackWriter(self.repository, compression=self.compression)
             make_way()  # a checkpoint is background work: the mount's requests go first
             pieces = git.blob_pieces(node)
-            oid = self._pack.add_stream(ObjectType.BLOB, node.size, pieces).raw
-        self._next[key] = oid
+            first = next(pieces, b"")
+            level = None if compressible(first) else 0
+            stream = itertools.chain([first], pieces)
+            oid = self._pack.add_stream(ObjectType.BLOB, node.size, stream, compression=level).raw
+            self._next[key] = (weakref.ref(node), oid)
+        self._written.append((node, oid))
         return oid
 
     def seal(self) -> None:
@@ -169,11 +232,14 @@ class Blobs:
                 self._pack.abort()
             self._pack = None
         self._next = {}
+        self._written = []
 
     def remember(self) -> None:
-        """Keep what the checkpoint just sealed wrote, for the next one; forget the rest
-        (the keys hold the contents they name)."""
-        self._known, self._next = self._next, {}
+        """Once sealed: make each file whose blob was written (or found) clean, backed
+        by that blob; forget the round."""
+        written, self._written, self._next = self._written, [], {}
+        for node, oid in written:
+            node.back(self.content_of(oid))
 
 
 def differing(before: TreeView, after: TreeView) -> set[int]:
@@ -190,10 +256,12 @@ def write_checkpoint(
     live: TreeView,
     counts: tuple[int, int, int],
     blobs: Blobs,
+    part_bytes: int = PART_BYTES,
 ) -> str:
     """Write the checkpoint of ``kept`` snapshots (record bytes and version, oldest
     first) and ``live``, the state the journal built through ``covers`` (its next
-    inode number, file count and bytes: ``counts``); its path."""
+    inode number, file count and bytes: ``counts``), in records of at most about
+    ``part_bytes``; its path."""
     base = os.path.join(store, CHECKPOINTS)
     os.makedirs(base, mode=0o700, exist_ok=True)
     making = os.path.join(base, f".new-{covers}")
@@ -205,7 +273,10 @@ def write_checkpoint(
         states = [(r, v, (counts[0], v.file_count, v.total_bytes)) for r, v in kept]
         for record, version, state_counts in [*states, (b"", live, counts)]:
             inodes = set(version.inodes()) if previous is None else differing(previous, version)
-            for payload in encode_changes(previous, version, inodes, state_counts, blobs.blob_of):
+            parts = encode_changes(
+                previous, version, inodes, state_counts, blobs.blob_of, part_bytes
+            )
+            for payload in parts:
                 journal.append(Kind.CHANGES, payload)
             if record:
                 journal.append(Kind.SNAPSHOT, record)

@@ -42,8 +42,8 @@ from .._errors import (
     StoreError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
-from ..tree import TreeView, Version, collector_paused, mount_busy, thaw
-from ._changes import ChangesReplay, encode_changes
+from ..tree import File, TreeView, Version, collector_paused, mount_busy, thaw
+from ._changes import PART_BYTES, ChangesReplay, encode_changes
 from ._checkpoint import (
     CHECKPOINTS,
     Blobs,
@@ -56,6 +56,7 @@ from ._directory import SUMMARY, StoreDirectory
 from ._interval import DEFAULT_INTERVAL
 from ._journal import Journal, Reading, read_journal, segments, stop_before
 from ._records import Damage, Kind
+from ._writeback import candidates, write_back
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,16 @@ class DurableWorkspace:
         # Lock order: the tree lock, then this one (a snapshot taken under the tree
         # lock journals itself); writing happens under this one alone.
         self._flushing = threading.Lock()
+        self._flushing_owner: int | None = None  # the thread holding it (see _make_room)
         with fs.tree.lock:
-            frozen = fs.tree.track_changes()
+            frozen: TreeView | None = None
+            if fresh and fs.tree.unlisted:
+                # A tree still being listed (``git.load(background=True)``): freezing it
+                # would list it all now. A new store freezes nothing until its first
+                # record, which waits for the listing (``_flush_every_interval``).
+                fs.tree.start_tracking()
+            else:
+                frozen = fs.tree.track_changes()
         # A new store's first record holds every inode (written at the first flush, even
         # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
@@ -156,7 +165,30 @@ class DurableWorkspace:
         # tail found at open is folded soon, and a crash after it replays little.
         self._since_checkpoint = replayed
         self._checkpoints = checkpoints
+        # Write-back (``_writeback``): inodes whose nodes may hold data no blob holds,
+        # in the states the journal wrote; its own repository handle and pack writer,
+        # so that it may run beside a checkpoint. Lock order: the tree lock, then
+        # ``_cleaning``, then ``_flushing``.
+        self._cleaning = threading.Lock()
+        self._cleaner: threading.Thread | None = None
+        # Frozen states being journalled now (by the holder of ``_flushing``), and
+        # their changed inodes: write-back covers them too.
+        self._pending: list[tuple[TreeView, set[int]]] = []
+        self._unclean: set[int] = {
+            ino
+            for view in [*([] if frozen is None else [frozen]), *fs.tree.versions()]
+            for ino in view.inodes()
+            if isinstance(node := view.get(ino), File)
+            and node.backing is None
+            and node.resident() is not None
+        }
+        # Data replayed (or loaded) dirty counts as new: past a quarter of the budget,
+        # write-back starts at once (below).
+        self._since_clean = fs.tree.budget.held if self._unclean else 0
+        self._cleaned = Blobs(store_repository(store.path, store.base()))
         self._stop = threading.Event()
+        self._residency = fs.tree.budget.residency
+        self._residency.enable(self._blobs.keeps, self._make_room)
         self._stop_observing = fs.observe_snapshots(self)
         self._stop_syncing: Callable[[], None] = lambda: None
         if durability is Durability.ALWAYS:
@@ -168,6 +200,7 @@ class DurableWorkspace:
                 target=self._flush_every_interval, name="workspacefs-journal", daemon=True
             )
             self._thread.start()
+        self._clean_when_due()
 
     @property
     def durable_through(self) -> int:
@@ -214,7 +247,7 @@ class DurableWorkspace:
         # go on when the tree refuses callers (its mount was lost): what is in memory
         # is still to be journalled.
         with tree.lock.unpublished:
-            self._flushing.acquire()
+            self._hold_flushing()
             frozen = self._freeze()
             counts = (tree.next_ino, tree.file_count, tree.total_bytes)
         try:
@@ -222,9 +255,10 @@ class DurableWorkspace:
                 self._write_changes(frozen[0], frozen[1], counts)
             sequence = self._journal.written_through
         finally:
-            self._flushing.release()
+            self._drop_flushing()
         if sync:
             self._journal.sync(sequence)
+        self._clean_when_due()
         return sequence
 
     def sync(self) -> None:
@@ -247,10 +281,26 @@ class DurableWorkspace:
         hold ``_flushing``."""
         if self._last is None:
             inodes = set(after.inodes())
-        for payload in encode_changes(self._last, after, inodes, counts, self._blobs.stored):
-            self._journal.append(Kind.CHANGES, payload)
-            self._since_checkpoint += len(payload)
+            # Snapshots adopted after the store opened (a load listed in the background
+            # adopts its state once listed), before its first record: kept as those
+            # found at opening are.
+            for record in self.fs.snapshots():
+                if str(record.snapshot_id) not in self._kept:
+                    version = self.fs.version(record)
+                    self._kept[str(record.snapshot_id)] = (_snapshot_bytes(record, None), version)
+        self._pending.append((after, inodes))  # write-back may clean them meanwhile
+        try:
+            parts = encode_changes(
+                self._last, after, inodes, counts, self._blobs.stored, record_bytes(self.fs)
+            )
+            for payload in parts:
+                self._journal.append(Kind.CHANGES, payload)
+                self._since_checkpoint += len(payload)
+                self._since_clean += len(payload)
+        finally:
+            self._pending.pop()
         self._last = after
+        self._unclean |= inodes
 
     # -- snapshots (SnapshotObserver) -----------------------------------------------------
 
@@ -259,7 +309,7 @@ class DurableWorkspace:
         journals it and returns once it is on disk."""
         assert isinstance(version, Version)
         tree = self.fs.tree
-        self._flushing.acquire()  # the tree lock is held: the lock order holds
+        self._hold_flushing()  # the tree lock is held: the lock order holds
         # Every inode changed since the last freeze, a superset of those that differ
         # between the last state written and the snapshot; they stay recorded for the
         # next flush, which writes them again as the live tree has them then.
@@ -270,22 +320,30 @@ class DurableWorkspace:
             try:
                 # What it changed, with the causes (blame): from frozen versions, no
                 # tree lock taken, so holding ``_flushing`` here keeps the lock order.
-                changes = self.fs.changes(record)
+                # The comparison may load files: write-back may clean the snapshot's.
+                self._pending.append((version, inodes))
+                try:
+                    changes = self.fs.changes(record)
+                finally:
+                    self._pending.pop()
                 self._write_changes(version, inodes, counts)
                 data = _snapshot_bytes(record, changes)
                 sequence = self._journal.append(Kind.SNAPSHOT, data)
                 self._kept[str(record.snapshot_id)] = (data, version)
             finally:
-                self._flushing.release()
+                self._drop_flushing()
             self._journal.sync(sequence)
 
         return finish
 
     def snapshot_deleted(self, record: FilesystemSnapshot) -> None:
         """Journal that the snapshot is gone (on disk by the next durability point)."""
-        with self._flushing:
+        self._hold_flushing()
+        try:
             self._journal.append(Kind.FORGET, str(record.snapshot_id).encode())
             self._kept.pop(str(record.snapshot_id), None)
+        finally:
+            self._drop_flushing()
 
     # -- checkpoints ----------------------------------------------------------------------
 
@@ -302,7 +360,7 @@ class DurableWorkspace:
         with self._checkpointing:
             tree = self.fs.tree
             with tree.lock.unpublished:  # as in ``flush``
-                self._flushing.acquire()
+                self._hold_flushing()
                 frozen = self._freeze()
                 counts = (tree.next_ino, tree.file_count, tree.total_bytes)
             try:
@@ -312,10 +370,12 @@ class DurableWorkspace:
                 live, kept = self._last, list(self._kept.values())
                 self._since_checkpoint = 0
             finally:
-                self._flushing.release()
+                self._drop_flushing()
             assert live is not None, "written above"
             self._journal.sync(covers)
-            write_checkpoint(self.store.path, covers, kept, live, counts, self._blobs)
+            write_checkpoint(
+                self.store.path, covers, kept, live, counts, self._blobs, record_bytes(self.fs)
+            )
             for older in older_checkpoints(self.store.path, covers):
                 shutil.rmtree(older, ignore_errors=True)
             self._journal.remove_through(covers)
@@ -349,10 +409,130 @@ class DurableWorkspace:
         self._checkpointer = threading.Thread(target=run, name="workspacefs-checkpoint")
         self._checkpointer.start()
 
+    # -- write-back (memory as a cache) ---------------------------------------------------
+
+    def _hold_flushing(self) -> None:
+        self._flushing.acquire()
+        self._flushing_owner = threading.get_ident()
+
+    def _drop_flushing(self) -> None:
+        self._flushing_owner = None
+        self._flushing.release()
+
+    def _make_room(self, nbytes: int, writer: object) -> None:
+        """The residency's ``clean``: eviction alone could not make room for a write or
+        a load, so write dirty data back until about ``nbytes`` more are clean (a
+        quarter of the budget at least, so that the writes after this one find room),
+        the file ``writer`` changes excepted. Runs in the thread that needs the room."""
+        if self._stop.is_set():
+            return
+        limit = self.fs.tree.budget.limit or 0
+        self._write_back(max(nbytes, limit // 4), writer)
+
+    def _write_back(self, enough: int | None, writer: object, *, take_lock: bool = True) -> None:
+        """Write back the data of the files changed since the last write-back (``enough``
+        bytes of it; None: all), so that it may leave memory when room is needed.
+
+        With the tree lock (the caller's, or taken if free), the live tree's changed
+        files are cleaned as well as the frozen states'. A thread that is journalling
+        (it holds ``_flushing``: a flush, a snapshot comparing what it changed) cleans
+        only if no write-back runs: it cannot wait for one, which may wait for it.
+        """
+        tree = self.fs.tree
+        journalling = self._flushing_owner == threading.get_ident()
+        if not self._cleaning.acquire(blocking=not journalling):
+            return
+        # The live tree's changed files may be written back only under its lock: the
+        # caller's, or taken now if free (a load outside it, a fork's write: waiting
+        # for it could deadlock with its holder, who may wait for this thread). Not
+        # in the background: the mount would wait for the writing.
+        live = tree.lock.owned()
+        taken_here = not live and take_lock and tree.lock.try_hold()
+        live = live or taken_here
+        try:
+            taken, views, pending = self._dirty_states(journalling)
+            inodes = sorted(taken)
+            extra = set(pending)
+            if live:
+                extra |= tree.unfrozen_changes()
+                views.append(tree)
+            inodes += sorted(extra - taken)
+            try:
+                done = write_back(self._cleaned, candidates(inodes, views, writer), enough)
+            except OSError as exc:
+                self._settle(taken, journalling)  # all still dirty
+                log.warning("could not write data back to %s: %s", self.store.path, exc.strerror)
+                return
+            except BaseException:
+                self._settle(taken, journalling)
+                raise
+            self._settle(taken - done, journalling)
+        finally:
+            if taken_here:
+                tree.lock.release_hold()
+            self._cleaning.release()
+
+    def _dirty_states(self, journalling: bool) -> tuple[set[int], list[TreeView], set[int]]:
+        """The inodes write-back has not covered (taken: those changed from now on
+        gather anew), the frozen states they are in, and the inodes of states being
+        journalled now."""
+        if not journalling:
+            self._hold_flushing()
+        try:
+            # Every frozen state the data may be in: the journal's, the snapshots', and
+            # any other version still alive (a view, a fork's origin, a deleted
+            # snapshot something still holds): frozen nodes never change.
+            views: list[TreeView] = [] if self._last is None else [self._last]
+            views += [view for view, _ in self._pending]
+            views += [version for _, version in self._kept.values()]
+            known = {id(view) for view in views}
+            views += [v for v in self.fs.tree.versions() if id(v) not in known]
+            pending = set().union(*(inodes for _, inodes in self._pending))
+            self._since_clean = 0
+            taken, self._unclean = self._unclean, set()
+            return taken, views, pending
+        finally:
+            if not journalling:
+                self._drop_flushing()
+
+    def _settle(self, still_dirty: set[int], journalling: bool) -> None:
+        """Give back to the next write-back the inodes this one did not get through."""
+        if not still_dirty:
+            return
+        if not journalling:
+            self._hold_flushing()
+        try:
+            self._unclean |= still_dirty
+        finally:
+            if not journalling:
+                self._drop_flushing()
+
+    def _clean_when_due(self) -> None:
+        """Start write-back in the background once the journal has taken a quarter of
+        the memory budget since it last ran, so that writers seldom wait for it."""
+        limit = self.fs.tree.budget.limit
+        if limit is None or self._since_clean * 4 < limit or self._stop.is_set():
+            return
+        if self._cleaner is not None and self._cleaner.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                self._write_back(None, None, take_lock=False)
+            except Exception:
+                log.warning("writing data back failed", exc_info=True)
+
+        self._cleaner = threading.Thread(target=run, name="workspacefs-writeback", daemon=True)
+        self._cleaner.start()
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def _flush_every_interval(self) -> None:
         while not self._stop.wait(self.interval):
+            if self.fs.tree.unlisted:
+                # Still being listed, and not changed (a change lists it all first): the
+                # first record waits, rather than list it all here (``tree.Unlisted``).
+                continue
             try:
                 self.flush(sync=True)
                 self._journal.lengthen()
@@ -403,6 +583,10 @@ class DurableWorkspace:
             self._thread.join()
         if self._checkpointer is not None:
             self._checkpointer.join()
+        if self._cleaner is not None:
+            self._cleaner.join()
+        # What was evicted stays readable from the store's objects; nothing leaves now.
+        self._residency.disable()
         self._stop_syncing()
         try:
             if keep:
@@ -434,7 +618,9 @@ def open_workspace(
     **options: Any,
 ) -> tuple[DurableWorkspace, Recovery]:
     """Open the workspace kept in the store directory ``path`` (made if missing), with
-    what its journal holds replayed; ``options`` go to ``InMemoryFilesystem``.
+    what its journal holds replayed; ``options`` go to ``InMemoryFilesystem``. Its
+    ``memory_budget`` is a cache target: data the store holds leaves memory to make
+    room and is read back on access (docs/memory.md, *Memory as a cache*).
 
     Args:
         initial: Makes the workspace a store that holds none starts with (default:
@@ -495,11 +681,20 @@ def _open(
         new_id = store.workspace_id(uuid.uuid4().hex)
         fs = InMemoryFilesystem(workspace_id=new_id, **options)
     replay = _Replay(fs, blobs)
-    if found is not None:
-        replay.read(found.reading)
-        if found.reading.damage is not None:
-            raise StoreDamagedError(found.reading.damage.reason, store.path)
-    records = replay.read(reading)
+    # Replay puts back states the workspace held, whatever the budget: a file changed
+    # since it was written back is its blob loaded and changed again, and refusing
+    # that would leave the store unopenable. Write-back brings it within the budget
+    # once the workspace serves (``DurableWorkspace``).
+    budget = fs.tree.budget
+    limit, budget.limit = budget.limit, None
+    try:
+        if found is not None:
+            replay.read(found.reading)
+            if found.reading.damage is not None:
+                raise StoreDamagedError(found.reading.damage.reason, store.path)
+        records = replay.read(reading)
+    finally:
+        budget.limit = limit
     snapshots = len(replay.kept)
     journal = Journal.resume(store.journal, reading)
     if reading.damage is not None:
@@ -589,6 +784,13 @@ class _Replay:
         if doomed is not None:
             with contextlib.suppress(OSError):
                 self.fs.delete_snapshot(doomed)
+
+
+def record_bytes(fs: InMemoryFilesystem) -> int:
+    """How much a ``CHANGES`` record holds at most: a 64th of the memory budget, between
+    1 MiB and ``PART_BYTES`` (a record holds the chunks it names until it is written,
+    and its own fields besides, outside the budget)."""
+    return max(1 << 20, min(PART_BYTES, fs.memory_budget // 64))
 
 
 def _snapshot_bytes(record: FilesystemSnapshot, changes: SnapshotChanges | None) -> bytes:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._journal import TreeLock as TreeLock
     from ._lineage import Lineage as Lineage
     from ._lineage import Span as Span
+    from ._nodes import Absent as Absent
     from ._nodes import Content as Content
     from ._nodes import Directory as Directory
     from ._nodes import File as File
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from ._redact import redact_text as redact_text
     from ._redact import secret_name as secret_name
     from ._registry import WeakRegistry as WeakRegistry
+    from ._residency import Residency as Residency
     from ._space import Holding as Holding
     from ._space import Shares as Shares
     from ._space import shares as shares
@@ -57,10 +59,12 @@ if TYPE_CHECKING:
     from ._tree import XATTR_CREATE as XATTR_CREATE
     from ._tree import XATTR_REPLACE as XATTR_REPLACE
     from ._tree import Tree as Tree
+    from ._tree import Unlisted as Unlisted
     from ._tree import validate_name as validate_name
     from ._turns import make_way as make_way
     from ._turns import mount_busy as mount_busy
     from ._turns import mount_request as mount_request
+    from ._turns import wait_idle as wait_idle
     from ._version import Version as Version
     from ._view import ROOT_INO as ROOT_INO
     from ._view import TreeView as TreeView
@@ -94,6 +98,7 @@ _EXPORTS = {
     "TreeLock": "._journal",
     "Lineage": "._lineage",
     "Span": "._lineage",
+    "Absent": "._nodes",
     "Content": "._nodes",
     "Directory": "._nodes",
     "File": "._nodes",
@@ -105,12 +110,14 @@ _EXPORTS = {
     "redact_text": "._redact",
     "secret_name": "._redact",
     "WeakRegistry": "._registry",
+    "Residency": "._residency",
     "Holding": "._space",
     "Shares": "._space",
     "shares": "._space",
     "make_way": "._turns",
     "mount_busy": "._turns",
     "mount_request": "._turns",
+    "wait_idle": "._turns",
     "FALLOC_FL_KEEP_SIZE": "._tree",
     "FALLOC_FL_PUNCH_HOLE": "._tree",
     "FALLOC_FL_ZERO_RANGE": "._tree",
@@ -121,6 +128,7 @@ _EXPORTS = {
     "XATTR_CREATE": "._tree",
     "XATTR_REPLACE": "._tree",
     "Tree": "._tree",
+    "Unlisted": "._tree",
     "validate_name": "._tree",
     "Version": "._version",
     "ROOT_INO": "._view",

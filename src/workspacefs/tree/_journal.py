@@ -94,6 +94,25 @@ class TreeLock:
         self._observers.append(observer)
         return lambda: self._observers.remove(observer)
 
+    def owned(self) -> bool:
+        """True if the calling thread holds the lock."""
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]
+
+    def try_hold(self) -> bool:
+        """Take the lock, unpublished, if no other thread holds it (True); never waits.
+        For work that reads the live tree on behalf of another lock's holder, which
+        must not wait for this one (``release_hold`` gives it back)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        if self._depth == 0:
+            self._publish = False
+        self._depth += 1
+        return True
+
+    def release_hold(self) -> None:
+        """Give back what ``try_hold`` took."""
+        self._release()
+
     def refuse(self, error: Callable[[], BaseException] | None) -> None:
         """Make every publishing hold raise what ``error()`` returns (None lifts it).
 

@@ -142,16 +142,53 @@ class Content(Protocol):
         ...
 
 
+class Absent(dict[int, Chunk]):
+    """The chunk dict of a file whose data is not in memory: empty, never changed,
+    naming the content its bytes are in and their count.
+
+    A file's data state is its ``chunks`` attribute alone, a dict of chunks or an
+    ``Absent``, so every transition (a load installing what it read, an eviction) is
+    one attribute store, and a reader that reads ``chunks`` once sees either whole
+    data or where to load it from, never a half state. A fresh marker per eviction,
+    so two markers are never the same object (identity tells data states apart).
+    """
+
+    __slots__ = ("content", "size")
+
+    def __init__(self, content: Content, size: int) -> None:
+        super().__init__()
+        self.content = content
+        self.size = size
+
+
 class File(Node):
     """A regular file with sparse chunked data (see ``_chunks``).
 
-    ``chunks`` maps a chunk index to its ``Chunk``. Chunks listed in ``owned``
-    were made in ``data_epoch`` by this node and may be changed in place;
-    every other chunk may be shared with a frozen version. Every method that
-    adds bytes asks ``budget`` first and changes nothing if they do not fit.
+    ``chunks`` maps a chunk index to its ``Chunk``, or is an ``Absent`` marker while
+    the data is not in memory (deferred content not loaded yet, or data evicted).
+    Chunks listed in ``owned`` were made in ``data_epoch`` by this node and may be
+    changed in place; every other chunk may be shared with a frozen version. Every
+    method that adds bytes asks ``budget`` first and changes nothing if they do not fit.
+
+    ``backing`` is a content holding exactly the data in memory (the content it was
+    loaded from, or the blob a store wrote it to), or None: the data is *clean*, and
+    may leave memory (``_residency``). Every method that changes the data or the size
+    first makes it dirty, under the residency lock, so eviction never races a write.
     """
 
-    __slots__ = ("_allocated", "_size", "budget", "chunks", "data_epoch", "lazy", "owned")
+    __slots__ = (
+        "__weakref__",
+        "_allocated",
+        "_mark",
+        "_queue",
+        "_seen",
+        "_size",
+        "backing",
+        "budget",
+        "chunks",
+        "data_epoch",
+        "owned",
+    )
 
     def __init__(
         self, epoch: int, mode: int, uid: int, gid: int, now_ns: int, budget: MemoryBudget
@@ -163,7 +200,10 @@ class File(Node):
         self.chunks: dict[int, Chunk] = {}
         self.data_epoch = epoch
         self.owned: set[int] | None = None  # made on the first in-place write
-        self.lazy: Content | None = None  # content not loaded yet (size is known)
+        self.backing: Content | None = None
+        self._queue = 0  # the residency queue it is in (0: none)
+        self._seen = 0  # the residency generation of its last read
+        self._mark = 0  # the generation from which a read counts as a re-reference
 
     @property
     def size(self) -> int:
@@ -171,19 +211,39 @@ class File(Node):
 
     @property
     def allocated(self) -> int:
-        return self._size if self.lazy is not None else self._allocated
+        chunks = self.chunks  # read once: another thread may load or evict meanwhile
+        return self._size if type(chunks) is Absent else self._allocated
 
     @property
     def held(self) -> int:
         """Bytes of this node's data in memory now (none while deferred)."""
-        return 0 if self.lazy is not None else self._allocated
+        chunks = self.chunks
+        return 0 if type(chunks) is Absent else self._allocated
+
+    @property
+    def lazy(self) -> Content | None:
+        """The content the data loads from on first use, or None while it is in memory."""
+        chunks = self.chunks
+        return chunks.content if type(chunks) is Absent else None
+
+    def resident(self) -> dict[int, Chunk] | None:
+        """The chunk dict if the data is in memory, else None. Read once: the caller
+        keeps using what it got even if the file is evicted meanwhile."""
+        chunks = self.chunks
+        return None if type(chunks) is Absent else chunks
+
+    def absent(self) -> Absent | None:
+        """Where the data is, if it is not in memory (None: it is)."""
+        chunks = self.chunks
+        return chunks if type(chunks) is Absent else None
 
     def exclusive_bytes(self, epoch: int) -> int:
         """Bytes of chunks no frozen version shares: those this node made in
         ``epoch``, the live epoch (freed when the file drops them)."""
-        if self.data_epoch != epoch or not self.owned:
+        chunks, owned = self.chunks, self.owned
+        if self.data_epoch != epoch or not owned or type(chunks) is Absent:
             return 0
-        return sum(len(self.chunks[index]) for index in self.owned)
+        return sum(len(chunks[index]) for index in owned if index in chunks)
 
     @property
     def content_key(self) -> Hashable:
@@ -197,32 +257,51 @@ class File(Node):
         dict in place, and only a dict it made in that epoch (``_own_data``
         copies any older one first), so no frozen version ever holds a dict that
         changes; a write after a snapshot always starts a new dict. A file whose
-        content is not loaded yet is named by that content's key; loading gives
-        it a new key for the same bytes, which costs a cache a miss, never a
-        wrong hit.
+        content is not in memory, or is in memory and clean (``backing``), is named
+        by that content's key, so a cache holding the key holds no data (evicted
+        data can leave memory); a file that becomes clean gets a new key for the
+        same bytes, which costs a cache a miss, never a wrong hit.
         """
-        lazy = self.lazy  # read once: another thread may load a frozen node meanwhile
-        if lazy is not None:
-            return ("deferred", lazy.key, self._size)
-        return _DataKey(self.chunks, self._size)
+        chunks = self.chunks  # read once: another thread may load or evict meanwhile
+        if type(chunks) is Absent:
+            return ("deferred", chunks.content.key, self._size)
+        backing = self.backing
+        if backing is not None:
+            return ("deferred", backing.key, self._size)
+        return _DataKey(chunks, self._size)
 
     @property
     def deferred_key(self) -> object | None:
         """The key of the content this file loads on first use (e.g. a git blob
-        id), or None once its bytes are in memory."""
-        lazy = self.lazy
-        return None if lazy is None else lazy.key
+        id), or None while its bytes are in memory."""
+        chunks = self.chunks
+        return chunks.content.key if type(chunks) is Absent else None
+
+    @property
+    def stored_key(self) -> object | None:
+        """The key of a content holding exactly this file's bytes, in memory or not
+        (the content it loads from, or ``backing``); None if none does."""
+        chunks = self.chunks
+        if type(chunks) is Absent:
+            return chunks.content.key
+        backing = self.backing
+        return None if backing is None else backing.key
 
     def clone(self, epoch: int) -> File:
         copy = Node.clone(self, epoch)
         assert isinstance(copy, File)
-        copy._size = self._size
-        copy._allocated = self._allocated
-        copy.budget = self.budget
+        # ``chunks`` before ``_allocated``: a load sets the count before it installs
+        # the chunks, so a count read after the chunks is theirs.
         copy.chunks = self.chunks
+        copy._allocated = self._allocated
+        copy._size = self._size
+        copy.budget = self.budget
         copy.data_epoch = self.data_epoch
         copy.owned = self.owned
-        copy.lazy = self.lazy
+        copy.backing = self.backing
+        copy._queue = 0
+        copy._seen = self._seen
+        copy._mark = 0
         return copy
 
     @classmethod
@@ -239,53 +318,62 @@ class File(Node):
     ) -> File:
         """A file whose bytes are loaded from ``content`` on first use."""
         node = cls(epoch, mode, uid, gid, now_ns, budget)
-        node.lazy = content
+        node.chunks = Absent(content, size)
         node._size = size
         return node
 
     def load(self) -> None:
-        """Bring content not loaded yet into memory now (see ``_load``); nothing if loaded."""
-        self._load()
+        """Bring data not in memory into memory now; nothing if it is."""
+        self.loaded_chunks()
+
+    def loaded_chunks(self) -> dict[int, Chunk]:
+        """The chunk dict, loaded first if the data is not in memory. The dict stays
+        whole for the caller even if the file is evicted meanwhile; callers on the
+        live tree hold the tree lock, as for any read of it."""
+        chunks = self.chunks
+        if type(chunks) is Absent:
+            built = self._build(chunks)
+            self._install(chunks, built, clean=True)
+            return built
+        return chunks
 
     def set_data(self, chunks: dict[int, Chunk], size: int) -> None:
         """Make ``chunks`` this new node's data and ``size`` its size (a journal's replay:
         the chunks are counted in the budget already, as every ``Chunk`` is)."""
+        self._allocated = sum(map(len, chunks.values()))
         self.chunks = chunks
         self._size = size
-        self._allocated = sum(map(len, chunks.values()))
         self.data_epoch = self.epoch
         self.owned = None
-        self.lazy = None
+        self.backing = None
 
     def resize(self, size: int) -> None:
         """Set the size of a new node that shares its data with the one it was cloned
         from (a journal's replay); the chunks already end within it."""
+        if size != self._size:
+            self.backing = None
         self._size = size
 
-    def _load(self) -> None:
-        """Fill the chunks from deferred content, a piece at a time. Safe on a
-        frozen node: the bytes it reads are the bytes it already stood for.
+    def _build(self, marker: Absent) -> dict[int, Chunk]:
+        """The chunks of ``marker``'s content, read a piece at a time (installing
+        them is ``_install``'s). Safe on any node: it changes nothing.
 
         Each chunk asks the budget before it is kept, reads and writes alike,
         so content past the budget raises ``NoSpaceError`` having kept nothing
-        (the file stays deferred; chunks of zeros stay holes and cost nothing).
-        Content longer or shorter than the file's size is EIO, also keeping
-        nothing; reading stops at the first byte too many.
+        (chunks of zeros stay holes and cost nothing). Content longer or shorter
+        than the file's size is EIO, also keeping nothing; reading stops at the
+        first byte too many.
         """
-        content = self.lazy
-        if content is None:
-            return
+        size = marker.size
         chunks: dict[int, Chunk] = {}
         pending = bytearray()  # the start of a chunk split across pieces
         loaded = 0
-        pieces = content.pieces(self.budget)
+        pieces = marker.content.pieces(self.budget)
         try:
             for piece in pieces:
                 view = memoryview(piece).cast("B")
-                if loaded + len(view) > self._size:
-                    raise OSError(
-                        errno.EIO, f"stored content is longer than {self._size} bytes expected"
-                    )
+                if loaded + len(view) > size:
+                    raise OSError(errno.EIO, f"stored content is longer than {size} bytes expected")
                 pos = 0
                 if pending:
                     pos = min(len(view), CHUNK_SIZE - len(pending))
@@ -298,10 +386,8 @@ class File(Node):
                     pos += CHUNK_SIZE
                 pending += view[pos:]
                 loaded += len(view)
-            if loaded != self._size:
-                raise OSError(
-                    errno.EIO, f"stored content has {loaded} bytes, expected {self._size}"
-                )
+            if loaded != size:
+                raise OSError(errno.EIO, f"stored content has {loaded} bytes, expected {size}")
             if pending:
                 self._keep(chunks, loaded // CHUNK_SIZE, memoryview(pending))
         except BaseException:
@@ -311,66 +397,106 @@ class File(Node):
             close = getattr(pieces, "close", None)
             if close is not None:
                 close()  # a generator stopped early lets its source go now
-        self.chunks = chunks
-        self._allocated = sum(map(len, chunks.values()))
-        self.lazy = None
+        return chunks
 
     def _keep(self, chunks: dict[int, Chunk], index: int, data: memoryview) -> None:
         """Keep ``data`` as chunk ``index`` of a load, if it holds anything but zeros."""
         if not is_zero(data):
-            self.budget.reserve(len(data))
-            chunks[index] = Chunk(self.budget, data)
+            with self.budget.granted(len(data)):
+                chunks[index] = Chunk(self.budget, data)
+
+    def _install(self, marker: Absent, chunks: dict[int, Chunk], *, clean: bool) -> bool:
+        """Make ``chunks`` (read from ``marker``) the data, if ``marker`` still is: a
+        concurrent load may have installed its own copy first (then this one is
+        dropped). Clean, the data is tracked for eviction; else it is about to
+        change. True if installed."""
+        residency = self.budget.residency
+        with residency.lock:
+            if self.chunks is not marker:
+                return False
+            self._allocated = sum(map(len, chunks.values()))  # before the chunks: see clone
+            self.chunks = chunks
+            self.backing = marker.content if clean else None
+            if clean:
+                residency.track(self)
+            return True
+
+    def back(self, content: Content) -> None:
+        """Note that ``content`` holds exactly this file's data (a store wrote it there,
+        or found it there): the data is clean, and may leave memory. Only for a node
+        of a frozen version, or of the live tree with its lock held since the data was
+        written to ``content``: no write may have come between."""
+        residency = self.budget.residency
+        with residency.lock:
+            if type(self.chunks) is not Absent:
+                self.backing = content
+                residency.track(self)
+
+    def _evict(self) -> None:
+        """Drop the data from memory, back to deferred on ``backing`` (the residency
+        does this, holding its lock, to a clean file in memory)."""
+        backing = self.backing
+        assert backing is not None
+        assert type(self.chunks) is not Absent
+        self.chunks = Absent(backing, self._size)
+        self.owned = None
+
+    def _make_dirty(self) -> None:
+        """Before a change: the data in memory, and no longer clean (so never evicted
+        while it changes). Only a writer of the live tree calls it, holding the tree
+        lock; the residency lock orders it with eviction and concurrent loads."""
+        while True:
+            chunks = self.chunks
+            if type(chunks) is Absent:
+                built = self._build(chunks)
+                if self._install(chunks, built, clean=False):
+                    return
+                continue  # another thread loaded it first: take that
+            if self.backing is None:
+                return  # dirty already: nothing evicts it, nothing makes it clean meanwhile
+            with self.budget.residency.lock:
+                if self.chunks is chunks:
+                    self.backing = None
+                    return
 
     def same_data(self, other: File) -> bool:
-        """True if both files hold the same bytes (cheap when data is shared or the
-        sizes differ: a lazy file is loaded only to compare it with one of its size)."""
+        """True if both files hold the same bytes (cheap when data is shared, both are
+        known to equal one stored content, or the sizes differ: a file not in memory
+        is loaded only to compare it with one of its size)."""
         if self._size != other._size:
             return False
-        if self.lazy is not None and other.lazy is not None and self.lazy.key == other.lazy.key:
+        mine = self.stored_key
+        if mine is not None and mine == other.stored_key:
             return True
-        self._load()
-        other._load()
-        if self.chunks is other.chunks:
+        ours, theirs_chunks = self.loaded_chunks(), other.loaded_chunks()
+        if ours is theirs_chunks:
             return True
-        for index in self.chunks.keys() | other.chunks.keys():
-            mine, theirs = self.chunks.get(index), other.chunks.get(index)
-            if mine is theirs:
+        for index in ours.keys() | theirs_chunks.keys():
+            a, b = ours.get(index), theirs_chunks.get(index)
+            if a is b:
                 continue
-            if _padded(mine, index, self._size) != _padded(theirs, index, other._size):
+            if _padded(a, index, self._size) != _padded(b, index, other._size):
                 return False
         return True
 
     def read(self, offset: int, size: int) -> bytes:
-        """Read up to ``size`` bytes at ``offset``; short at end of file."""
-        if self.lazy is not None:
-            self._load()
-        end = min(self._size, offset + size)
-        if offset >= end:
-            return b""
-        index, start = divmod(offset, CHUNK_SIZE)
-        if end - offset <= CHUNK_SIZE - start:  # the common case: one chunk
-            chunk = self.chunks.get(index)
-            if chunk is None:
-                return bytes(end - offset)
-            piece = bytes(memoryview(chunk)[start : start + end - offset])
-            if len(piece) < end - offset:
-                piece += bytes(end - offset - len(piece))
-            return piece
-        parts: list[Bytes] = []
-        pos = offset
-        while pos < end:
-            index, start = divmod(pos, CHUNK_SIZE)
-            count = min(CHUNK_SIZE - start, end - pos)
-            chunk = self.chunks.get(index)
-            if chunk is None:
-                parts.append(bytes(count))
-            else:
-                window = memoryview(chunk)[start : start + count]
-                parts.append(window)
-                if len(window) < count:
-                    parts.append(bytes(count - len(window)))
-            pos += count
-        return b"".join(parts)
+        """Read up to ``size`` bytes at ``offset``; short at end of file. Data not in
+        memory is loaded first (see ``read_absent``)."""
+        chunks = self.chunks
+        if type(chunks) is Absent:
+            return self.read_absent(chunks, offset, size)
+        self._seen = self.budget.residency.generation
+        return _read(chunks, self._size, offset, size)
+
+    def read_absent(self, marker: Absent, offset: int, size: int) -> bytes:
+        """Read from the data ``marker`` names: load it, read what was asked from what
+        was loaded, then install it (so no writer can change it while it is read).
+        Needs no tree lock: the FUSE layer takes ``marker`` under it (``absent``),
+        then reads from disk without it."""
+        built = self._build(marker)
+        data = _read(built, marker.size, offset, size)
+        self._install(marker, built, clean=True)
+        return data
 
     def write(self, offset: int, data: Bytes, epoch: int) -> None:
         """Write ``data`` at ``offset``, copying only the chunks it touches.
@@ -384,13 +510,20 @@ class File(Node):
         # A write adds at most its own bytes and the two partial chunks at its ends
         # (copied whole if a version shares them): only near the limit is the exact
         # cost worth its loop.
-        if not self.budget.has_room(total + 2 * CHUNK_SIZE):
-            self.budget.reserve(self._write_cost(offset, total))
+        bound = total + 2 * CHUNK_SIZE
+        cost = bound if self.budget.has_room(bound) else self._write_cost(offset, total)
+        with self.budget.granted(cost, self):
+            self._put(offset, view)
+        if offset + total > self._size:
+            self._size = offset + total
+
+    def _put(self, offset: int, view: memoryview) -> None:
+        """``write``'s copy, its room granted."""
         chunks = self.chunks
         owned = self.owned
         if owned is None:
             owned = self.owned = set()
-        pos = 0
+        pos, total = 0, len(view)
         while pos < total:
             index, start = divmod(offset + pos, CHUNK_SIZE)
             count = min(CHUNK_SIZE - start, total - pos)
@@ -410,8 +543,6 @@ class File(Node):
                 owned.add(index)
                 self._allocated += len(chunk) - before
             pos += count
-        if offset + total > self._size:
-            self._size = offset + total
 
     def _write_cost(self, offset: int, total: int) -> int:
         """Bytes a write of ``total`` bytes at ``offset`` would add (chunks it
@@ -435,12 +566,17 @@ class File(Node):
 
     def truncate(self, size: int, epoch: int) -> None:
         """Set the size; shrinking drops data, growing reads as zeros (a hole)."""
-        if self.lazy is not None and size != self._size:
-            if size == 0:  # nothing of it is kept: no need to load it
-                self.lazy = None
+        if size == self._size:
+            return
+        if size == 0 and type(self.chunks) is Absent:
+            # Nothing of it is kept: no need to load it. A new dict, so a concurrent
+            # load's install (which needs the marker) cannot bring the old data back.
+            with self.budget.residency.lock:
                 self.chunks, self.owned, self.data_epoch = {}, None, epoch
-            else:
-                self._load()
+                self._allocated = 0
+                self.backing = None
+        else:
+            self._make_dirty()
         if size < self._size:
             self._fill(size, self._size, epoch, zero=True, allocate=False)
         self._size = size
@@ -456,8 +592,7 @@ class File(Node):
         ``end``. Raises NoSpaceError, having changed nothing, if it needs more
         memory than the budget has left.
         """
-        if self.lazy is not None:
-            self._load()
+        self._make_dirty()
         stop = min(end, self._size) if keep_size else end
         beyond = max(0, end - max(start, self._size)) if allocate and keep_size else 0
         self._fill(start, stop, epoch, zero=zero, allocate=allocate, extra=beyond)
@@ -468,11 +603,15 @@ class File(Node):
         self, start: int, end: int, epoch: int, *, zero: bool, allocate: bool, extra: int = 0
     ) -> None:
         if start >= end:
-            self.budget.reserve(extra)
+            self.budget.reserve(extra, self)
             return
         self._own_data(epoch)
         plan = self._fill_plan(start, end, zero=zero, allocate=allocate)
-        self.budget.reserve(sum(cost for *_, cost in plan) + extra)
+        with self.budget.granted(sum(cost for *_, cost in plan) + extra, self):
+            self._apply(plan, zero=zero)
+
+    def _apply(self, plan: list[tuple[int, int, int, int, int]], *, zero: bool) -> None:
+        """``_fill``'s changes, their room granted."""
         owned = self.owned
         if owned is None:
             owned = self.owned = set()
@@ -508,7 +647,7 @@ class File(Node):
         first, last = start // CHUNK_SIZE, (end - 1) // CHUNK_SIZE
         if allocate:
             # Refuse a range far past the budget before listing its chunks.
-            self.budget.reserve(end - start - self._allocated)
+            self.budget.reserve(end - start - self._allocated, self)
             indices: Iterable[int] = range(first, last + 1)
         elif last - first >= len(self.chunks):  # only held chunks change: skip the holes
             indices = sorted(i for i in self.chunks if first <= i <= last)
@@ -537,12 +676,43 @@ class File(Node):
         return plan
 
     def _own_data(self, epoch: int) -> None:
-        if self.lazy is not None:
-            self._load()
+        self._make_dirty()
         if self.data_epoch != epoch:
             self.chunks = dict(self.chunks)
             self.owned = None
             self.data_epoch = epoch
+
+
+def _read(chunks: dict[int, Chunk], file_size: int, offset: int, size: int) -> bytes:
+    """Up to ``size`` bytes at ``offset`` of data held in ``chunks`` (a file of
+    ``file_size`` bytes); missing chunks and their ends read as zeros."""
+    end = min(file_size, offset + size)
+    if offset >= end:
+        return b""
+    index, start = divmod(offset, CHUNK_SIZE)
+    if end - offset <= CHUNK_SIZE - start:  # the common case: one chunk
+        chunk = chunks.get(index)
+        if chunk is None:
+            return bytes(end - offset)
+        piece = bytes(memoryview(chunk)[start : start + end - offset])
+        if len(piece) < end - offset:
+            piece += bytes(end - offset - len(piece))
+        return piece
+    parts: list[Bytes] = []
+    pos = offset
+    while pos < end:
+        index, start = divmod(pos, CHUNK_SIZE)
+        count = min(CHUNK_SIZE - start, end - pos)
+        chunk = chunks.get(index)
+        if chunk is None:
+            parts.append(bytes(count))
+        else:
+            window = memoryview(chunk)[start : start + count]
+            parts.append(window)
+            if len(window) < count:
+                parts.append(bytes(count - len(window)))
+        pos += count
+    return b"".join(parts)
 
 
 class _DataKey:

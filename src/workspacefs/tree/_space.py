@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
+from ._chunks import Chunk
 from ._lineage import Lineage, changes_between
 from ._nodes import File, Node
 from ._table import PAGE_BITS
@@ -326,22 +327,26 @@ def _unchanged_bytes(base: Version, changed: Collection[int]) -> int:
 def _count_inode(nodes: Collection[tuple[Node, int]], counts: dict[int, int]) -> None:
     """Add the bytes of one inode's distinct nodes to ``counts``, chunk by chunk
     where the nodes share some of them."""
-    files = [(node, mask) for node, mask in nodes if isinstance(node, File) and node.lazy is None]
-    if not files:
+    dicts: dict[int, tuple[File, int, dict[int, Chunk]]] = {}
+    for node, mask in nodes:
+        if not isinstance(node, File):
+            continue
+        chunks = node.resident()  # read once: a file may be loaded or evicted meanwhile
+        if chunks is None:
+            continue
+        held = dicts.get(id(chunks))
+        dicts[id(chunks)] = (node, mask if held is None else held[1] | mask, chunks)
+    if not dicts:
         return
-    dicts: dict[int, tuple[File, int]] = {}
-    for node, mask in files:
-        held = dicts.get(id(node.chunks))
-        dicts[id(node.chunks)] = (node, mask if held is None else held[1] | mask)
     if len(dicts) == 1:  # one data state (e.g. a chmod since): no chunk to tell apart
-        node, mask = next(iter(dicts.values()))
+        node, mask, _ = next(iter(dicts.values()))
         if node.held:
             counts[mask] = counts.get(mask, 0) + node.held
         return
-    chunks: dict[int, tuple[int, int]] = {}
-    for node, mask in dicts.values():
-        for chunk in node.chunks.values():
-            seen = chunks.get(id(chunk))
-            chunks[id(chunk)] = (len(chunk), mask if seen is None else seen[1] | mask)
-    for size, mask in chunks.values():
+    seen: dict[int, tuple[int, int]] = {}
+    for _, mask, chunks in dicts.values():
+        for chunk in chunks.values():
+            found = seen.get(id(chunk))
+            seen[id(chunk)] = (len(chunk), mask if found is None else found[1] | mask)
+    for size, mask in seen.values():
         counts[mask] = counts.get(mask, 0) + size

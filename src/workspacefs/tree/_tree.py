@@ -20,7 +20,8 @@ from __future__ import annotations
 import itertools
 import stat as _stat
 import time
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
+from typing import Protocol
 
 from .._errors import (
     AlreadyExistsError,
@@ -38,6 +39,7 @@ from .._errors import (
 )
 from ._budget import MemoryBudget
 from ._causes import CURRENT, Cause
+from ._collector import collector_paused
 from ._diff import changed_entries
 from ._guard import Guard, Pending
 from ._journal import Journal, TreeLock
@@ -62,6 +64,41 @@ FALLOC_FL_PUNCH_HOLE = 0x02
 FALLOC_FL_ZERO_RANGE = 0x10
 
 _tree_ids = itertools.count(1)
+
+
+class Unlisted(Protocol):
+    """The entries of a directory not listed yet: directories listed when first needed,
+    so that a large tree serves before it is all built.
+
+    A tree loaded from a repository of hundreds of thousands of files takes seconds to
+    build (a node per entry, each checked), while the first thing asked of it is one
+    directory. So a loader may leave directories *unlisted* (``Tree.defer_listing``):
+    the directory node exists, with its attributes, and its entries are made the first
+    time anything reaches it -- a lookup, a listing, a path through it -- by the
+    ``Unlisted`` source it was given, under the tree lock, in whichever thread asked.
+    Meanwhile a loader lists the rest in the background (``Tree.list_next``, oldest
+    first: breadth first when each listing defers its subdirectories).
+
+    What must see the whole tree lists the rest first (``Tree.list_all``): every write
+    (so that nothing the loader makes can meet a change, and the state as loaded can be
+    frozen whole at the end), and every freeze -- a snapshot, a fork, a journal's
+    frozen state, a walk of a frozen copy, the change feed's -- since a frozen version
+    never changes and so could never be listed later. Listing is not a change anyone
+    made: it is not attributed to a cause, not published to the lock's subscribers
+    and observers (the kernel was never shown the entries, so it has nothing to
+    forget; the change feed has nothing to tell), and not asked of access rules (their
+    counts start again once the tree is whole); but it is in the change sets that
+    snapshots and journals use, as a load's building always was.
+
+    A source checks what it lists before it makes a node, so a listing that fails
+    (damaged or hostile data) changes nothing and is tried again on the next access,
+    failing the same way with the same error.
+    """
+
+    def list(self, tree: Tree, ino: int) -> None:
+        """Make the entries of directory ``ino`` in ``tree`` (the tree's lock held);
+        raise, having made nothing, if they cannot be made."""
+        ...
 
 
 def validate_name(name: str) -> None:
@@ -93,9 +130,12 @@ class Tree(TreeView):
         "_head",
         "_held",
         "_journal",
+        "_listing",
         "_next_ino",
+        "_on_listed",
         "_orphans",
         "_unjournalled",
+        "_unlisted",
         "_versions",
         "attributing",
         "blame_full_commands",
@@ -181,11 +221,86 @@ class Tree(TreeView):
         """The access rules asked before every change (``_guard``); None: no rules in
         force, which is what a tree costs without them (one attribute test a change).
         Set by the ``fs`` layer's ``AccessRules``, under the lock."""
+        # Directories whose entries are made when first needed (``Unlisted``), oldest
+        # first; True while one is being listed; what to call once none is left.
+        self._unlisted: dict[int, Unlisted] = {}
+        self._listing = False
+        self._on_listed: Callable[[], None] | None = None
+
+    # -- directories listed when first needed (see ``Unlisted``) ----------------
+
+    def defer_listing(self, ino: int, source: Unlisted, subdirectories: int = 0) -> None:
+        """Leave directory ``ino``, which has no entries yet, unlisted: ``source`` makes
+        its entries the first time anything reaches it. ``subdirectories`` is how many
+        of them are directories: its link count says so meanwhile (``find`` reads it).
+        Hold the lock."""
+        directory = self._mutable_dir(ino)
+        if directory.entries:
+            raise InvalidArgumentError("a directory with entries is listed", self.describe(ino))
+        directory.nlink = 2 + subdirectories
+        self._unlisted[ino] = source
+
+    def when_listed(self, done: Callable[[], None]) -> None:
+        """Call ``done`` (holding the lock, in the thread that listed the last one) once
+        no directory is left unlisted: a loader freezes the state it loaded there."""
+        self._on_listed = done
+
+    @property
+    def unlisted(self) -> int:
+        """How many directories are left unlisted (0 once the tree is whole)."""
+        return len(self._unlisted)
+
+    def list_next(self) -> bool:
+        """List the directory left unlisted longest; False if none is left. Hold the lock."""
+        if not self._unlisted:
+            return False
+        self._list(next(iter(self._unlisted)))
+        return True
+
+    def list_all(self) -> None:
+        """List every directory left unlisted (see ``Unlisted``). Hold the lock."""
+        while self._unlisted:
+            self._list(next(iter(self._unlisted)))
+
+    def _list(self, ino: int) -> None:
+        source = self._unlisted.pop(ino)
+        journal, attributing, guard = self._journal, self.attributing, self.guard
+        # Not a change: neither attributed, nor published, nor asked of access rules.
+        self._journal, self.attributing, self.guard, self._listing = Journal(), False, None, True
+        try:
+            # A load's many nodes, which the collector would walk again and again.
+            with collector_paused():
+                self._list_from(ino, source)
+        finally:
+            self._journal, self.attributing, self.guard = journal, attributing, guard
+            self._listing = False
+        if self._unlisted:
+            return
+        if guard is not None:
+            guard.reset()  # what it counted (quotas) is of a tree now whole
+        done = self._on_listed
+        if done is not None:
+            self._on_listed = None
+            done()
+
+    def _list_from(self, ino: int, source: Unlisted) -> None:
+        directory = self._mutable_dir(ino)
+        nlink, directory.nlink = directory.nlink, 2  # its subdirectories count themselves
+        try:
+            source.list(self, ino)
+        except BaseException:
+            # Nothing made: tried again on the next access.
+            directory.nlink = nlink
+            self._unlisted[ino] = source
+            raise
 
     # -- versions ------------------------------------------------------------
 
     def snapshot(self) -> Version:
-        """Freeze the current state in O(1) and return it."""
+        """Freeze the current state in O(1) and return it (every directory listed
+        first: see ``Unlisted``)."""
+        if self._unlisted:
+            self.list_all()
         lineage = Lineage(self._head, self._changes, self._causes)
         version = Version(
             self._table,
@@ -208,8 +323,11 @@ class Tree(TreeView):
         Unlike ``snapshot``, a journal's freezes add no step to the tree's history
         (a journal freezing every second would grow it without end): the tree only
         moves to a new epoch, so what changes after the freeze is copied first and
-        the frozen table stays as it was. Hold the lock.
+        the frozen table stays as it was. Every directory is listed first (see
+        ``Unlisted``). Hold the lock.
         """
+        if self._unlisted:
+            self.list_all()
         self._unjournalled = set()
         self._epoch = next(self._epochs)
         return TreeView(self._table)
@@ -222,8 +340,16 @@ class Tree(TreeView):
         so its next write to each page, node or chunk copies it and the view stays
         as it was. For readers that compare states as they go (the change feed).
         """
+        if self._unlisted:
+            self.list_all()
         self._epoch = next(self._epochs)
         return TreeView(self._table)
+
+    def start_tracking(self) -> None:
+        """Start recording which inodes change, as ``track_changes`` does, without a
+        frozen state (a new journal, whose first record holds every inode anyway):
+        directories left unlisted stay so. Hold the lock."""
+        self._unjournalled = set()
 
     def freeze_changes(self) -> tuple[TreeView, set[int]] | None:
         """The state now, frozen, and the inodes changed since the last freeze (a
@@ -232,6 +358,8 @@ class Tree(TreeView):
         changed = self._unjournalled
         if not changed:
             return None
+        if self._unlisted:
+            self.list_all()  # what it makes joins ``changed`` (the same set)
         self._unjournalled = set()
         self._epoch = next(self._epochs)
         return TreeView(self._table), changed
@@ -262,6 +390,8 @@ class Tree(TreeView):
         """Put each ``(ino, node)`` of ``states`` in the live state as it is (None: no
         inode there), and set the counts: a journal's replay, whose records hold whole
         inode states that agree with each other. Hold the lock."""
+        if self._unlisted:
+            self.list_all()
         for ino, node in states:
             self._store(ino, node)
         self._next_ino = max(self._next_ino, next_ino)
@@ -333,6 +463,8 @@ class Tree(TreeView):
         """
         if version.tree_id != self.id:
             raise InvalidArgumentError("version belongs to another tree", None)
+        if self._unlisted:
+            self.list_all()
         journal = Journal()
         journal.inodes = self.changes_since(version)
         return self._adopt(version, journal)
@@ -357,6 +489,8 @@ class Tree(TreeView):
         """
         if other._epochs is not self._epochs or other is self:
             raise InvalidArgumentError("not a fork of this tree", None)
+        if self._unlisted:
+            self.list_all()
         ours, theirs = diverged(self.pending(), other.pending())
         if ours:
             return None
@@ -423,15 +557,26 @@ class Tree(TreeView):
             node = self._orphans.get(ino)
             if node is None:
                 raise NotFoundError(f"no inode {ino}", None)
+        elif self._unlisted and ino in self._unlisted and not self._listing:
+            self._list(ino)
+            return self.node(ino)
         return node
 
     def get(self, ino: int) -> Node | None:
         node = self._table.get(ino)
-        return node if node is not None else self._orphans.get(ino)
+        if node is None:
+            return self._orphans.get(ino)
+        if self._unlisted and ino in self._unlisted and not self._listing:
+            self._list(ino)
+            return self._table.get(ino)
+        return node
 
     def _mutable(self, ino: int, node: Node | None = None) -> Node:
         """The node at ``ino`` (``node``, if the caller has looked it up), cloned
         first if a frozen version may share it."""
+        if self._unlisted and not self._listing:
+            self.list_all()  # a write sees the whole tree (see ``Unlisted``)
+            node = None  # listing may have copied it
         if node is None:
             node = self.node(ino)
         if node.epoch != self._epoch:
@@ -534,6 +679,8 @@ class Tree(TreeView):
 
     def create(self, parent: int, name: str, mode: int = 0o644, uid: int = 0, gid: int = 0) -> int:
         """Create an empty regular file; return its inode."""
+        if self._unlisted and not self._listing:
+            self.list_all()  # first: listing may start a new epoch (a loader's freeze)
         node = File(self._epoch, mode, uid, gid, time.time_ns(), self.budget)
         return self._add(parent, name, node, "create")
 
@@ -557,6 +704,8 @@ class Tree(TreeView):
 
     def mkdir(self, parent: int, name: str, mode: int = 0o755, uid: int = 0, gid: int = 0) -> int:
         """Create a directory; return its inode."""
+        if self._unlisted and not self._listing:
+            self.list_all()  # first: listing may start a new epoch (a loader's freeze)
         directory = Directory(self._epoch, mode, uid, gid, time.time_ns())
         return self._add(parent, name, directory, "mkdir")
 
@@ -584,6 +733,8 @@ class Tree(TreeView):
             return self.mkdir(parent, name, mode, uid, gid)
         if kind not in (_stat.S_IFIFO, _stat.S_IFSOCK, _stat.S_IFCHR, _stat.S_IFBLK):
             raise InvalidArgumentError(f"cannot mknod file type {kind:o}", name)
+        if self._unlisted and not self._listing:
+            self.list_all()
         node = Special(self._epoch, kind | (mode & 0o7777), rdev, uid, gid, time.time_ns())
         return self._add(parent, name, node, "mknod")
 
@@ -594,6 +745,8 @@ class Tree(TreeView):
             raise InvalidPathError("invalid symlink target", name)
         if len(encoded) >= PATH_MAX:
             raise NameTooLongError(f"symlink target longer than {PATH_MAX} bytes", name)
+        if self._unlisted and not self._listing:
+            self.list_all()
         link = Symlink(self._epoch, target, uid, gid, time.time_ns())
         return self._add(parent, name, link, "symlink")
 
@@ -927,8 +1080,20 @@ class Tree(TreeView):
     def live_data_bytes(self) -> int:
         """Bytes of file data the live tree holds (orphans too): what would
         stay held if every version were dropped. O(inodes)."""
-        held = sum(node.held for node in nodes(self._table) if isinstance(node, File))
-        return held + sum(node.held for node in self._orphans.values() if isinstance(node, File))
+        return self.live_residency()[0]
+
+    def live_residency(self) -> tuple[int, int]:
+        """Bytes of the live tree's file data (orphans too) in memory, and bytes of
+        it not in memory (files deferred on stored content: never loaded, or
+        evicted). O(inodes)."""
+        held = absent = 0
+        for node in itertools.chain(nodes(self._table), self._orphans.values()):
+            if isinstance(node, File):
+                if node.absent() is None:
+                    held += node.held
+                else:
+                    absent += node.size
+        return held, absent
 
     def replace(self, ino: int, data: bytes | bytearray | memoryview) -> None:
         """Make ``data`` the whole content of file ``ino``: all or nothing.
@@ -939,7 +1104,10 @@ class Tree(TreeView):
         if self.guard is not None:  # the whole change at once: all or nothing
             self.guard.check_change(self, ino, "write", len(data) - self._file(ino).size)
         node = self._mutable_file(ino)
-        node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch))
+        # Data a store holds need not stay while the new data comes in: the versions
+        # sharing it can then let it go too (and the file keeps it, if this fails).
+        node.budget.residency.drop(node)
+        node.budget.reserve(len(data) - node.exclusive_bytes(self._epoch), node)
         self.truncate(ino, 0)
         self.write(ino, 0, data)
 

@@ -41,3 +41,17 @@ def make_way() -> None:
     """For a long reader, between items: sleep a moment if a mount is busy."""
     if time.perf_counter_ns() - _last_request < BUSY_NS:
         time.sleep(PAUSE)
+
+
+def wait_idle(limit: float) -> None:
+    """For work nobody waits for (a hydration in the background), between items: sleep
+    while a mount is busy, up to ``limit`` seconds. A mount's requests that need that
+    work do it themselves meanwhile (e.g. list what they reach), so each of them waits
+    for the background at most one item; ``limit`` keeps the background going, slowly,
+    under a mount busy without end."""
+    deadline = time.perf_counter_ns() + int(limit * 1e9)
+    while True:
+        now = time.perf_counter_ns()
+        if now - _last_request >= BUSY_NS or now >= deadline:
+            return
+        time.sleep(BUSY_NS / 1e9)

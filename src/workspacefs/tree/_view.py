@@ -6,7 +6,8 @@ the tree (O(name count) for readdir, O(depth) for paths).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 
 from .._errors import (
     InvalidArgumentError,
@@ -80,6 +81,19 @@ class TreeView:
 
     def read(self, ino: int, offset: int, size: int) -> bytes:
         """Up to ``size`` bytes of file ``ino`` at ``offset``."""
+        return self._readable(ino, offset, size).read(offset, size)
+
+    def prepare_read(self, ino: int, offset: int, size: int) -> bytes | Callable[[], bytes]:
+        """``read``, or, if the file's data is not in memory, a function that loads it
+        and returns those bytes: call it after releasing the tree lock, so the disk
+        is read without it (the bytes are those of the file as it is now)."""
+        node = self._readable(ino, offset, size)
+        marker = node.absent()
+        if marker is None:
+            return node.read(offset, size)
+        return functools.partial(node.read_absent, marker, offset, size)
+
+    def _readable(self, ino: int, offset: int, size: int) -> File:
         node = self.node(ino)
         if not isinstance(node, File):
             if isinstance(node, Directory):
@@ -87,7 +101,7 @@ class TreeView:
             raise InvalidArgumentError("not a regular file", self.describe(ino))
         if offset < 0 or size < 0:
             raise InvalidArgumentError("negative offset or size", self.describe(ino))
-        return node.read(offset, size)
+        return node
 
     def readdir(self, ino: int) -> list[tuple[str, int]]:
         """The entries of directory ``ino`` as (name, inode), in creation order.
