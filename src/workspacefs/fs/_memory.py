@@ -409,7 +409,7 @@ class InMemoryFilesystem(TreeFilesystem):
         return record
 
     def observe_snapshots(self, observer: SnapshotObserver) -> Callable[[], None]:
-        """Tell ``observer`` of every snapshot taken and deleted from now on, before the
+        """Tell ``observer`` of every snapshot taken, adopted and deleted from now on, before the
         call that took or deleted it returns (a journal makes it durable there);
         returns the function that stops it."""
         self._observers.append(observer)
@@ -440,6 +440,8 @@ class InMemoryFilesystem(TreeFilesystem):
             if history is not None:
                 anchor = Anchor(record, version, version.lineage)
                 self._recorded[version.lineage] = Recorded(anchor, history)
+            for observer in self._observers:
+                observer.snapshot_adopted(record, version)
         return version
 
     def restore(
