@@ -113,7 +113,10 @@ class AccessRules:
         origin: AccessRules | None = None,
         mount_point: str | None = None,
     ) -> None:
-        self._tree = tree
+        # Weakly: a fork's rules keep its origin's (the rules it inherits, and the link
+        # to the workspace's, which bind it whatever becomes of the fork between), but
+        # not the origin's tree, which dropping that fork must free.
+        self._tree_ref = weakref.ref(tree)
         self._mount_point = mount_point
         self._scope = scope
         self._origin = origin
@@ -132,6 +135,13 @@ class AccessRules:
             origin._children.add(self)
             with tree.lock:
                 self._recompile(shown=False)  # O(1): a new fork, of which nothing is cached
+
+    @property
+    def _tree(self) -> Tree:
+        """The tree guarded; only its own callers ask, so it is alive."""
+        tree = self._tree_ref()
+        assert tree is not None, "the rules of a dropped tree guard nothing"
+        return tree
 
     # -- the rules -------------------------------------------------------------------
 
@@ -217,15 +227,32 @@ class AccessRules:
         # One tree's lock at a time, never this one's with a fork's: ``fast_forward``
         # takes a pair in its own order.
         for child in list(self._children):
-            with child._tree.lock:
-                shown = child._recompile()
-            child._tell(shown)
+            tree = child._tree_ref()
+            if tree is None:  # a dropped fork whose forks live on: they inherit through it
+                child._compile()
+            else:
+                with tree.lock:
+                    shown = child._recompile()
+                child._tell(shown)
             child._tell_forks()
 
     def _recompile(self, *, shown: bool = True) -> list[tuple[int, str]]:
         """Compile the rules in force and arm (or disarm) the tree; hold its lock. The
         entries a hidden rule now covers, or no longer does, come back (with ``shown``)."""
         before = self._compiled
+        compiled = self._compile()
+        self.hides = bool(compiled.hidden)
+        if set(compiled.counted) != set(before.counted):
+            self._usage = None
+        self._tree.guard = self if compiled.rules else None
+        if not shown:
+            return []
+        return self._republish(
+            {a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)}
+        )
+
+    def _compile(self) -> _Compiled:
+        """Compile the rules in force (the origin's, then this tree's own)."""
         actives = [] if self._origin is None else list(self._origin._compiled.rules)
         actives += [_Active(rule, self._scope, matcher(rule.pattern)) for rule in self._own]
         quotas = tuple(a for a in actives if a.rule.mode == "quota")
@@ -237,15 +264,7 @@ class AccessRules:
         )
         self._compiled = compiled
         self._covered = {}
-        self.hides = bool(compiled.hidden)
-        if set(compiled.counted) != set(before.counted):
-            self._usage = None
-        self._tree.guard = self if compiled.rules else None
-        if not shown:
-            return []
-        return self._republish(
-            {a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)}
-        )
+        return compiled
 
     def _republish(self, changed: dict[str, Matcher]) -> list[tuple[int, str]]:
         """Tell the tree's subscribers (the mount) that the entries these hidden

@@ -137,6 +137,7 @@ class Tree(TreeView):
         "_unjournalled",
         "_unlisted",
         "_versions",
+        "__weakref__",  # a fork's access rules refer to its origin's tree without keeping it
         "attributing",
         "blame_full_commands",
         "budget",
