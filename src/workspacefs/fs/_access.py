@@ -44,6 +44,8 @@ from datetime import UTC, datetime
 
 from .._errors import AccessDeniedError, FsError, InvalidArgumentError, QuotaExceededError
 from ..tree import ROOT_INO, Directory, File, Tree, TreeView, current_cause
+from ._history import SnapshotChanges
+from ._snapshots import FilesystemDiff
 from ._rules import DeclaredRules, Denial, Matcher, Rule, RuleScope, byte_count, matcher
 
 SHOWN, HIDDEN, DEPENDS = 0, 1, 2
@@ -128,6 +130,7 @@ class AccessRules:
         self._log_lock = threading.Lock()  # denials are read without the tree lock
         self._usage: dict[str, int] | None = None  # quota pattern -> bytes; None: count anew
         self._observers: list[Callable[[list[tuple[int, str]]], None]] = []
+        self._on_denial: list[Callable[[Denial], None]] = []
         self._covered: dict[str, tuple[_Active, ...]] = {}  # path -> rules covering it
         self.hides = False
         """True if a hidden rule is in force (readers test it before asking ``hidden``)."""
@@ -318,6 +321,19 @@ class AccessRules:
             found = [d for d in found if d.path == path or d.path.startswith(path + "/")]
         return found
 
+    def on_denial(self, listener: Callable[[Denial], None]) -> Callable[[], None]:
+        """Call ``listener`` with each denial as it is recorded (in the refused thread,
+        under the tree's lock: it must only take note, as the change feed does).
+        Returns the function that stops it."""
+        with self._log_lock:
+            self._on_denial.append(listener)
+
+        def stop() -> None:
+            with self._log_lock, contextlib.suppress(ValueError):
+                self._on_denial.remove(listener)
+
+        return stop
+
     def _deny(self, active: _Active, path: str, action: str) -> FsError:
         """Record the denial of ``action`` on ``path`` (slashed) and return its error."""
         rule = active.rule
@@ -334,9 +350,11 @@ class AccessRules:
         with self._log_lock:
             self._seq += 1
             now = datetime.now(UTC)
-            self._denials.append(
-                Denial(self._seq, now, shown, action, rule, active.scope, code, cause)
-            )
+            denial = Denial(self._seq, now, shown, action, rule, active.scope, code, cause)
+            self._denials.append(denial)
+            listeners = tuple(self._on_denial)
+        for listener in listeners:
+            listener(denial)
         message = f"refused by {active.scope} access rule {rule.describe()}"
         if rule.mode == "quota":
             used = (self._usage or {}).get(rule.pattern, 0)
@@ -386,6 +404,28 @@ class AccessRules:
         if not self.hides:
             return None
         return lambda path: self.hidden_path("/" + path if path else "")
+
+    def shown_diff(self, diff: FilesystemDiff) -> FilesystemDiff:
+        """``diff`` without the paths hidden from the cause in effect."""
+        hidden = self.hidden_filter()
+        if hidden is None:
+            return diff
+        return dataclasses.replace(
+            diff,
+            added=tuple(p for p in diff.added if not hidden(p)),
+            modified=tuple(p for p in diff.modified if not hidden(p)),
+            deleted=tuple(p for p in diff.deleted if not hidden(p)),
+        )
+
+    def shown_changes(self, changes: SnapshotChanges) -> SnapshotChanges:
+        """``changes`` without the paths hidden from the cause in effect."""
+        hidden = self.hidden_filter()
+        if hidden is None:
+            return changes
+        shown = tuple(change for change in changes.changes if not hidden(change.path))
+        if len(shown) == len(changes.changes):
+            return changes
+        return dataclasses.replace(changes, changes=shown)
 
     # -- the guard (the tree's lock is held) ----------------------------------------
 

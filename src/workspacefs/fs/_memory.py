@@ -454,7 +454,7 @@ class InMemoryFilesystem(TreeFilesystem):
             if if_unchanged_since is not None:
                 # O(changes since it): the change sets name what may differ (none: done at
                 # once), and a changed file is read only to compare it with one of its size.
-                changes = self.diff(if_unchanged_since)
+                changes = self._diff(if_unchanged_since, None)  # hidden paths count too
                 if changes.changed:
                     raise changed_since(changes)
             self._live.restore(version)
@@ -463,7 +463,16 @@ class InMemoryFilesystem(TreeFilesystem):
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
     ) -> FilesystemDiff:
-        """Files added, modified and deleted from ``base`` to ``target`` (or live), O(changes)."""
+        """Files added, modified and deleted from ``base`` to ``target`` (or live), O(changes).
+
+        Paths an access rule hides (from the cause in effect) are left out, as listings
+        leave them out."""
+        return self._rules.shown_diff(self._diff(base, target))
+
+    def _diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None
+    ) -> FilesystemDiff:
+        """``diff`` with every path, hidden ones too."""
         before = self.version(base)
         if target is not None:
             after = self.version(target)
@@ -487,7 +496,7 @@ class InMemoryFilesystem(TreeFilesystem):
         from then on every change, through the API or the mount, becomes events."""
         with self._feed_lock:
             if self._feed is None:
-                self._feed = ChangeFeed(self._live)
+                self._feed = ChangeFeed(self._live, rules=self._rules)
             return self._feed
 
     def events(
@@ -555,16 +564,21 @@ class InMemoryFilesystem(TreeFilesystem):
     def blame_full_commands(self, on: bool) -> None:
         self._live.blame_full_commands = bool(on)
 
-    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+    def changes(
+        self, snapshot: FilesystemSnapshot | None = None, *, everything: bool = False
+    ) -> SnapshotChanges:
         """What ``snapshot`` changed since the snapshot before it (None: what the live
         workspace changed since its last snapshot), with the cause of each change.
 
         "The snapshot before it" is the nearest earlier one still kept on its
         line of history (its origin's too, for a fork), or, before a snapshot
-        loaded from git, what git recorded. O(changes).
+        loaded from git, what git recorded. O(changes). Paths an access rule hides
+        are left out, unless ``everything`` (what the workspace records of itself:
+        the store's journal, the commits git persists).
         """
         for step in self._steps(snapshot):
-            return changes_of(step)
+            found = changes_of(step)
+            return found if everything else self._rules.shown_changes(found)
         return SnapshotChanges(snapshot, None, ())
 
     def history(
@@ -572,6 +586,7 @@ class InMemoryFilesystem(TreeFilesystem):
         snapshot: FilesystemSnapshot | None = None,
         *,
         anchors: Iterable[tuple[FilesystemSnapshot, Version]] = (),
+        everything: bool = False,
     ) -> Iterator[SnapshotChanges]:
         """``changes`` of ``snapshot`` (None: the live workspace) and of every earlier
         snapshot on its line of history, newest first, lazily.
@@ -580,9 +595,11 @@ class InMemoryFilesystem(TreeFilesystem):
             snapshot: Where to start.
             anchors: More versions to count changes from, with their records
                 (e.g. the last one persisted, which the store may have dropped).
+            everything: Paths an access rule hides too (see ``changes``).
         """
         for step in self._steps(snapshot, anchors):
-            yield changes_of(step)
+            found = changes_of(step)
+            yield found if everything else self._rules.shown_changes(found)
 
     def blame(self, path: str, *, snapshot: FilesystemSnapshot | None = None) -> list[BlameEntry]:
         """Every change to the file at ``path`` over the workspace's history, newest
@@ -596,6 +613,8 @@ class InMemoryFilesystem(TreeFilesystem):
             IsADirectoryError: ``path`` is a directory (blame the files in it).
         """
         norm = self._normalize(path)
+        if self._rules.hidden_path("/" + norm if norm else ""):
+            return []  # not there for this reader, nor is its history
         start = self._start(snapshot)
         with start.lock:
             ino = start.view.resolve_path(norm)
