@@ -407,7 +407,7 @@ def test_a_fork_of_a_dropped_fork_keeps_the_rules_it_inherits() -> None:
     with pytest.raises(AccessDeniedError):
         grandchild.write("src/app.py", "x")
     fs.rules.add(READ_ONLY)  # the workspace's later rules still reach it, through the fork
-    assert grandchild.rules.in_force == (READ_ONLY, Rule("src"))
+    assert grandchild.rules.in_force == (READ_ONLY, Rule("src"))  # type: ignore[comparison-overlap]
     with pytest.raises(AccessDeniedError):
         grandchild.write(".git/config", "x")
     fs.rules.clear()

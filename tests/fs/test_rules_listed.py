@@ -7,7 +7,14 @@ import errno
 
 import pytest
 
-from workspacefs import AccessDeniedError, Cause, InMemoryFilesystem, Rule, attributed
+from workspacefs import (
+    AccessDeniedError,
+    Cause,
+    FilesystemSnapshot,
+    InMemoryFilesystem,
+    Rule,
+    attributed,
+)
 from workspacefs.fs import ChangeEvent, ChangeStream
 
 CALL = Cause.call("write_file", "toolu_01")
@@ -22,7 +29,7 @@ def drain(stream: ChangeStream, quiet: float = 0.5) -> list[ChangeEvent]:
     return found
 
 
-def changed_in_secret() -> tuple[InMemoryFilesystem, object]:
+def changed_in_secret() -> tuple[InMemoryFilesystem, FilesystemSnapshot]:
     """A workspace whose hidden paths changed after its first snapshot, as did a shown one."""
     fs = InMemoryFilesystem()
     fs.write(".env", "TOKEN=1\n")
@@ -42,10 +49,10 @@ def changed_in_secret() -> tuple[InMemoryFilesystem, object]:
 
 def test_diff_leaves_hidden_paths_out() -> None:
     fs, first = changed_in_secret()
-    diff = fs.diff(first)  # type: ignore[arg-type]
+    diff = fs.diff(first)
     assert (diff.added, diff.modified, diff.deleted) == ((), ("app.py",), ())
     (second,) = [s for s in fs.snapshots() if s.tag == "second"]
-    between = fs.diff(first, second)  # type: ignore[arg-type]
+    between = fs.diff(first, second)
     assert (between.added, between.modified, between.deleted) == ((), ("app.py",), ())
 
 
@@ -71,8 +78,8 @@ def test_a_rule_for_one_tool_hides_the_paths_from_its_calls_alone() -> None:
     fs, first = changed_in_secret()
     fs.rules.set([Rule(".env", "hidden", tool="shell")])
     with attributed(Cause.call("shell", "toolu_02")):
-        assert fs.diff(first).modified == ("app.py",)  # type: ignore[arg-type]
-    assert fs.diff(first).modified == (".env", "app.py")  # type: ignore[arg-type]
+        assert fs.diff(first).modified == ("app.py",)
+    assert fs.diff(first).modified == (".env", "app.py")
 
 
 def test_the_store_and_git_still_record_hidden_paths() -> None:

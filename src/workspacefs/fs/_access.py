@@ -45,8 +45,8 @@ from datetime import UTC, datetime
 from .._errors import AccessDeniedError, FsError, InvalidArgumentError, QuotaExceededError
 from ..tree import ROOT_INO, Directory, File, Tree, TreeView, current_cause
 from ._history import SnapshotChanges
-from ._snapshots import FilesystemDiff
 from ._rules import DeclaredRules, Denial, Matcher, Rule, RuleScope, byte_count, matcher
+from ._snapshots import FilesystemDiff
 
 SHOWN, HIDDEN, DEPENDS = 0, 1, 2
 """``AccessRules.visibility``: an entry is hidden from nobody, everybody, or some tools."""

@@ -2,9 +2,9 @@
 
 An event says that some paths were added, modified or deleted, and who did
 it; a ``denied`` event that an access rule refused a change (the ``Denial``:
-path, action, rule, errno, cause); a ``gap`` event says that events were lost to the reader (it resumed
-from an id the feed no longer keeps, or from another run of it) and that it
-must rescan the workspace. Ids are opaque strings, ``<stream>-<n>``: a feed
+path, action, rule, errno, cause); a ``gap`` event says that events were lost
+to the reader (it resumed from an id the feed no longer keeps, or from another
+run of it) and that it must rescan the workspace. Ids are opaque strings, ``<stream>-<n>``: a feed
 numbers its events from 1 in a stream named anew each time it starts, so an
 id from an earlier run (a restarted daemon) is told from a current one.
 
@@ -40,8 +40,8 @@ class ChangeEvent:
         kind: ``added``, ``modified`` or ``deleted`` (files, symlinks and special
             files, as ``diff`` and ``blame`` count them: a directory changes
             through what it holds); ``denied`` when an access rule refused a change
-            (``denial`` says which, of what, and who tried); ``gap`` when events were lost to this reader,
-            which must rescan the workspace (then go on from this event).
+            (``denial`` says which, of what, and who tried); ``gap`` when events
+            were lost to this reader, which must rescan the workspace (then go on from this event).
         paths: The paths, sorted (none for a gap; the refused one for a denial).
         causes: Who made the change, oldest first (a tool call, or a process with
             its command and container); empty when no cause was in effect.

@@ -64,7 +64,7 @@ from ..tree import (
     mount_busy,
 )
 from ._access import MAX_DENIALS
-from ._events import ChangeEvent, ChangeStream, event_id, parse_event_id
+from ._events import ChangeEvent, ChangeStream, EventKind, event_id, parse_event_id
 from ._patterns import Matcher, path_matcher
 from ._rules import Denial
 
@@ -257,15 +257,12 @@ class ChangeFeed:
         hidden = None if self._rules is None else self._rules.hidden_filter()
         if hidden is not None:
             found = (change for change in found if not hidden(change[1]))
-        refusals = (
-            ("denied", (d.path,), () if d.cause is None else (d.cause,), d) for d in denied
-        )
+        refusals: Iterator[tuple[EventKind, tuple[str, ...], tuple[Cause, ...], Denial | None]]
+        refusals = (("denied", (d.path,), () if d.cause is None else (d.cause,), d) for d in denied)
         changes = ((kind, paths, who, None) for kind, paths, who in _grouped(found))
         self._keep(
             ChangeEvent(event_id(self.stream, self._last + n), kind, paths, who, when, denial)
-            for n, (kind, paths, who, denial) in enumerate(
-                itertools.chain(refusals, changes), 1
-            )
+            for n, (kind, paths, who, denial) in enumerate(itertools.chain(refusals, changes), 1)
         )
 
     def _keep(self, events: Iterable[ChangeEvent]) -> None:

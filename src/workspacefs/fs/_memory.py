@@ -469,9 +469,7 @@ class InMemoryFilesystem(TreeFilesystem):
         leave them out."""
         return self._rules.shown_diff(self._diff(base, target))
 
-    def _diff(
-        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None
-    ) -> FilesystemDiff:
+    def _diff(self, base: FilesystemSnapshot, target: FilesystemSnapshot | None) -> FilesystemDiff:
         """``diff`` with every path, hidden ones too."""
         before = self.version(base)
         if target is not None:

@@ -123,6 +123,7 @@ class Tree(TreeView):
     """
 
     __slots__ = (
+        "__weakref__",  # a fork's access rules refer to its origin's tree without keeping it
         "_causes",
         "_changes",
         "_epoch",
@@ -137,7 +138,6 @@ class Tree(TreeView):
         "_unjournalled",
         "_unlisted",
         "_versions",
-        "__weakref__",  # a fork's access rules refer to its origin's tree without keeping it
         "attributing",
         "blame_full_commands",
         "budget",
