@@ -562,21 +562,22 @@ class InMemoryFilesystem(TreeFilesystem):
     def blame_full_commands(self, on: bool) -> None:
         self._live.blame_full_commands = bool(on)
 
-    def changes(
-        self, snapshot: FilesystemSnapshot | None = None, *, everything: bool = False
-    ) -> SnapshotChanges:
+    def changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
         """What ``snapshot`` changed since the snapshot before it (None: what the live
         workspace changed since its last snapshot), with the cause of each change.
 
         "The snapshot before it" is the nearest earlier one still kept on its
         line of history (its origin's too, for a fork), or, before a snapshot
         loaded from git, what git recorded. O(changes). Paths an access rule hides
-        are left out, unless ``everything`` (what the workspace records of itself:
-        the store's journal, the commits git persists).
+        are left out (``recorded_changes`` has them).
         """
+        return self._rules.shown_changes(self.recorded_changes(snapshot))
+
+    def recorded_changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """``changes`` with every path, hidden ones too: what the workspace records of
+        itself (its store's journal, the commits git persists), not a reader's view."""
         for step in self._steps(snapshot):
-            found = changes_of(step)
-            return found if everything else self._rules.shown_changes(found)
+            return changes_of(step)
         return SnapshotChanges(snapshot, None, ())
 
     def history(
