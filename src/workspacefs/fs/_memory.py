@@ -454,9 +454,9 @@ class InMemoryFilesystem(TreeFilesystem):
             if if_unchanged_since is not None:
                 # O(changes since it): the change sets name what may differ (none: done at
                 # once), and a changed file is read only to compare it with one of its size.
-                changes = self._diff(if_unchanged_since, None)  # hidden paths count too
+                changes = self.recorded_diff(if_unchanged_since)  # hidden paths count too
                 if changes.changed:
-                    raise changed_since(changes)
+                    raise changed_since(self._rules.shown_diff(changes))  # but go unnamed
             self._live.restore(version)
             self._current = snapshot.snapshot_id
 
@@ -467,10 +467,13 @@ class InMemoryFilesystem(TreeFilesystem):
 
         Paths an access rule hides (from the cause in effect) are left out, as listings
         leave them out."""
-        return self._rules.shown_diff(self._diff(base, target))
+        return self._rules.shown_diff(self.recorded_diff(base, target))
 
-    def _diff(self, base: FilesystemSnapshot, target: FilesystemSnapshot | None) -> FilesystemDiff:
-        """``diff`` with every path, hidden ones too."""
+    def recorded_diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """``diff`` with every path, hidden ones too: for what must see every change
+        (a conditional restore, a rewind's check for other writers), not a reader."""
         before = self.version(base)
         if target is not None:
             after = self.version(target)
