@@ -76,7 +76,9 @@ class Forks:
         with self._lock:
             if name is None:
                 name = next(f"fork-{n}" for n in self._numbers if f"fork-{n}" not in self._forks)
-            fork.rules.set(self._rules_of(name))  # bound before anyone sees it
+            kept = self._rules_of(name)
+            if kept:  # bound before anyone sees it (else nothing to do: a fork is O(1))
+                fork.rules.set(kept)
             mount.add_fork(name, fork)
             self._forks[name] = fork
         return self._info(name, fork)
