@@ -422,6 +422,24 @@ def test_blame_comes_back_with_the_snapshots(tmp_path: Path) -> None:
         assert [c.call_id for c in again.fs.blame("b.txt")[0].causes] == ["call-3"]
 
 
+def test_a_hidden_path_s_blame_is_journalled_all_the_same(tmp_path: Path) -> None:
+    from workspacefs.fs import Cause, Rule, attributed
+
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with durable:
+        fs = durable.fs
+        fs.rules.add(Rule(".env", "hidden"))
+        with fs.transaction(), attributed(Cause.call(tool="write_file", call_id="call-1")):
+            fs.write(".env", "TOKEN=1\n")  # the owner's bulk change: not bound
+        fs.snapshot(tag="first")
+        assert fs.blame(".env") == []
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        blamed = again.fs.blame(".env")  # the rules are the daemon's, not the journal's
+        assert [[c.call_id for c in e.causes] for e in blamed] == [["call-1"]]
+
+
 def test_a_time_past_64_bits_is_journalled_within_them(tmp_path: Path) -> None:
     # A source can record any integer as a time (a hostile git record: 2^80 ns); the
     # journal holds 64 bits, as the mount shows: clamped, never a failed flush.

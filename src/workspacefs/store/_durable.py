@@ -348,7 +348,7 @@ class DurableWorkspace:
                 # The comparison may load files: write-back may clean the snapshot's.
                 self._pending.append((version, inodes))
                 try:
-                    changes = self.fs.changes(record)
+                    changes = self.fs.recorded_changes(record)
                 finally:
                     self._pending.pop()
                 self._write_changes(version, inodes, counts)
