@@ -118,3 +118,17 @@ def test_a_command_on_a_daemon_loads_only_the_client(mountpoint: str, command: l
     assert loaded == []
     if command[0] == "restore":
         assert Path(mountpoint, "a.txt").read_text() == "one\n"
+
+
+def test_mount_leaves_the_server_to_the_daemon(tmp_path: Path) -> None:
+    # The daemon it starts loads the server, the mount and the store: the command
+    # that starts it waits for it, and loading them too only made it slower.
+    point = tmp_path / "ws"
+    point.mkdir()
+    status, loaded = _loaded("mount", str(point), "--durability", "none")
+    try:
+        assert status == 0
+        assert set(loaded) <= {"pydantic"}, loaded
+    finally:
+        with connect(point) as fs:
+            fs.unmount()

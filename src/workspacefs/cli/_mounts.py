@@ -136,12 +136,15 @@ def mount(
 
     --protect, --hide and --quota declare access rules before the mount serves
     (see ``workspacefs rules``); a resumed workspace keeps those it had."""
-    from ..daemon import DaemonOptions, parse_source, run_daemon, start
+    from ..daemon import start
 
     rules = rules_from_options(protect, hide, quota)
 
     budget = None if memory_budget is None else size_option(memory_budget, "--memory-budget")
     if foreground:
+        # The server's side (trio, pyfuse3, pygit2: 0.4 s) only here: a mount in the
+        # background is served by a new process, which loads it itself.
+        from ..daemon import DaemonOptions, parse_source, run_daemon
         from ..fs import to_json
 
         parse_source(source)  # a bad --from fails here with its own message
