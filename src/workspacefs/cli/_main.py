@@ -8,22 +8,6 @@ import traceback
 import typer
 
 from .._errors import MountedInsideError
-from . import (  # noqa: F401
-    _apply,
-    _blame,
-    _debug,
-    _doctor,
-    _forks,
-    _mcp,
-    _mounts,
-    _rewind,
-    _rules,
-    _run,
-    _snapshots,
-    _storage,
-    _try,
-    _watch,
-)
 from ._app import EXIT_FAILED, EXIT_MOUNTED_INSIDE, EXIT_NO_WORKSPACE, EXIT_OK, EXIT_USAGE, app
 from ._output import stderr
 
