@@ -27,6 +27,7 @@ import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import (
+    TYPE_CHECKING,
     Any,
     Concatenate,
     Generic,
@@ -40,35 +41,34 @@ from typing import (
     overload,
 )
 
+from .. import fs
 from .._errors import InvalidArgumentError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
-from ..fs import (
-    MAX_ENTRIES,
-    BlameEntry,
-    DeclaredRules,
-    Denial,
-    Filesystem,
-    FilesystemSnapshot,
-    HeldMerge,
-    MergeReport,
-    PersistResult,
-    PruneResult,
-    RecordedCall,
-    RewindResult,
-    Rule,
-    Side,
-    SnapshotableFilesystem,
-    SnapshotChanges,
-    SnapshotRetentionPolicy,
-    SpaceUsage,
-    TransferResult,
-    TreeEntry,
-    Trial,
-    from_json,
-    to_json,
-)
+from ..fs import MAX_ENTRIES, Filesystem, SnapshotableFilesystem, from_json, to_json
 from ..tools import ToolHost
 from ._fork_results import ForkInfo
+
+if TYPE_CHECKING:
+    from ..fs import (
+        BlameEntry,
+        DeclaredRules,
+        Denial,
+        FilesystemSnapshot,
+        HeldMerge,
+        MergeReport,
+        PersistResult,
+        PruneResult,
+        RecordedCall,
+        RewindResult,
+        Rule,
+        Side,
+        SnapshotChanges,
+        SnapshotRetentionPolicy,
+        SpaceUsage,
+        TransferResult,
+        TreeEntry,
+        Trial,
+    )
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -375,6 +375,33 @@ class Daemon(Protocol):
         ...
 
 
+class _ProtocolTypes(dict[str, Any]):
+    """The value types the contracts declared here name (``TreeEntry``, ``MergeReport``),
+    each looked up in ``workspacefs.fs`` when an annotation first names it: a client
+    loads the types of the verbs it calls, not every module of the protocol."""
+
+    def __missing__(self, name: str) -> Any:
+        if name in globals():
+            raise KeyError(name)  # the module's own names, typing's and the builtins
+        try:
+            value = getattr(fs, name)
+        except AttributeError:
+            raise KeyError(name) from None
+        self[name] = value
+        return value
+
+
+_PROTOCOL_TYPES = _ProtocolTypes()
+
+
+def contract_signature(contract: Callable[..., Any]) -> inspect.Signature:
+    """The signature of ``contract`` (a protocol's method), its annotations evaluated
+    (``inspect.signature(contract, eval_str=True)``, with the types the protocols
+    declared in this module name loaded on first use)."""
+    names = _PROTOCOL_TYPES if contract.__module__ == __name__ else None
+    return inspect.signature(contract, eval_str=True, locals=names)
+
+
 class _Caller(Protocol):
     """A client: what runs a verb on the daemon."""
 
@@ -426,7 +453,7 @@ class Verb(Generic[P, R]):
     @functools.cached_property
     def signature(self) -> inspect.Signature:
         """The contract's signature without ``self``: the verb's arguments and result."""
-        full = inspect.signature(self.contract, eval_str=True)
+        full = contract_signature(self.contract)
         return full.replace(parameters=list(full.parameters.values())[1:])
 
     @property
