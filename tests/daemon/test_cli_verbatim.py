@@ -21,7 +21,8 @@ def test_tags_and_paths_print_verbatim(daemons: Daemons) -> None:
         fs.snapshot(tag="undo:shell:c1")
     assert "(fix:bug:)" in cli_ok("snapshot", point, "--tag", "fix:bug:")
     log = cli_ok("log", point)
-    assert "fix:bug:" in log and "undo:shell:c1" in log
+    assert "fix:bug:" in log
+    assert "undo:shell:c1" in log
     assert cli_ok("restore", point, "undo:shell:c1").endswith("(undo:shell:c1)\n")
     assert f"mountpoint  {point}\n" in cli_ok("status", point)
     assert point in cli_ok("list")

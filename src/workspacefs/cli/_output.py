@@ -46,11 +46,12 @@ stdout = cast("Console", _Console(fit_pipes=True, **_VERBATIM))
 stderr = cast("Console", _Console(stderr=True, **_VERBATIM))
 
 
-def say(line: str) -> None:
-    """Print one line of plain text on stdout, as it is, at once (what the console would
-    print for it, without loading rich)."""
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+def say(line: str, *, err: bool = False) -> None:
+    """Print one line of plain text on stdout (``err``: stderr), as it is, at once (what
+    the console would print for it, without loading rich)."""
+    out = sys.stderr if err else sys.stdout
+    out.write(line + "\n")
+    out.flush()
 
 
 def emit_json(value: Any) -> None:
