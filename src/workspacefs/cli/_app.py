@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 from typer.main import get_command_from_info, get_command_name
 
 if TYPE_CHECKING:
-    import click
+    from typer._click import Command  # typer vendors click
 
     from ..daemon import RemoteFilesystem
 
@@ -68,14 +68,14 @@ COMMANDS: dict[str, str] = {
 table against what the modules define)."""
 
 
-class _Commands(MutableMapping[str, "click.Command"]):
+class _Commands(MutableMapping[str, "Command"]):
     """The commands of ``app`` by name, each built the first time it is looked up: the
     names (for help, usage errors and their suggestions) are ``COMMANDS``'s."""
 
-    def __init__(self, built: MutableMapping[str, click.Command]) -> None:
+    def __init__(self, built: MutableMapping[str, Command]) -> None:
         self._built = dict(built)
 
-    def __getitem__(self, name: str) -> click.Command:
+    def __getitem__(self, name: str) -> Command:
         command = self._built.get(name)
         if command is None:
             if name not in COMMANDS:
@@ -83,7 +83,7 @@ class _Commands(MutableMapping[str, "click.Command"]):
             command = self._built[name] = _build(name)
         return command
 
-    def __setitem__(self, name: str, command: click.Command) -> None:
+    def __setitem__(self, name: str, command: Command) -> None:
         self._built[name] = command
 
     def __delitem__(self, name: str) -> None:
@@ -100,7 +100,7 @@ class _Commands(MutableMapping[str, "click.Command"]):
         return name in COMMANDS or name in self._built
 
 
-def _build(name: str) -> click.Command:
+def _build(name: str) -> Command:
     """Import the module of command ``name`` and build that command (typer builds every
     registered command when the application is called: this builds none until needed)."""
     import_module(COMMANDS[name], __package__)
@@ -119,7 +119,8 @@ class _LazyGroup(TyperGroup):
     """The ``workspacefs`` group: its commands are ``_Commands``."""
 
     def __init__(self, *, commands: Any = None, **options: Any) -> None:
-        super().__init__(commands=_Commands(commands or {}), **options)
+        # TyperGroup keeps any mapping as it is (it declares a dict).
+        super().__init__(commands=_Commands(commands or {}), **options)  # type: ignore[arg-type]
 
 
 app = typer.Typer(
