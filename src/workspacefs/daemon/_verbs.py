@@ -22,6 +22,7 @@ Adding a protocol verb is the protocol, its implementation, and one line here.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import os
@@ -376,30 +377,31 @@ class Daemon(Protocol):
 
 
 class _ProtocolTypes(dict[str, Any]):
-    """The value types the contracts declared here name (``TreeEntry``, ``MergeReport``),
-    each looked up in ``workspacefs.fs`` when an annotation first names it: a client
-    loads the types of the verbs it calls, not every module of the protocol."""
+    """The names an annotation may use in a module that imports the protocol's value
+    types for type checkers only (``TreeEntry``, ``MergeReport``): those the module does
+    not define are looked up in ``workspacefs.fs`` when first named, so a client loads
+    the types of the verbs it calls, not every module of the protocol."""
+
+    def __init__(self, module: Mapping[str, Any]) -> None:
+        super().__init__()
+        self._module = module
 
     def __missing__(self, name: str) -> Any:
-        if name in globals():
-            raise KeyError(name)  # the module's own names, typing's and the builtins
+        if name in self._module or hasattr(builtins, name):
+            raise KeyError(name)  # the module's own names, and the builtins
         try:
-            value = getattr(fs, name)
+            return getattr(fs, name)
         except AttributeError:
             raise KeyError(name) from None
-        self[name] = value
-        return value
 
 
-_PROTOCOL_TYPES = _ProtocolTypes()
-
-
-def contract_signature(contract: Callable[..., Any]) -> inspect.Signature:
-    """The signature of ``contract`` (a protocol's method), its annotations evaluated
-    (``inspect.signature(contract, eval_str=True)``, with the types the protocols
-    declared in this module name loaded on first use)."""
-    names = _PROTOCOL_TYPES if contract.__module__ == __name__ else None
-    return inspect.signature(contract, eval_str=True, locals=names)
+def contract_signature(function: Callable[..., Any]) -> inspect.Signature:
+    """The signature of ``function`` (a verb's contract, a client's method), its
+    annotations evaluated (``inspect.signature(function, eval_str=True)``) with the
+    protocol's value types its module names for type checkers only loaded on first
+    use (``_ProtocolTypes``)."""
+    names = _ProtocolTypes(getattr(function, "__globals__", {}))
+    return inspect.signature(function, eval_str=True, locals=names)
 
 
 class _Caller(Protocol):
