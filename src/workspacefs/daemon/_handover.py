@@ -69,11 +69,11 @@ def hand_over_stdio(daemon: _Serving, *, rewind: bool = True) -> None:
     with connection:
         socket.send_fds(connection, [HANDED], [0, 1])
         _divert_stdio()
-        connection.sendall(RELEASED)
         connection.settimeout(None)
         try:
+            connection.sendall(RELEASED)
             said = connection.recv(1)
-        except OSError:
+        except OSError:  # the daemon went away
             said = b""
     if said != SESSION_DONE:
         raise BackendUnavailableError("the daemon stopped during the session", daemon.socket)
