@@ -10,7 +10,7 @@ import typer
 
 from ._app import app, split_mountpoint, workspace
 from ._history import MARKS, who
-from ._output import stderr
+from ._output import say
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -56,7 +56,7 @@ def watch(
                 sys.stdout.flush()
         finally:
             if not as_json:
-                stderr.print(f"workspacefs: last event {stream.last_id} (--after resumes there)")
+                say(f"workspacefs: last event {stream.last_id} (--after resumes there)", err=True)
 
 
 def _clock(moment: datetime) -> str:
