@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from support.daemon import Daemons
+from support.daemon import Daemons, cli_ok
 from support.interpreter import python
+from workspacefs import InMemoryFilesystem, git
 from workspacefs.daemon import connect
 
 NEVER = (
@@ -118,3 +119,54 @@ def test_a_command_on_a_daemon_loads_only_the_client(mountpoint: str, command: l
     assert loaded == []
     if command[0] == "restore":
         assert Path(mountpoint, "a.txt").read_text() == "one\n"
+
+
+def test_mount_leaves_the_server_to_its_daemon(tmp_path: Path) -> None:
+    """``workspacefs mount`` checks its options (``--from``, ``--load-limit``, the store's)
+    and starts a daemon: the server's modules, git's among them, are the daemon's to
+    load, so a start loads them once, not twice one after the other."""
+    fs = InMemoryFilesystem()
+    fs.write("a.txt", "one\n")
+    repository = tmp_path / "repo.git"
+    git.persist(fs, fs.snapshot(tag="v1"), str(repository))
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    status, loaded = _loaded(
+        "mount",
+        str(mountpoint),
+        "--from",
+        f"{repository}#v1",
+        "--load-limit",
+        "max_entries=1000",
+        "--store",
+        str(tmp_path / "store"),
+    )
+    try:
+        assert status == 0
+        assert (mountpoint / "a.txt").read_text() == "one\n"
+    finally:
+        cli_ok("unmount", str(mountpoint))
+    assert loaded == []
+
+
+SERVED_LATER = (
+    "hypercorn",
+    "starlette",
+    "pydantic",
+    "mcp",
+    "workspacefs.daemon._app",
+    "workspacefs.daemon._tool_calls",
+    "workspacefs.tools._tool",
+)
+"""What the daemon needs only once its mount serves: the control socket's HTTP server
+and routes (started after the start is reported), and the agent tools (made on their
+first call)."""
+
+
+def test_the_daemon_loads_its_http_server_after_mounting() -> None:
+    out = python(
+        "import json, sys\n"
+        "import workspacefs.daemon.__main__\n"
+        f"print(json.dumps([m for m in {SERVED_LATER!r} if m in sys.modules]))"
+    )
+    assert json.loads(out.splitlines()[-1]) == []

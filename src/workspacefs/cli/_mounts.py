@@ -136,12 +136,15 @@ def mount(
 
     --protect, --hide and --quota declare access rules before the mount serves
     (see ``workspacefs rules``); a resumed workspace keeps those it had."""
-    from ..daemon import DaemonOptions, parse_source, run_daemon, start
+    from ..daemon import start
 
     rules = rules_from_options(protect, hide, quota)
 
     budget = None if memory_budget is None else size_option(memory_budget, "--memory-budget")
     if foreground:
+        # Here only: the server's modules (trio, pyfuse3, hypercorn, the tools) take
+        # most of a second to import, which a background start leaves to its daemon.
+        from ..daemon import DaemonOptions, parse_source, run_daemon
         from ..fs import to_json
 
         parse_source(source)  # a bad --from fails here with its own message

@@ -13,14 +13,16 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import git
 from .._errors import InvalidArgumentError
-from ..fs import InMemoryFilesystem
-from ..store import Durability, DurableWorkspace, Recovery, check_name, new_name, open_workspace
-from ..store import store_of as named_store
+from ..store import check_name
 from ._options import DaemonOptions
+
+if TYPE_CHECKING:
+    from ..fs import InMemoryFilesystem
+    from ..store import DurableWorkspace, Recovery
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,12 @@ def open_kept(
         AlreadyExistsError: ``load`` was given and the store holds a workspace.
         BusyError: Another daemon serves the store.
     """
+    # Here, not at the top: ``start`` checks options with this module in a process
+    # that never opens a store (the CLI's), and the store's modules load pygit2.
+    from ..fs import InMemoryFilesystem
+    from ..store import Durability, new_name, open_workspace
+    from ..store import store_of as named_store
+
     check_durability(options)
     budget = options.memory_budget
     if budget is not None and load is not None:

@@ -58,15 +58,15 @@ from ..fs import (
 )
 from ..fuse import Mount, refuse_if_mounted_inside
 from ..store import DurableWorkspace, Recovery
-from ..tools import ToolAnswer
 from ._fork_results import ForkInfo
 from ._forks import Forks
-from ._tool_calls import ToolCalls
 from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
 from ._wire import API_VERSION, Json
 
 if TYPE_CHECKING:
     from ..sandbox import MountTrials, SandboxOptions
+    from ..tools import ToolAnswer
+    from ._tool_calls import ToolCalls
 RULES_SETTING = "rules"
 """The store setting that keeps a workspace's access rules (JSON), for its next daemon."""
 
@@ -282,6 +282,8 @@ class Workspace(Daemon):
         """The tools this daemon runs, made on first use (they load pydantic)."""
         with self._tools_lock:
             if self._tools is None:
+                from ._tool_calls import ToolCalls  # not on the daemon's way to serving
+
                 self._tools = ToolCalls(self)
             return self._tools
 

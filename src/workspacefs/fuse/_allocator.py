@@ -34,7 +34,7 @@ freed, as before: trimming it there cost ``tar -x`` of 768 MiB a third more time
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import logging
 import os
 import threading
@@ -55,9 +55,12 @@ TRIM_IDLE = 1.0
 """Seconds without allocation that make the workspace idle; also how often the trimmer looks."""
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    # The symbols of the process itself, libc's among them: ``find_library`` would
+    # run ``ldconfig -p`` in a child process on the way to serving the mount.
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)
     except OSError:
         return None
     # musl and others have neither; the defaults then stay.
