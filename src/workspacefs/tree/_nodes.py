@@ -138,7 +138,9 @@ class Content(Protocol):
     def pieces(self, budget: MemoryBudget) -> Iterator[Bytes]:
         """The bytes in order, in pieces of bounded size. Content that must be
         read whole first asks ``budget`` for its size (``reserve``), so it is
-        refused before it is read; the file counts what it keeps of the pieces."""
+        refused before it is read; the file counts what it keeps of the pieces.
+        A piece may be a view of a buffer the content reuses: the file copies
+        what it keeps of it before it asks for the next."""
         ...
 
 
