@@ -65,10 +65,11 @@ def packed(path: Path, entries: list[tuple[bytes, bytes]]) -> tuple[pygit2.Repos
     return repository, base + ".pack"
 
 
-def read(repository: pygit2.Repository, data: bytes) -> bytes:
+def read(repository: pygit2.Repository, data: bytes, expected: int | None = None) -> bytes:
+    """The blob holding ``data``, read back (``expected``: the size a file expects)."""
     oid = pygit2.Oid(raw=object_id(_BLOB, data))
-    budget = MemoryBudget(1 << 40)
-    return b"".join(bytes(piece) for piece in git.BlobStore(repository).pieces(oid, budget))
+    store = git.BlobStore(repository)
+    return b"".join(bytes(piece) for piece in store.pieces(oid, MemoryBudget(1 << 40), expected))
 
 
 def test_stored_blobs_read_back_exact(tmp_path: Path) -> None:
@@ -77,6 +78,7 @@ def test_stored_blobs_read_back_exact(tmp_path: Path) -> None:
     repository, _ = packed(tmp_path / "repo", [(data, all_stored(data)) for data in blobs])
     for data in blobs:
         assert read(repository, data) == data
+        assert read(repository, data, len(data)) == data
         assert repository[pygit2.Oid(raw=object_id(_BLOB, data))].data == data  # as git reads it
 
 
@@ -86,6 +88,7 @@ def test_a_stream_that_turns_compressed_reads_back_exact(tmp_path: Path, split: 
     repository, _ = packed(tmp_path / "repo", [(data, stored_then_compressed(data, split))])
     assert repository[pygit2.Oid(raw=object_id(_BLOB, data))].data == data
     assert read(repository, data) == data
+    assert read(repository, data, len(data)) == data
 
 
 @pytest.mark.parametrize(
@@ -106,6 +109,8 @@ def test_a_damaged_stored_blob_is_refused(tmp_path: Path, where: str) -> None:
     repository, _ = packed(tmp_path / "repo", [(data, bytes(stream))])
     with pytest.raises(SnapshotError, match="damaged"):
         read(repository, data)
+    with pytest.raises(SnapshotError, match="damaged"):
+        read(repository, data, SIZE)
 
 
 def test_reading_a_stored_blob_allocates_no_piece(tmp_path: Path) -> None:
@@ -125,3 +130,24 @@ def test_reading_a_stored_blob_allocates_no_piece(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert read_bytes == SIZE
     assert peak < 256 << 10, peak
+
+
+def test_a_large_file_is_read_back_without_libgit2_mapping_its_pack(tmp_path: Path) -> None:
+    """A file expected past ``WHOLE_READ_MAX`` is found through the pack's index: libgit2
+    does not map a window of the pack around it to read its header first."""
+    data = os.urandom(SIZE)
+    repository, pack = packed(tmp_path / "repo", [(data, all_stored(data))])
+    assert read(repository, data, SIZE) == data
+    maps = Path("/proc/self/maps").read_text()
+    assert os.path.realpath(pack) not in maps
+    assert read(repository, data) == data  # the size unknown: libgit2 says it
+    assert os.path.realpath(pack) in Path("/proc/self/maps").read_text()
+
+
+def test_a_file_expecting_another_size_still_reads_what_is_stored(tmp_path: Path) -> None:
+    """The size a file expects only chooses how to read: what the blob holds comes back
+    (the file then finds it is not what it expects)."""
+    data = os.urandom(SIZE)
+    repository, _ = packed(tmp_path / "repo", [(data, all_stored(data))])
+    assert read(repository, data, SIZE + 1) == data
+    assert read(repository, data, WHOLE_READ_MAX + 1) == data

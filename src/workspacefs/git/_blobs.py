@@ -93,20 +93,31 @@ class BlobStore:
         with self._lock:
             return read_blob(self._odb, oid)
 
-    def pieces(self, oid: pygit2.Oid, budget: MemoryBudget) -> Iterator[bytes | memoryview]:
+    def pieces(
+        self, oid: pygit2.Oid, budget: MemoryBudget, expected: int | None = None
+    ) -> Iterator[bytes | memoryview]:
         """The bytes of a blob in pieces of at most ``PIECE`` bytes, or whole if it
         is small or cannot be streamed (after asking ``budget`` for its size). A
         piece may be a view of a buffer that is reused: valid until the next piece.
+        ``expected`` (the size the file expects, if known) only chooses how: a blob
+        expected larger than ``WHOLE_READ_MAX`` is looked up where git keeps it first,
+        whose entry says its kind and size, without libgit2 (which maps a window of
+        the pack to read an object's header: for each file read back, on a cold
+        cache, a disk read of the window around it, and one mapping more).
 
         Raises:
             SnapshotError: The object is missing, not a blob, or damaged.
             NoSpaceError: It must be read whole and ``budget`` has no room for it.
         """
         try:
-            kind, size = self.header(oid)
-            if kind != ObjectType.BLOB:
-                raise ValueError("not a blob")
-            stream = None if size <= WHOLE_READ_MAX else _stream(self._indexes, oid, size)
+            stream = None
+            if expected is not None and expected > WHOLE_READ_MAX:
+                stream = _stream(self._indexes, oid, None)
+            if stream is None:
+                kind, size = self.header(oid)
+                if kind != ObjectType.BLOB:
+                    raise ValueError("not a blob")
+                stream = None if size <= WHOLE_READ_MAX else _stream(self._indexes, oid, size)
             if stream is None:
                 budget.reserve(size)
                 yield self.read_whole(oid)
@@ -136,13 +147,16 @@ class BlobContent:
         """The object database the bytes are read from."""
         return self._store
 
-    def pieces(self, budget: MemoryBudget) -> Iterator[bytes | memoryview]:
-        return self._store.pieces(self._oid, budget)
+    def pieces(self, budget: MemoryBudget, size: int) -> Iterator[bytes | memoryview]:
+        return self._store.pieces(self._oid, budget, size)
 
 
-def _stream(indexes: _Indexes, oid: pygit2.Oid, size: int) -> Iterator[bytes | memoryview] | None:
+def _stream(
+    indexes: _Indexes, oid: pygit2.Oid, size: int | None
+) -> Iterator[bytes | memoryview] | None:
     """The blob's bytes inflated piece by piece from where git keeps it; None if it
-    is stored as a delta or not found here."""
+    is stored as a delta, as a packed object of another kind, or not found here.
+    ``size``: what its header must say (None: what it says is its size)."""
     hexsha = str(oid)
     for directory in indexes.directories():
         try:
@@ -223,8 +237,9 @@ def _object_directories(objects: str) -> list[str]:
     return found
 
 
-def _loose(handle: BinaryIO, size: int) -> Iterator[bytes]:
-    """Inflate a loose object's ``blob <size>\\0`` header now, its bytes when iterated."""
+def _loose(handle: BinaryIO, size: int | None) -> Iterator[bytes]:
+    """Inflate a loose object's ``blob <size>\\0`` header now (``size`` None: any
+    size), its bytes when iterated."""
     try:
         inflater = zlib.decompressobj()
         head = b""
@@ -237,17 +252,19 @@ def _loose(handle: BinaryIO, size: int) -> Iterator[bytes]:
                 raise ValueError("loose object ends in its header")
             head += more
         header, _, first = head.partition(b"\0")
-        if header != b"blob %d" % size:
+        kind, _, length = header.partition(b" ")
+        if kind != b"blob" or not length.isdigit() or size not in (None, int(length)):
             raise ValueError(f"loose object header {header[:32]!r} is not a blob of {size}")
+        size = int(length)
     except BaseException:
         handle.close()
         raise
     return _inflate(handle, inflater, first, size)
 
 
-def _packed(pack: str, offset: int, size: int) -> Iterator[bytes | memoryview] | None:
-    """The pack entry at ``offset``: its header checked now, its bytes when iterated;
-    None if it is a delta."""
+def _packed(pack: str, offset: int, size: int | None) -> Iterator[bytes | memoryview] | None:
+    """The pack entry at ``offset``: its header checked now (``size`` None: any size),
+    its bytes when iterated; None if it is a delta or not a blob."""
     handle = open(pack, "rb")  # noqa: SIM115 (closed by _inflate)
     try:
         handle.seek(offset)
@@ -263,8 +280,9 @@ def _packed(pack: str, offset: int, size: int) -> Iterator[bytes | memoryview] |
         if kind != _BLOB:
             handle.close()
             return None  # a delta (or not a blob: the whole read says which)
-        if found != size:
+        if size is not None and found != size:
             raise ValueError(f"pack entry holds {found} bytes, its header says {size}")
+        size = found
         if starts_stored(data[pos : pos + 3]):
             return _stored(handle, offset + pos, size)
         inflater = zlib.decompressobj()
