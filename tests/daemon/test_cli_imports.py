@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from support.daemon import Daemons
+from support.daemon import Daemons, cli_ok
 from support.interpreter import child_env, python
+from workspacefs import InMemoryFilesystem, git
 from workspacefs.cli._app import COMMANDS
 from workspacefs.daemon import connect
 
@@ -189,17 +190,53 @@ def test_a_command_on_a_daemon_loads_only_the_client(mountpoint: str, command: l
         assert Path(mountpoint, "a.txt").read_text() == "one\n"
 
 
-def test_mount_leaves_the_server_to_the_daemon(tmp_path: Path) -> None:
-    # The daemon it starts loads the server, the mount and the store: the command
-    # that starts it waits for it, and loading them too only made it slower.
-    point = tmp_path / "ws"
-    point.mkdir()
-    status, loaded = _loaded("mount", str(point), "--durability", "none")
+def test_mount_leaves_the_server_to_its_daemon(tmp_path: Path) -> None:
+    """``workspacefs mount`` checks its options (``--from``, ``--load-limit``, the store's)
+    and starts a daemon: the server's modules, git's among them, are the daemon's to
+    load, so a start loads them once, not twice one after the other."""
+    fs = InMemoryFilesystem()
+    fs.write("a.txt", "one\n")
+    repository = tmp_path / "repo.git"
+    git.persist(fs, fs.snapshot(tag="v1"), str(repository))
+    mountpoint = tmp_path / "ws"
+    mountpoint.mkdir()
+    status, loaded = _loaded(
+        "mount",
+        str(mountpoint),
+        "--from",
+        f"{repository}#v1",
+        "--load-limit",
+        "max_entries=1000",
+        "--store",
+        str(tmp_path / "store"),
+    )
     try:
         assert status == 0
-        # Its own command's modules and rich (the spinner) aside: nothing of the server.
-        server = [m for m in loaded if not m.startswith("workspacefs.cli") and m != "rich"]
-        assert server == []
+        assert (mountpoint / "a.txt").read_text() == "one\n"
     finally:
-        with connect(point) as fs:
-            fs.unmount()
+        cli_ok("unmount", str(mountpoint))
+    # Its own command's modules and rich (the spinner) aside: nothing of the server.
+    assert [m for m in loaded if not m.startswith("workspacefs.cli") and m != "rich"] == []
+
+
+SERVED_LATER = (
+    "hypercorn",
+    "starlette",
+    "pydantic",
+    "mcp",
+    "workspacefs.daemon._app",
+    "workspacefs.daemon._tool_calls",
+    "workspacefs.tools._tool",
+)
+"""What the daemon needs only once its mount serves: the control socket's HTTP server
+and routes (started after the start is reported), and the agent tools (made on their
+first call)."""
+
+
+def test_the_daemon_loads_its_http_server_after_mounting() -> None:
+    out = python(
+        "import json, sys\n"
+        "import workspacefs.daemon.__main__\n"
+        f"print(json.dumps([m for m in {SERVED_LATER!r} if m in sys.modules]))"
+    )
+    assert json.loads(out.splitlines()[-1]) == []

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from benchmarks.bench_memory import overhead
 
 from support.daemon import cli, cli_ok, stop
 from support.memory_limit import memory_limit
@@ -182,7 +183,7 @@ def _write_workload(mountpoint: Path, total: int, piece: int) -> dict[str, bytes
 
 
 def _under_a_cgroup(tmp_path: Path, budget: int, total: int) -> None:
-    limit = budget + 160 * MIB  # the daemon's own ~50 MiB, and what docs/memory.md states
+    limit = budget + overhead(budget)  # what docs/memory.md states
     with memory_limit(limit) as cgroup:
         if cgroup.cgroup is None:
             pytest.skip("no memory cgroup can be made here")

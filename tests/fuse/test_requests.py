@@ -182,3 +182,17 @@ def test_killpriv_v2_takes_the_getattr_out_of_chown(killpriv_mounted: Mounted) -
         assert "getattr" not in during.counts, during.summary()
     else:
         assert during.counts.get("getattr", 0) == 10, during.summary()
+
+
+@pytest.mark.skipif(
+    not os.access("/sys/class/bdi", os.W_OK), reason="the mount's readahead is root's to widen"
+)
+def test_a_sequential_read_asks_a_megabyte_at_a_time(mounted: Mounted) -> None:
+    """The mount widens the kernel's readahead to 1 MiB: a file read in order, none of
+    it in the page cache, takes a few READ requests rather than one per 128 KiB."""
+    data = os.urandom(4 << 20)
+    mounted.fs.write_bytes("big", data)  # through the API: the kernel caches none of it
+    before = mounted.handle.stats()
+    with open(mounted.path("big"), "rb", buffering=0) as reader:
+        assert b"".join(iter(lambda: reader.read(1 << 20), b"")) == data
+    assert (mounted.handle.stats() - before).counts["read"] <= 8  # 32 at 128 KiB each

@@ -27,7 +27,7 @@ class Blob:
     def key(self) -> object:
         return ("blob", id(self))
 
-    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
+    def pieces(self, budget: MemoryBudget, size: int) -> Iterator[bytes]:
         data, self._data = self._data, b""
         yield data
 

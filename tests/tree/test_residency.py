@@ -31,7 +31,7 @@ class Stored:
     def key(self) -> object:
         return ("stored", self.data)
 
-    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
+    def pieces(self, budget: MemoryBudget, size: int) -> Iterator[bytes]:
         self.loads += 1
         for start in range(0, len(self.data), 1 << 20):
             yield self.data[start : start + (1 << 20)]

@@ -25,7 +25,7 @@ class Stored:
     def key(self) -> object:
         return ("stored", self.data)
 
-    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
+    def pieces(self, budget: MemoryBudget, size: int) -> Iterator[bytes]:
         self.loads += 1
         try:
             for start in range(0, len(self.data), self.piece):

@@ -7,11 +7,14 @@ The git layer (pygit2) and the archive layer load only for a source of theirs:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from .. import git
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
-from ..fs import Cause, HostMount, InMemoryFilesystem, attributed
 from ._sources import Source
+
+if TYPE_CHECKING:
+    from ..fs import InMemoryFilesystem
 
 LOADED_TAG = "from"
 """The tag of the snapshot of what a workspace loaded from a directory started with."""
@@ -66,6 +69,10 @@ def load_source(
             special_modes=special_modes,
             background=True,
         )
+    # Here, not at the top: ``start`` checks ``--load-limit`` with this module in the
+    # CLI's process, which never loads a workspace.
+    from ..fs import Cause, HostMount, InMemoryFilesystem, attributed
+
     fs = InMemoryFilesystem(mount_point=mount_point)
     # What the workspace starts with is blamed on where it came from.
     with attributed(Cause.call(label=f"loaded from {source.kind} {source.path}")):

@@ -20,15 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve as hypercorn_serve
 
 from .. import git
 from .._errors import BusyError, MountedInsideError, MountLostError
 from ..fs import InMemoryFilesystem, Rule, from_json
 from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
-from ._app import create_app
 from ._durability import Kept, open_kept
 from ._load import load_source
 from ._options import DaemonOptions, parse_load_limits
@@ -207,6 +204,13 @@ def _repository(options: DaemonOptions, loaded_from: str | None, kept: Kept) -> 
 
 async def _serve(workspace: Workspace, handle: Mount, fd: int) -> None:
     """Serve the control API on the listening socket ``fd`` until told to stop."""
+    # Imported once the mount serves (``run_daemon`` has notified): the HTTP server and
+    # the routes are a quarter of the daemon's imports, and nothing before needs them.
+    from hypercorn.config import Config
+    from hypercorn.trio import serve as hypercorn_serve
+
+    from ._app import create_app
+
     done = trio.Event()
 
     async def shutdown() -> None:

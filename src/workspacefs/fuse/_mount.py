@@ -65,6 +65,7 @@ from ._forks_dir import ForksDir
 from ._invalidate import Invalidator
 from ._latency import LatencyHint, hold_while_busy
 from ._operations import WorkspaceOperations, encode
+from ._readahead import widen_readahead
 from ._served import ServedTree
 from ._snapshots_dir import snapshot_lister
 from ._stats import RequestStats
@@ -488,6 +489,7 @@ class Mount:
             reason = self._error or "no answer"
             raise BackendUnavailableError(f"mount failed: {reason!r}", self.mountpoint)
         self._device = os.minor(int(answer))
+        widen_readahead(self._device)
         operations = self._operations
         if operations is not None and operations.open_free:
             # An OPEN answered ENOSYS turns the kernel open-free (no RELEASE

@@ -12,7 +12,9 @@ only small blobs go through libgit2:
 * a loose object, ``objects/xx/yyyy...``: one zlib stream of ``blob <size>\\0`` and
   the bytes;
 * an object a pack stores whole: found through the pack's index (version 2: fan-out
-  table, sorted ids, CRCs, offsets), then a type and size header and a zlib stream.
+  table, sorted ids, CRCs, offsets), then a type and size header and a zlib stream;
+  one of stored blocks (what write-back makes of data that does not compress) is
+  read as a copy, not inflated (``_stored``).
 
 A packed blob stored as a delta cannot be streamed: git rebuilds it from its base
 in memory, and so does libgit2. It is read whole, like every blob up to
@@ -24,6 +26,7 @@ cannot fit is refused before it is read.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -38,6 +41,7 @@ from pygit2.enums import ObjectType
 from .._errors import FsError, SnapshotError
 from ..tree import MemoryBudget
 from ._objects import read_blob
+from ._stored import NotStored, starts_stored, stored_pieces
 
 WHOLE_READ_MAX = 256 << 10
 """Blobs up to this size are read whole through libgit2 (no index lookup of ours)."""
@@ -89,19 +93,31 @@ class BlobStore:
         with self._lock:
             return read_blob(self._odb, oid)
 
-    def pieces(self, oid: pygit2.Oid, budget: MemoryBudget) -> Iterator[bytes]:
+    def pieces(
+        self, oid: pygit2.Oid, budget: MemoryBudget, expected: int | None = None
+    ) -> Iterator[bytes | memoryview]:
         """The bytes of a blob in pieces of at most ``PIECE`` bytes, or whole if it
-        is small or cannot be streamed (after asking ``budget`` for its size).
+        is small or cannot be streamed (after asking ``budget`` for its size). A
+        piece may be a view of a buffer that is reused: valid until the next piece.
+        ``expected`` (the size the file expects, if known) only chooses how: a blob
+        expected larger than ``WHOLE_READ_MAX`` is looked up where git keeps it first,
+        whose entry says its kind and size, without libgit2 (which maps a window of
+        the pack to read an object's header: for each file read back, on a cold
+        cache, a disk read of the window around it, and one mapping more).
 
         Raises:
             SnapshotError: The object is missing, not a blob, or damaged.
             NoSpaceError: It must be read whole and ``budget`` has no room for it.
         """
         try:
-            kind, size = self.header(oid)
-            if kind != ObjectType.BLOB:
-                raise ValueError("not a blob")
-            stream = None if size <= WHOLE_READ_MAX else _stream(self._indexes, oid, size)
+            stream = None
+            if expected is not None and expected > WHOLE_READ_MAX:
+                stream = _stream(self._indexes, oid, None)
+            if stream is None:
+                kind, size = self.header(oid)
+                if kind != ObjectType.BLOB:
+                    raise ValueError("not a blob")
+                stream = None if size <= WHOLE_READ_MAX else _stream(self._indexes, oid, size)
             if stream is None:
                 budget.reserve(size)
                 yield self.read_whole(oid)
@@ -131,13 +147,16 @@ class BlobContent:
         """The object database the bytes are read from."""
         return self._store
 
-    def pieces(self, budget: MemoryBudget) -> Iterator[bytes]:
-        return self._store.pieces(self._oid, budget)
+    def pieces(self, budget: MemoryBudget, size: int) -> Iterator[bytes | memoryview]:
+        return self._store.pieces(self._oid, budget, size)
 
 
-def _stream(indexes: _Indexes, oid: pygit2.Oid, size: int) -> Iterator[bytes] | None:
+def _stream(
+    indexes: _Indexes, oid: pygit2.Oid, size: int | None
+) -> Iterator[bytes | memoryview] | None:
     """The blob's bytes inflated piece by piece from where git keeps it; None if it
-    is stored as a delta or not found here."""
+    is stored as a delta, as a packed object of another kind, or not found here.
+    ``size``: what its header must say (None: what it says is its size)."""
     hexsha = str(oid)
     for directory in indexes.directories():
         try:
@@ -218,8 +237,9 @@ def _object_directories(objects: str) -> list[str]:
     return found
 
 
-def _loose(handle: BinaryIO, size: int) -> Iterator[bytes]:
-    """Inflate a loose object's ``blob <size>\\0`` header now, its bytes when iterated."""
+def _loose(handle: BinaryIO, size: int | None) -> Iterator[bytes]:
+    """Inflate a loose object's ``blob <size>\\0`` header now (``size`` None: any
+    size), its bytes when iterated."""
     try:
         inflater = zlib.decompressobj()
         head = b""
@@ -232,17 +252,19 @@ def _loose(handle: BinaryIO, size: int) -> Iterator[bytes]:
                 raise ValueError("loose object ends in its header")
             head += more
         header, _, first = head.partition(b"\0")
-        if header != b"blob %d" % size:
+        kind, _, length = header.partition(b" ")
+        if kind != b"blob" or not length.isdigit() or size not in (None, int(length)):
             raise ValueError(f"loose object header {header[:32]!r} is not a blob of {size}")
+        size = int(length)
     except BaseException:
         handle.close()
         raise
     return _inflate(handle, inflater, first, size)
 
 
-def _packed(pack: str, offset: int, size: int) -> Iterator[bytes] | None:
-    """The pack entry at ``offset``: its header checked now, its bytes when iterated;
-    None if it is a delta."""
+def _packed(pack: str, offset: int, size: int | None) -> Iterator[bytes | memoryview] | None:
+    """The pack entry at ``offset``: its header checked now (``size`` None: any size),
+    its bytes when iterated; None if it is a delta or not a blob."""
     handle = open(pack, "rb")  # noqa: SIM115 (closed by _inflate)
     try:
         handle.seek(offset)
@@ -258,8 +280,11 @@ def _packed(pack: str, offset: int, size: int) -> Iterator[bytes] | None:
         if kind != _BLOB:
             handle.close()
             return None  # a delta (or not a blob: the whole read says which)
-        if found != size:
+        if size is not None and found != size:
             raise ValueError(f"pack entry holds {found} bytes, its header says {size}")
+        size = found
+        if starts_stored(data[pos : pos + 3]):
+            return _stored(handle, offset + pos, size)
         inflater = zlib.decompressobj()
         first = inflater.decompress(data[pos:], PIECE)
     except BaseException:
@@ -268,11 +293,36 @@ def _packed(pack: str, offset: int, size: int) -> Iterator[bytes] | None:
     return _inflate(handle, inflater, first, size)
 
 
-def _inflate(
-    handle: BinaryIO, inflater: zlib._Decompress, first: bytes, size: int
-) -> Iterator[bytes]:
-    """``first``, then the rest of the zlib stream, ``PIECE`` bytes at most at a time."""
+def _stored(handle: BinaryIO, at: int, size: int) -> Iterator[bytes | memoryview]:
+    """The blob whose zlib stream at ``at`` opens with a stored block: read as a copy
+    (``stored_pieces``), inflated from the first block that is not stored on."""
     with handle:
+        # The whole entry is wanted at once: one request to the disk rather than
+        # the kernel's readahead window after window (the read waits on each).
+        os.posix_fadvise(handle.fileno(), at, size + (size >> 10) + 64, os.POSIX_FADV_WILLNEED)
+        try:
+            yield from stored_pieces(handle.fileno(), at, size, PIECE)
+            return
+        except NotStored as stop:
+            skip = stop.produced
+        # A stream that mixes block types (not what write-back makes): inflated
+        # whole, the part already read skipped.
+        handle.seek(at)
+        inflater = zlib.decompressobj()
+        for piece in _inflate(handle, inflater, b"", size, close=False):
+            if skip >= len(piece):
+                skip -= len(piece)
+                continue
+            yield piece[skip:]
+            skip = 0
+
+
+def _inflate(
+    handle: BinaryIO, inflater: zlib._Decompress, first: bytes, size: int, *, close: bool = True
+) -> Iterator[bytes]:
+    """``first``, then the rest of the zlib stream, ``PIECE`` bytes at most at a time
+    (``handle`` closed at the end, if ``close``)."""
+    with handle if close else contextlib.nullcontext(handle):
         produced = len(first)
         if first:
             yield first

@@ -1,5 +1,8 @@
-"""How much one snapshot may hold when it is loaded (``load``'s limits): apart from the
-loader, so that a command checking ``--load-limit`` loads no git."""
+"""How much one snapshot may hold when it is loaded (``git.load``'s limits).
+
+A module of its own, free of pygit2: ``workspacefs mount`` checks ``--load-limit``
+in its own process before the daemon, which loads the snapshot, starts.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ from dataclasses import dataclass
 
 from .._errors import LimitExceededError
 
-_HOW = "git.load(limits=LoadLimits({name}=...)) or workspacefs mount --load-limit {name}=N"
+RAISE_HINT = "git.load(limits=LoadLimits({name}=...)) or workspacefs mount --load-limit {name}=N"
+"""How to raise a limit, for messages (``format(name=...)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +39,7 @@ class LoadLimits:
         if value > limit:
             raise LimitExceededError(
                 f"{what} {value:,} {unit}, over the limit of {limit:,} "
-                f"({name}; raise it with {_HOW.format(name=name)})",
+                f"({name}; raise it with {RAISE_HINT.format(name=name)})",
                 None,
             )
 

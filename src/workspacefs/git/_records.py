@@ -38,7 +38,7 @@ from ..fs import (
     sanitised_mode,
 )
 from ..tree import NAME_MAX, PATH_MAX, validate_name
-from ._limits import _HOW, LoadLimits
+from ._limits import RAISE_HINT, LoadLimits
 from ._objects import EMPTY_TREE, TreeEntry, decode_name, read_blob, read_tree
 from ._persist import DIR_PREFIX, META_BLOB
 
@@ -285,7 +285,7 @@ class _Counted:
             raise LimitExceededError(
                 f"the record of {self._path} holds more entries than loading may make "
                 f"(max_entries, {self._limits.max_entries:,}; raise it with "
-                f"{_HOW.format(name='max_entries')})",
+                f"{RAISE_HINT.format(name='max_entries')})",
                 None,
             )
         return dict(pairs)

@@ -23,7 +23,6 @@ from pathlib import Path
 from .. import git
 from .._errors import BusyError, InvalidArgumentError, NotFoundError
 from ._directory import STORE_FORMAT, SUMMARY, lock_holder, lock_store
-from ._journal import segments
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -104,6 +103,8 @@ def holder(path: str | os.PathLike[str]) -> int | None:
 
 def describe(path: str | os.PathLike[str], name: str | None = None) -> StoreInfo:
     """What the store at ``path`` holds (``name``: its base name by default)."""
+    from ._journal import segments  # the journal's records load xxhash: not for a name's check
+
     journal = os.path.join(path, "journal")
     files = segments(journal) if os.path.isdir(journal) else []
     sizes = [os.stat(segment) for _, segment in files]

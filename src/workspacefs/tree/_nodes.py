@@ -135,10 +135,14 @@ class Content(Protocol):
         """Identifies the content: equal keys mean equal bytes (e.g. a blob id)."""
         ...
 
-    def pieces(self, budget: MemoryBudget) -> Iterator[Bytes]:
+    def pieces(self, budget: MemoryBudget, size: int) -> Iterator[Bytes]:
         """The bytes in order, in pieces of bounded size. Content that must be
         read whole first asks ``budget`` for its size (``reserve``), so it is
-        refused before it is read; the file counts what it keeps of the pieces."""
+        refused before it is read; the file counts what it keeps of the pieces.
+        A piece may be a view of a buffer the content reuses: the file copies
+        what it keeps of it before it asks for the next. ``size`` is what the
+        file expects (the content may choose how to read by it; the file checks
+        what it gets)."""
         ...
 
 
@@ -368,7 +372,7 @@ class File(Node):
         chunks: dict[int, Chunk] = {}
         pending = bytearray()  # the start of a chunk split across pieces
         loaded = 0
-        pieces = marker.content.pieces(self.budget)
+        pieces = marker.content.pieces(self.budget, size)
         try:
             for piece in pieces:
                 view = memoryview(piece).cast("B")
