@@ -148,6 +148,8 @@ class DurableWorkspace:
         # A new store's first record holds every inode (written at the first flush, even
         # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
+        # The counts the journal last gave with it (None: not known here, as on opening).
+        self._last_counts: Counts | None = None
         self._fresh = fresh
         self._blobs = blobs or Blobs(store_repository(store.path, store.base()))
         # The snapshots a checkpoint holds: those kept, oldest first (record, version).
@@ -277,8 +279,16 @@ class DurableWorkspace:
         return frozen
 
     def _write_changes(self, after: TreeView, inodes: set[int], counts: Counts) -> None:
-        """The group of ``CHANGES`` records from the last state written to ``after``;
-        hold ``_flushing``."""
+        """The group of ``CHANGES`` records from the last state written to ``after``
+        (none if ``after`` is that state, as for a snapshot taken right after
+        another); hold ``_flushing``."""
+        last = self._last
+        if last is not None and counts == self._last_counts:
+            # Frozen nodes never change: the very nodes ``last`` holds are its state.
+            get_last, get_after = last.get, after.get
+            if all(get_last(ino) is get_after(ino) for ino in inodes):
+                self._last = after
+                return
         if self._last is None:
             inodes = set(after.inodes())
             # Snapshots adopted after the store opened (a load listed in the background
@@ -299,7 +309,7 @@ class DurableWorkspace:
                 self._since_clean += len(payload)
         finally:
             self._pending.pop()
-        self._last = after
+        self._last, self._last_counts = after, counts
         self._unclean |= inodes
 
     # -- snapshots (SnapshotObserver) -----------------------------------------------------
@@ -368,6 +378,7 @@ class DurableWorkspace:
                     self._write_changes(*frozen, counts)
                 covers = self._journal.written_through
                 live, kept = self._last, list(self._kept.values())
+                self._last_counts = counts  # what the checkpoint gives ``live``
                 self._since_checkpoint = 0
             finally:
                 self._drop_flushing()
