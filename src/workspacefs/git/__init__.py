@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._held import WorkspaceMerges as WorkspaceMerges
     from ._history import decode_history as decode_history
     from ._history import encode_history as encode_history
+    from ._history import history_document as history_document
     from ._load import load as load
     from ._load import recorded_changes as recorded_changes
     from ._merge import find_base as find_base
@@ -86,6 +87,7 @@ _EXPORTS = {
     "default_repository": "._directories",
     "decode_history": "._history",
     "encode_history": "._history",
+    "history_document": "._history",
     "OpenMerge": "._held",
     "WorkspaceMerges": "._held",
     "load": "._load",

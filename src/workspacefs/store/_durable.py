@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 Counts = tuple[int, int, int]
 """A state's next inode number, file count and total bytes."""
 
+_RECORD_DICTS = 4
+"""Snapshot records kept as dicts (``DurableWorkspace._record_dict``)."""
+
 CHECKPOINT_BYTES = 64 << 20
 """Journal bytes written since the last checkpoint that start one in the background,
 once the mount has been quiet for ``QUIET_SECONDS``."""
@@ -150,6 +153,7 @@ class DurableWorkspace:
         self._last: TreeView | None = None if fresh else frozen
         # The counts the journal last gave with it (None: not known here, as on opening).
         self._last_counts: Counts | None = None
+        self._record_dicts: dict[uuid.UUID, dict[str, Any]] = {}  # see ``_record_dict``
         self._fresh = fresh
         self._blobs = blobs or Blobs(store_repository(store.path, store.base()))
         # The snapshots a checkpoint holds: those kept, oldest first (record, version).
@@ -314,6 +318,17 @@ class DurableWorkspace:
 
     # -- snapshots (SnapshotObserver) -----------------------------------------------------
 
+    def _record_dict(self, record: FilesystemSnapshot) -> dict[str, Any]:
+        """``record.to_dict()``, kept for the next few snapshots' records (a record is
+        written with its base, the snapshot before it: a recorded tool call's snapshot
+        after has its snapshot before as base); hold ``_flushing``. Records never change."""
+        made = self._record_dicts.get(record.snapshot_id)
+        if made is None:
+            made = self._record_dicts[record.snapshot_id] = record.to_dict()
+            while len(self._record_dicts) > _RECORD_DICTS:
+                del self._record_dicts[next(iter(self._record_dicts))]
+        return made
+
     def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> Callable[[], None] | None:
         """Under the tree lock: note what the snapshot holds; the function returned
         journals it and returns once it is on disk."""
@@ -337,7 +352,7 @@ class DurableWorkspace:
                 finally:
                     self._pending.pop()
                 self._write_changes(version, inodes, counts)
-                data = _snapshot_bytes(record, changes)
+                data = _snapshot_bytes(record, changes, self._record_dict)
                 sequence = self._journal.append(Kind.SNAPSHOT, data)
                 self._kept[str(record.snapshot_id)] = (data, version)
             finally:
@@ -804,12 +819,17 @@ def record_bytes(fs: InMemoryFilesystem) -> int:
     return max(1 << 20, min(PART_BYTES, fs.memory_budget // 64))
 
 
-def _snapshot_bytes(record: FilesystemSnapshot, changes: SnapshotChanges | None) -> bytes:
+def _snapshot_bytes(
+    record: FilesystemSnapshot,
+    changes: SnapshotChanges | None,
+    record_dict: Callable[[FilesystemSnapshot], dict[str, Any]] = FilesystemSnapshot.to_dict,
+) -> bytes:
     """A ``SNAPSHOT`` record's payload: the snapshot's record and what it changed, with
-    the causes (``git``'s history format), so blame comes back with it."""
-    document: dict[str, Any] = {"record": record.to_dict()}
+    the causes (``git``'s history format), so blame comes back with it. ``record_dict``
+    as ``git.history_document`` takes it."""
+    document: dict[str, Any] = {"record": record_dict(record)}
     if changes is not None:
-        document["changes"] = json.loads(git.encode_history([changes]))
+        document["changes"] = git.history_document([changes], record_dict)
     return json.dumps(document, sort_keys=True).encode()
 
 
