@@ -504,9 +504,8 @@ def test_a_snapshot_journals_only_what_changed_since_the_last_record(tmp_path: P
         assert recovery.damage is None
         assert state(again.fs) == expected
         assert [s.tag for s in again.fs.snapshots()] == tags
-        assert again.fs.at(next(s for s in again.fs.snapshots() if s.tag == "same-3")).read(
-            "d/f0.txt"
-        ).content == "again 3\n"
+        same = next(s for s in again.fs.snapshots() if s.tag == "same-3")
+        assert again.fs.at(same).read("d/f0.txt").content == "again 3\n"
 
 
 def _recorded_bytes(store: Path) -> int:
