@@ -10,9 +10,11 @@ same run, alike:
 
 * ``python -c pass``: the interpreter's own start;
 * ``import typer``: the command-line library alone;
-* a one-command typer app with one option printing through rich: what typer and
-  rich cost any command (typer 0.29 builds a pydantic adapter for each option it
-  parses, so this loads pydantic too), the floor under every command here;
+* a one-command typer app with one option printing a line: what typer costs any
+  command, the floor under those that print lines (``status``, ``snapshot``,
+  ``restore``, ``diff``);
+* the same app printing through rich: the floor under those that print a table
+  (``list``, ``log``);
 * ``import httpx, httpcore``: what the client's transport would cost on top if it
   were httpx (httpcore loads trio and anyio when they are installed): the reason
   it is the standard library's ``http.client`` (``workspacefs.daemon._transport``).
@@ -53,6 +55,10 @@ def show(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     Console().print("shown")
 app()
 """
+
+PLAIN_FLOOR_APP = FLOOR_APP.replace("from rich.console import Console\n", "").replace(
+    'Console().print("shown")', 'print("shown")'
+)
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                 lines = {
                     "python -c pass": [python, "-c", "pass"],
                     "python -c 'import typer'": [python, "-c", "import typer"],
+                    "typer, one command, one option": [python, "-c", PLAIN_FLOOR_APP],
                     "typer + rich, one command, one option": [python, "-c", FLOOR_APP],
                     "python -c 'import httpx, httpcore'": [python, "-c", "import httpx, httpcore"],
                     "python -c 'import workspacefs'": [python, "-c", "import workspacefs"],
@@ -161,7 +168,10 @@ def _report(timings: dict[str, Timing], rounds: int) -> None:
     print(f"{'':<42}{'wall':>10}{'cpu':>10}")
     for name, timing in timings.items():
         print(f"{name:<42}{timing.wall:>10.1f}{timing.cpu:>10.1f}")
-    floor = timings["typer + rich, one command, one option"]
+    floors = {
+        "lines": timings["typer, one command, one option"],
+        "table": timings["typer + rich, one command, one option"],
+    }
     interpreter = timings["python -c pass"]
     for name, target in (
         ("python -c 'import workspacefs'", 30.0),
@@ -172,11 +182,13 @@ def _report(timings: dict[str, Timing], rounds: int) -> None:
         ("workspacefs diff", None),
         ("workspacefs restore", None),
     ):
-        base = interpreter if name.startswith("python") else floor
+        table = name in ("workspacefs list", "workspacefs log")
+        base = interpreter if name.startswith("python") else floors["table" if table else "lines"]
+        against = "python -c pass" if base is interpreter else "typer + rich" if table else "typer"
         ours = timings[name].wall
         print(
             Result(
-                f"{name} (vs {'python -c pass' if base is interpreter else 'the typer floor'})",
+                f"{name} (vs {against})",
                 ours,
                 base.wall,
                 "ms",

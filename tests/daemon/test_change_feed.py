@@ -16,7 +16,7 @@ import pytest
 
 from support.daemon import Daemons, cli, serve_debug, stop_debug
 from support.feed import FeedReader, causes_by_path, tool_calls
-from workspacefs import Cause, InvalidArgumentError, attributed
+from workspacefs import AccessDeniedError, Cause, InvalidArgumentError, Rule, attributed
 from workspacefs.daemon import API_VERSION, DaemonUnreachableError, MountRecord, connect
 from workspacefs.fs import ChangeEvent, ChangeStream
 
@@ -242,3 +242,33 @@ def test_the_debug_ui_of_a_daemon_relays_its_feed(daemon: MountRecord) -> None:
     (cause,) = event["causes"]
     assert cause["pid"] == os.getpid()
     assert cause["text"].startswith(f"pid {os.getpid()} ")
+
+
+def test_a_denial_is_an_event_for_every_reader(daemon: MountRecord) -> None:
+    with connect(daemon.socket) as fs:
+        fs.write("locked.txt", "x\n")
+        fs.add_rules([Rule("locked.txt")])
+        with fs.events() as stream:
+            start = stream.last_id
+            with attributed(TOOL), pytest.raises(AccessDeniedError):
+                fs.write("locked.txt", "y")
+            with pytest.raises(PermissionError):  # a process on the mount
+                Path(daemon.mountpoint, "locked.txt").write_text("z")
+            events = drain(stream)
+    denied = [e for e in events if e.kind == "denied"]
+    assert [(e.paths, e.denial.action if e.denial else None) for e in denied] == [
+        (("locked.txt",), "write"),
+        (("locked.txt",), "truncate"),
+    ]
+    assert denied[0].causes == (TOOL,)
+    assert denied[0].denial is not None
+    assert denied[0].denial.rule == Rule("locked.txt")
+    assert denied[1].causes[0].pid is not None
+    human = cli("watch", daemon.mountpoint, "--after", start, "--timeout", "1.5")
+    assert human.returncode == 0, human.stderr
+    lines = human.stdout.splitlines()
+    assert "denied write of locked.txt by edit_file call toolu_1" in lines[0]
+    assert "read-only 'locked.txt' (EACCES)" in lines[0]
+    as_json = cli("watch", daemon.mountpoint, "--json", "--after", start, "--timeout", "1.5")
+    again = [ChangeEvent.from_dict(json.loads(line)) for line in as_json.stdout.splitlines()]
+    assert [e.denial for e in again if e.kind == "denied"] == [e.denial for e in denied]

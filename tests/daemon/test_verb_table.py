@@ -26,6 +26,7 @@ from workspacefs.daemon import (
     RemoteSnapshotView,
     Verb,
 )
+from workspacefs.daemon._verbs import contract_signature
 from workspacefs.daemon._workspace import Workspace
 from workspacefs.fs import (
     Filesystem,
@@ -63,7 +64,7 @@ Shape = list[tuple[str, Any, Any, Any]]
 
 def _shape(function: Callable[..., Any], *, skip_self: bool = True) -> Shape:
     """Each parameter's name, kind and default (the annotation too: ``eval_str``)."""
-    parameters = list(inspect.signature(function, eval_str=True).parameters.values())
+    parameters = list(contract_signature(function).parameters.values())
     if skip_self:
         parameters = parameters[1:]
     return [(p.name, p.kind, p.default, p.annotation) for p in parameters]

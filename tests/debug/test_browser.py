@@ -22,7 +22,7 @@ import pytest
 
 from support.best_of import CANDIDATES, CORRECT, SCORE, write_candidate, write_project
 from support.daemon import Daemons, private_runtime
-from workspacefs import Cause, InMemoryFilesystem, attributed
+from workspacefs import Cause, InMemoryFilesystem, Rule, attributed
 from workspacefs.daemon import connect
 from workspacefs.debug import LiveTarget, start, toolset_arguments
 from workspacefs.tools import UndoableToolset, filesystem_tools
@@ -415,5 +415,15 @@ def test_the_live_view_follows_the_change_feed(browser: Any) -> None:
         fs.delete("src/util.py")
         page.wait_for_selector("#live-feed li.deleted[data-path='src/util.py']")
         page.wait_for_selector("#tree li[data-path='src/util.py']", state="detached")
+        # A change an access rule refused is a row of its own, naming the rule.
+        fs.rules.add(Rule("src/app.py"))
+        with attributed(Cause.call("edit_file", "call-10")), pytest.raises(OSError):
+            fs.write("src/app.py", "x")
+        page.wait_for_selector("#live-feed li.denied[data-path='src/app.py']")
+        denied = page.locator("#live-feed li.denied[data-path='src/app.py']")
+        assert denied.locator(".st").inner_text() == "!"
+        title = denied.get_attribute("title") or ""
+        assert "write denied by workspace rule read-only 'src/app.py'" in title
+        assert "edit_file call call-10" in title
         page.close()
         assert problems == []

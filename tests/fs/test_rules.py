@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import gc
 import random
 from collections.abc import Callable
 
@@ -393,6 +394,24 @@ def test_workspace_rules_bind_forks_fork_rules_bind_the_fork() -> None:
         fork.write(".git/config", "ok")
     assert grandchild.rules.in_force == (Rule("src"),)  # type: ignore[comparison-overlap]
     assert not fs.denials()  # each tree keeps its own
+
+
+def test_a_fork_of_a_dropped_fork_keeps_the_rules_it_inherits() -> None:
+    fs = workspace()
+    fork = fs.fork()
+    fork.rules.add(Rule("src"))
+    grandchild = fork.fork()
+    del fork
+    gc.collect()  # the dropped fork's tree is freed (tests/fs/test_space.py), its rules are not
+    assert grandchild.rules.in_force == (Rule("src"),)
+    with pytest.raises(AccessDeniedError):
+        grandchild.write("src/app.py", "x")
+    fs.rules.add(READ_ONLY)  # the workspace's later rules still reach it, through the fork
+    assert grandchild.rules.in_force == (READ_ONLY, Rule("src"))  # type: ignore[comparison-overlap]
+    with pytest.raises(AccessDeniedError):
+        grandchild.write(".git/config", "x")
+    fs.rules.clear()
+    assert grandchild.rules.in_force == (Rule("src"),)
 
 
 def test_read_only_fork() -> None:

@@ -137,6 +137,25 @@ def test_a_fork_writing_holds_only_what_it_wrote(fs: InMemoryFilesystem) -> None
     assert fs.space_usage().forks == ()
 
 
+def test_dropping_a_fork_with_a_fork_of_its_own_frees_what_it_alone_holds(
+    fs: InMemoryFilesystem,
+) -> None:
+    # The fork's fork inherits its rules (and its origin's), but keeps only its
+    # fork point of the dropped fork's data: the byte written afterwards goes.
+    fork = fs.fork()
+    fork.write_bytes("a", b"x")
+    grandchild = fork.fork()
+    fork.write_bytes("a", b"y")
+    (counted,) = [s for s in fs.space_usage().forks if s.workspace_id == fork.workspace_id]
+    assert counted.exclusive == 1
+    held = fs.memory_usage().held
+    del fork
+    gc.collect()
+    assert held - fs.memory_usage().held == counted.exclusive
+    assert grandchild.read_bytes("a").content == b"x"
+    assert [s.workspace_id for s in fs.space_usage().forks] == [grandchild.workspace_id]
+
+
 def test_the_fork_point_of_a_fork_keeps_what_the_origin_changed_since(
     fs: InMemoryFilesystem,
 ) -> None:

@@ -12,6 +12,7 @@ from workspacefs import (
     BlameEntry,
     Cause,
     InMemoryFilesystem,
+    Rule,
     SnapshotRetentionPolicy,
     attributed,
 )
@@ -192,3 +193,20 @@ def test_a_pruned_persisted_snapshot_does_not_repeat_history(tmp_path: Path) -> 
     # the repository already, and its change is there once.
     found = [(e.snapshot and e.snapshot.tag, e.kind, e.causes) for e in loaded.blame("f")]
     assert found == [("s4", "modified", (B,)), ("s3", "modified", (B, P)), ("one", "added", (A,))]
+
+
+def test_a_hidden_path_s_history_is_persisted_all_the_same(tmp_path: Path) -> None:
+    # A hidden rule keeps the path from readers; git still records what changed it.
+    fs = InMemoryFilesystem()
+    with attributed(A):
+        fs.write(".env", "TOKEN=1\n")
+    fs.snapshot(tag="s1")
+    with attributed(B):
+        fs.write(".env", "TOKEN=2\n")
+    last = fs.snapshot(tag="s2")
+    fs.rules.add(Rule(".env", "hidden"))
+    assert fs.blame(".env") == []
+    repo = tmp_path / "repo.git"
+    wgit.persist(fs, last, repo)
+    loaded = wgit.load(repo, "s2", workspace=fs.workspace_id)
+    assert [e.causes for e in loaded.blame(".env")] == [(B,), (A,)]

@@ -422,6 +422,24 @@ def test_blame_comes_back_with_the_snapshots(tmp_path: Path) -> None:
         assert [c.call_id for c in again.fs.blame("b.txt")[0].causes] == ["call-3"]
 
 
+def test_a_hidden_path_s_blame_is_journalled_all_the_same(tmp_path: Path) -> None:
+    from workspacefs.fs import Cause, Rule, attributed
+
+    store = str(tmp_path / "store")
+    durable, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with durable:
+        fs = durable.fs
+        fs.rules.add(Rule(".env", "hidden"))
+        with fs.transaction(), attributed(Cause.call(tool="write_file", call_id="call-1")):
+            fs.write(".env", "TOKEN=1\n")  # the owner's bulk change: not bound
+        fs.snapshot(tag="first")
+        assert fs.blame(".env") == []
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        blamed = again.fs.blame(".env")  # the rules are the daemon's, not the journal's
+        assert [[c.call_id for c in e.causes] for e in blamed] == [["call-1"]]
+
+
 def test_a_time_past_64_bits_is_journalled_within_them(tmp_path: Path) -> None:
     # A source can record any integer as a time (a hostile git record: 2^80 ns); the
     # journal holds 64 bits, as the mount shows: clamped, never a failed flush.
@@ -478,6 +496,47 @@ def test_a_snapshot_deleted_after_resuming_frees_its_data(tmp_path: Path) -> Non
         assert held >= 2 << 20  # replayed: the first snapshot holds the file's data
         fs.delete_snapshot(fs.snapshots()[0])
         assert fs.tree.budget.held < held - (1 << 20)
+
+
+KILLED_LOADED = """
+import os, signal, sys
+from workspacefs import git
+from workspacefs.store import Durability, open_workspace
+store, repo, background = sys.argv[1], sys.argv[2], sys.argv[3] == "background"
+def initial():
+    return git.load(repo, "v1", workspace="big", background=background)
+durable, _ = open_workspace(store, durability=Durability.INTERVAL, interval=3600.0,
+                            initial=initial, base=repo)
+fs = durable.fs
+with fs.tree.lock:
+    fs.tree.list_all()  # a background load adopts its snapshot once all is listed
+fs.write("after-load.txt", "written after the load\\n")
+durable.sync()  # the first record: no checkpoint yet
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("how", ["at-once", "background"])
+def test_a_loaded_snapshot_is_journalled_with_the_first_record(tmp_path: Path, how: str) -> None:
+    # The snapshot a workspace was loaded from is an undo point like any other: it must
+    # be in the journal, not only in the first checkpoint.
+    from support.large_repos import large_repo
+
+    repo = large_repo(tmp_path / "repo.git")
+    store = str(tmp_path / "store")
+    killed = subprocess.run([sys.executable, "-c", KILLED_LOADED, store, str(repo), how],
+                            env=child_env(), check=False)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    again, _ = open_workspace(store, durability=Durability.REQUESTED)
+    with again:
+        fs = again.fs
+        [loaded] = fs.snapshots()
+        assert loaded.tag == "v1"
+        assert fs.read("after-load.txt").content == "written after the load\n"
+        assert fs.diff(loaded).added == ("after-load.txt",)
+        fs.restore(loaded)
+        assert not fs.exists("after-load.txt")
+        assert fs.read_bytes("src/p9/m9.py").content == b"src/p9/m9.py\n" * 3
 
 
 def test_a_snapshot_journals_only_what_changed_since_the_last_record(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from mcp import Client
 
 from workspacefs import InvalidArgumentError
 from workspacefs.daemon import connect
+from workspacefs.daemon._handover import HANDED
 
 from .conftest import RemoteDaemons
 from .test_mcp import SOURCE_ROOT, _server, _text
@@ -180,4 +181,32 @@ def test_a_session_asked_for_wrongly_is_refused_and_the_daemon_serves_on(
         fs.write("still.txt", "serving\n")
         assert fs.read("still.txt").content == "serving\n"
     finally:
+        fs.close()
+
+
+def test_no_answer_reaches_the_client_before_the_command_let_go_of_the_wire(
+    remote_daemons: RemoteDaemons, tmp_path: Path
+) -> None:
+    # The command says it holds no copy of its stdin and stdout any more once it has
+    # handed them over; one that never says so (it stops first) gets no session: the
+    # daemon closes the pipes with the client's request unanswered.
+    fs = remote_daemons.fresh()
+    requests, wire_in = os.pipe()
+    wire_out, answers = os.pipe()
+    try:
+        path = str(tmp_path / "stdio.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen(1)
+            fs.serve_mcp(path)
+            connection, _ = listener.accept()
+            with connection:
+                socket.send_fds(connection, [HANDED], [requests, answers])
+                os.close(answers)
+                os.write(wire_in, json.dumps(INITIALIZE).encode() + b"\n")
+        assert os.read(wire_out, 65536) == b""  # the daemon's copy closed, unanswered
+        fs.write("still.txt", "serving\n")
+    finally:
+        for fd in (requests, wire_in, wire_out):
+            os.close(fd)
         fs.close()

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client, types
 
-from workspacefs import InMemoryFilesystem
+from workspacefs import InMemoryFilesystem, Rule
 from workspacefs.fs import (
     CallTag,
     RewindResult,
@@ -113,6 +113,43 @@ def test_another_writer_is_refused_then_discarded_when_forced(make: MakeWorkspac
     assert forced.discarded == ("after.txt", "between.txt")
     assert state(fs) == start
     assert [c.call_id for c in toolset.history] == []  # seen from the toolset too
+
+
+def test_another_writer_of_hidden_paths_is_refused_without_naming_them() -> None:
+    # Hidden paths are in no listing, but a change to one is a change all the same:
+    # a rewind that would discard it is refused, and says so without naming it.
+    fs = InMemoryFilesystem()
+    fs.write(".env", "TOKEN=1\n")
+    fs.rules.add(Rule(".env", "hidden"))
+    toolset = UndoableToolset(filesystem_tools(fs, rewind=True), fs)
+    toolset.call("write_file", {"path": "a.txt", "content": "a\n"}, call_id="c1")
+    fs.rules.clear()
+    fs.write(".env", "TOKEN=2\n")  # another writer, while it is not hidden
+    fs.rules.add(Rule(".env", "hidden"))
+    with pytest.raises(OSError, match="after call c1") as caught:
+        rewind(fs, "c1")
+    assert ".env" not in str(caught.value)
+    assert "hidden" in str(caught.value)
+    toolset.call("write_file", {"path": "b.txt", "content": "b\n"}, call_id="c2")
+    with pytest.raises(OSError, match="between calls c1 and c2") as caught:
+        rewind(fs, "c1")  # the hidden change is between two calls now
+    assert ".env" not in str(caught.value)
+    assert [c.call_id for c in call_history(fs)] == ["c1", "c2"]
+    forced = rewind(fs, "c1", force=True)
+    assert forced.discarded == ()
+    fs.rules.clear()
+    assert fs.read(".env").content == "TOKEN=1\n"
+
+
+def test_a_restore_refused_for_a_hidden_change_names_no_hidden_path() -> None:
+    fs = InMemoryFilesystem()
+    fs.write(".env", "TOKEN=1\n")
+    first = fs.snapshot()
+    fs.write(".env", "TOKEN=2\n")
+    fs.rules.add(Rule(".env", "hidden"))
+    with pytest.raises(OSError) as caught:
+        fs.restore(first, if_unchanged_since=first)
+    assert ".env" not in str(caught.value)
 
 
 def test_a_rewind_through_another_door_frees_the_toolsets_ids() -> None:

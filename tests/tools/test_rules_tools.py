@@ -104,6 +104,28 @@ def test_hidden_paths_are_absent_from_every_reading_tool() -> None:
         assert "hunter2" not in message
 
 
+def test_hidden_paths_are_absent_from_what_changed() -> None:
+    fs = workspace()
+    fs.snapshot(tag="start")
+    fs.write(".env", "TOKEN=changed\n")
+    fs.write("src/app.py", "print(2)\n")
+    fs.snapshot(tag="later")
+    fs.rules.set([HIDDEN])
+    tools = filesystem_tools(fs, blame=True)
+    context = ToolContext(filesystem=fs, call_id="toolu_8")
+    for tool, arguments in (
+        ("diff", {"from": "start"}),
+        ("diff", {"from": "start", "to": "later", "path": "."}),
+        ("blame", {"path": ".env"}),
+    ):
+        result = tools.call(tool, arguments, context=context)
+        assert ".env" not in result.message.replace("`.env`", ""), (tool, result.message)
+        assert "hunter2" not in result.message
+        assert "changed" not in result.message.replace("changed by", "")
+    shown = tools.call("diff", {"from": "start"}, context=context).message
+    assert "src/app.py" in shown
+
+
 def test_a_tools_own_rules() -> None:
     fs = workspace(Rule("src/**", tool="write_file"), Rule(".env", "hidden", tool="read_file"))
     tools = filesystem_tools(fs)

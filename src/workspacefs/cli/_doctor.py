@@ -235,8 +235,10 @@ def doctor(
     if as_json:
         emit_json([asdict(check) for check in checks])
     else:
+        from rich.text import Text
+
         for check in checks:
-            mark = f"[{STYLE[check.status]}]{check.status:<8}[/]"
-            stdout.print(f"{mark} {check.name:<17} {check.detail}")
+            mark = (f"{check.status:<8}", STYLE[check.status])
+            stdout.print(Text.assemble(mark, f" {check.name:<17} {check.detail}"))
     if any(check.status == "problem" for check in checks):
         raise typer.Exit(EXIT_PROBLEMS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._output import stdout
+from ._output import say
 
 if TYPE_CHECKING:
     from ..daemon import RemoteFilesystem
@@ -48,6 +48,6 @@ def print_files(fs: RemoteFilesystem, records: Sequence[FilesystemSnapshot], cur
         record = step.snapshot
         mark = "*" if record is not None and record.snapshot_id == current else " "
         since = f"  since {name(step.base)}" if step.base is not None else ""
-        stdout.print(f"{mark} {name(record)}  {when(record)}{since}", markup=False)
+        say(f"{mark} {name(record)}  {when(record)}{since}")
         for change in step.changes:
             print(f"    {MARKS[change.kind]} {change.path}\t{who(change.causes)}")

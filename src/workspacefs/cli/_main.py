@@ -8,24 +8,8 @@ import traceback
 import typer
 
 from .._errors import MountedInsideError
-from . import (  # noqa: F401
-    _apply,
-    _blame,
-    _debug,
-    _doctor,
-    _forks,
-    _mcp,
-    _mounts,
-    _rewind,
-    _rules,
-    _run,
-    _snapshots,
-    _storage,
-    _try,
-    _watch,
-)
 from ._app import EXIT_FAILED, EXIT_MOUNTED_INSIDE, EXIT_NO_WORKSPACE, EXIT_OK, EXIT_USAGE, app
-from ._output import stderr
+from ._output import say
 
 
 def _one_line(exc: BaseException) -> str:
@@ -63,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as done:  # click.exceptions.Exit
         return done.exit_code
     except typer.Abort:
-        stderr.print("Aborted.")
+        say("Aborted.", err=True)
         return 130
     except typer.TyperException as exc:  # click's usage errors (typer vendors click)
         show = getattr(exc, "show", None)

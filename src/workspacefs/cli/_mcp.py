@@ -5,7 +5,6 @@ loads it), or a host directory in place (``--host``)."""
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import signal
 import sys
@@ -141,6 +140,8 @@ def mcp(
             best_of=best_of,
         )
         return
+    import logging  # not for a running workspace: its daemon serves, and logs
+
     from ..daemon import LOADED_TAG, parse_source
     from ..tools import DeferredTools, serve_mcp_stdio
 
@@ -229,6 +230,8 @@ def _on_running(
         if not best_of:
             hand_over_stdio(fs, rewind=rewind)
             return
+        import logging
+
         from ..sandbox import trial_tools
         from ..tools import ServedTools, UndoableToolset, filesystem_tools, serve_mcp_stdio
 

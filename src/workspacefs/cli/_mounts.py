@@ -13,7 +13,7 @@ from ..daemon import START_TIMEOUT
 from ..store import DEFAULT_INTERVAL
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._forks import unmount_bound_fork
-from ._output import connection_line, emit_json, size, stdout, working
+from ._output import connection_line, emit_json, say, size, stdout, working
 from ._rules import HideOption, ProtectOption, QuotaOption, rules_from_options
 from ._snapshots import size_option
 
@@ -136,12 +136,15 @@ def mount(
 
     --protect, --hide and --quota declare access rules before the mount serves
     (see ``workspacefs rules``); a resumed workspace keeps those it had."""
-    from ..daemon import DaemonOptions, parse_source, run_daemon, start
+    from ..daemon import start
 
     rules = rules_from_options(protect, hide, quota)
 
     budget = None if memory_budget is None else size_option(memory_budget, "--memory-budget")
     if foreground:
+        # The server's side (trio, pyfuse3, pygit2: 0.4 s) only here: a mount in the
+        # background is served by a new process, which loads it itself.
+        from ..daemon import DaemonOptions, parse_source, run_daemon
         from ..fs import to_json
 
         parse_source(source)  # a bad --from fails here with its own message
@@ -152,7 +155,7 @@ def mount(
             if as_json:
                 print(json.dumps(message["record"]), flush=True)
             else:
-                stdout.print(f"Mounted {message['record']['mountpoint']}; Ctrl-C unmounts")
+                say(f"Mounted {message['record']['mountpoint']}; Ctrl-C unmounts")
 
         options = DaemonOptions(
             mountpoint,
@@ -195,13 +198,13 @@ def mount(
         emit_json(record.to_dict())
         return
     mode = " (read-only)" if record.read_only else ""
-    stdout.print(f"Mounted {record.mountpoint}{mode}: daemon pid {record.pid}")
+    say(f"Mounted {record.mountpoint}{mode}: daemon pid {record.pid}")
     if record.name is not None:
-        stdout.print(f"  name       {record.name}")
-    stdout.print(f"  kept       {kept_line(record.store, record.durability, interval)}")
-    stdout.print(f"  socket     {record.socket}")
-    stdout.print(f"  workspace  {record.workspace_id}")
-    stdout.print(f"  persist to {record.repository}")
+        say(f"  name       {record.name}")
+    say(f"  kept       {kept_line(record.store, record.durability, interval)}")
+    say(f"  socket     {record.socket}")
+    say(f"  workspace  {record.workspace_id}")
+    say(f"  persist to {record.repository}")
 
 
 def kept_line(store: str | None, durability: str, interval: float | None) -> str:
@@ -242,7 +245,7 @@ def unmount(
         if as_json:
             emit_json({"dropped": name, "unbound": points})
         else:
-            stdout.print(f"Dropped fork {name}; unbound {', '.join(points)}")
+            say(f"Dropped fork {name}; unbound {', '.join(points)}")
         return
     fs = workspace(point)
     mountpoint, pid = fs.mountpoint, fs.pid
@@ -253,7 +256,7 @@ def unmount(
             with connect(record.socket) as inner_fs:
                 inner_fs.unmount()
             if not as_json:
-                stdout.print(f"Unmounted {record.mountpoint}")
+                say(f"Unmounted {record.mountpoint}")
         try:
             fs.unmount()
         except MountedInsideError as exc:
@@ -271,11 +274,11 @@ def unmount(
             }
         )
         return
-    stdout.print(f"Unmounted {mountpoint}")
+    say(f"Unmounted {mountpoint}")
     if kept.get("name"):
-        stdout.print(f"Kept {kept['name']}: workspacefs mount DIR --name {kept['name']} resumes it")
+        say(f"Kept {kept['name']}: workspacefs mount DIR --name {kept['name']} resumes it")
     elif kept.get("store"):
-        stdout.print(f"Kept in {kept['store']}: workspacefs mount DIR --store ... resumes it")
+        say(f"Kept in {kept['store']}: workspacefs mount DIR --store ... resumes it")
 
 
 def _inner_workspaces(mountpoint: str) -> list[MountRecord]:
@@ -341,7 +344,7 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
         )
         return
     if not known and not stopped:
-        stdout.print("No workspace is mounted." + ("" if show_all else " (--all: stopped ones)"))
+        say("No workspace is mounted." + ("" if show_all else " (--all: stopped ones)"))
         return
     from rich.table import Table
 
@@ -363,7 +366,7 @@ def list_(show_all: AllOption = False, as_json: JsonOption = False) -> None:
         table.add_row(info.name, "-", "-", "-", "-", state)
     stdout.print(table)
     if not all(k.alive for k in known):
-        stdout.print(
+        say(
             "A daemon is dead: workspacefs doctor --fix detaches its stale mount and removes "
             "its files (a named workspace stays kept: doctor says how to resume it)."
         )
@@ -398,7 +401,7 @@ def discard(
     if as_json:
         emit_json({"discarded": info.name, "store": info.path, "journal_bytes": info.journal_bytes})
         return
-    stdout.print(f"Discarded {info.name} ({info.path}, {size(info.journal_bytes)} journal)")
+    say(f"Discarded {info.name} ({info.path}, {size(info.journal_bytes)} journal)")
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -490,4 +493,4 @@ def status(args: MountArgs = None, as_json: JsonOption = False) -> None:
         ("log", facts["log"]),
     ]
     for key, value in rows:
-        stdout.print(f"{key:<11} {value}")
+        say(f"{key:<11} {value}")

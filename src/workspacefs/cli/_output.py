@@ -1,4 +1,9 @@
-"""How the commands print: human text on a rich console, or one JSON document."""
+"""How the commands print: lines of plain text, tables and progress on a rich console, or one
+JSON document.
+
+Text prints as it is: the consoles take no markup and no emoji codes, so a tag, name or
+path (``fix:bug:``, ``[draft]``) prints verbatim; styles are given as ``rich.text.Text``.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ if TYPE_CHECKING:
 
 class _Console:
     """A rich ``Console`` made on first use: loading rich costs a command that prints
-    nothing through it (``workspacefs mcp``) a tenth of its start."""
+    nothing through it (``workspacefs mcp``, or only lines: ``say``) a tenth of its start."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
@@ -36,8 +41,17 @@ class _Console:
         return getattr(self.made(), name)
 
 
-stdout = cast("Console", _Console(highlight=False, soft_wrap=True, fit_pipes=True))
-stderr = cast("Console", _Console(stderr=True, highlight=False, soft_wrap=True))
+_VERBATIM = {"highlight": False, "markup": False, "emoji": False, "soft_wrap": True}
+stdout = cast("Console", _Console(fit_pipes=True, **_VERBATIM))
+stderr = cast("Console", _Console(stderr=True, **_VERBATIM))
+
+
+def say(line: str, *, err: bool = False) -> None:
+    """Print one line of plain text on stdout (``err``: stderr), as it is, at once (what
+    the console would print for it, without loading rich)."""
+    out = sys.stderr if err else sys.stdout
+    out.write(line + "\n")
+    out.flush()
 
 
 def emit_json(value: Any) -> None:

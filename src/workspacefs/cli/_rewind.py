@@ -8,7 +8,7 @@ import typer
 
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import MARKS, name, when
-from ._output import emit_json, stdout
+from ._output import emit_json, say
 
 
 @app.command(epilog="Example: workspacefs history ./ws")
@@ -27,7 +27,7 @@ def history(
         emit_json([to_json(call) for call in calls])
         return
     if not calls:
-        stdout.print("No recorded tool call.")
+        say("No recorded tool call.")
         return
     for call in calls:
         effect = "changed nothing" if call.after is None else "changed"
@@ -57,10 +57,7 @@ def rewind(
         emit_json(to_json(result))
         return
     count = len(result.undone)
-    stdout.print(
-        f"Rewound to before {result.call_id}: {count} call{'' if count == 1 else 's'} undone",
-        markup=False,
-    )
+    say(f"Rewound to before {result.call_id}: {count} call{'' if count == 1 else 's'} undone")
     for call_id in result.undone:
         print(f"undone\t{call_id}")
     changes = result.changes

@@ -12,7 +12,7 @@ import typer
 from .._errors import InvalidArgumentError
 from ._app import JsonOption, app, split_mountpoint, workspace
 from ._history import changes_json, print_files
-from ._output import emit_json, size, stdout
+from ._output import emit_json, say, size, stdout
 
 if TYPE_CHECKING:
     from ..fs import SpaceUsage
@@ -33,7 +33,7 @@ def snapshot(
     if as_json:
         emit_json(record.to_dict())
     else:
-        stdout.print(
+        say(
             f"Snapshot {snapshot_label(record)}: {record.file_count:,} files, "
             f"{size(record.total_bytes)}"
         )
@@ -54,7 +54,7 @@ def restore(
     if as_json:
         emit_json(record.to_dict())
     else:
-        stdout.print(f"Restored {snapshot_label(record)}")
+        say(f"Restored {snapshot_label(record)}")
 
 
 def _write_lines(lines: Iterable[str]) -> None:
@@ -139,7 +139,7 @@ def log(
         if files and not as_json:
             print_files(fs, records, current)
             if usage is not None:
-                stdout.print(space_summary(usage))
+                say(space_summary(usage))
             return
         found = {r.snapshot_id: changes_json(fs.changes(r)) for r in records} if files else {}
     shares = {} if usage is None else {s.snapshot_id: s for s in usage.snapshots}
@@ -156,7 +156,7 @@ def log(
         emit_json(entries if usage is None else {"snapshots": entries, "space": usage.to_dict()})
         return
     if not records:
-        stdout.print("No snapshots yet.")
+        say("No snapshots yet.")
     else:
         from rich.table import Table
 
@@ -181,7 +181,7 @@ def log(
             table.add_row(*row)
         stdout.print(table)
     if usage is not None:
-        stdout.print(space_summary(usage))
+        say(space_summary(usage))
 
 
 def space_summary(usage: SpaceUsage) -> str:
@@ -250,14 +250,14 @@ def prune(
     count = len(result.pruned)
     noun = "snapshot" if count == 1 else "snapshots"
     if dry_run:
-        stdout.print(f"Would prune {count} {noun}, freeing {size(result.freed_bytes)}")
+        say(f"Would prune {count} {noun}, freeing {size(result.freed_bytes)}")
     else:
-        stdout.print(
+        say(
             f"Pruned {count} {noun}, freed {size(result.freed_bytes)} "
             f"(memory held {size(result.held_before)} -> {size(result.held_after)})"
         )
     for record in result.pruned:
-        stdout.print(f"  {snapshot_label(record)}")
+        say(f"  {snapshot_label(record)}")
 
 
 def size_option(text: str, option: str) -> int:

@@ -10,7 +10,7 @@ import typer
 
 from ._app import app, split_mountpoint, workspace
 from ._history import MARKS, who
-from ._output import stderr
+from ._output import say
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -32,7 +32,8 @@ def watch(
     ] = False,
 ) -> None:
     """Print every change to the workspace as it happens: each path added, modified or
-    deleted, and who did it (the tool call, or the process, command and container).
+    deleted, and who did it (the tool call, or the process, command and container);
+    each change an access rule refused ('!' denied ..., the rule and who tried).
 
     PATH-GLOB keeps the paths it matches, as grep's file filter: '*.py' matches
     names, 'src/**' paths. Changes are coalesced (a path written many times in a
@@ -46,7 +47,7 @@ def watch(
             for event in stream:
                 if as_json:
                     sys.stdout.write(json.dumps(event.to_dict(), default=str) + "\n")
-                elif event.kind == "gap":
+                elif event.kind in ("gap", "denied"):
                     sys.stdout.write(f"{_clock(event.time)} ! {event.describe()}\n")
                 else:
                     mark, causes = MARKS[event.kind], who(event.causes)
@@ -55,7 +56,7 @@ def watch(
                 sys.stdout.flush()
         finally:
             if not as_json:
-                stderr.print(f"workspacefs: last event {stream.last_id} (--after resumes there)")
+                say(f"workspacefs: last event {stream.last_id} (--after resumes there)", err=True)
 
 
 def _clock(moment: datetime) -> str:

@@ -27,25 +27,20 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import BackendUnavailableError, NotPermittedError, ReadOnlyError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
-from ..fs import (
-    CAUSE_VARIABLE,
-    BlameEntry,
-    Cause,
-    ChangeStream,
-    FilesystemSnapshot,
-    SnapshotChanges,
-    attributed,
-    current_cause,
-)
+from ..fs import CAUSE_VARIABLE, Cause, attributed, current_cause
 from ._runtime import DaemonLock, DaemonUnreachableError, NoWorkspaceError, find_mount
-from ._stream import RemoteChangeStream
 from ._transport import UnixHTTPPool
 from ._verbs import VIEW, DaemonVerbs, FilesystemVerbs, Verb, WorkspaceVerbs
 from ._wire import API_VERSION, JSON_TYPE, PREFIX, Json, decode_error, dumps, loads
+
+if TYPE_CHECKING:
+    # Loaded when a signature is read (``contract_signature``): a command that calls
+    # neither blame nor the change feed loads neither.
+    from ..fs import BlameEntry, ChangeStream, FilesystemSnapshot, SnapshotChanges
 
 CONNECT_TIMEOUT = 5.0
 UNMOUNT_TIMEOUT = 60.0
@@ -307,6 +302,8 @@ class RemoteFilesystem(_RemoteFiles, DaemonVerbs):
             DaemonUnreachableError: The daemon does not answer (iteration raises it
                 too, if the daemon stops meanwhile).
         """
+        from ._stream import RemoteChangeStream
+
         return RemoteChangeStream(
             self.socket, after, glob=glob, timeout=timeout, connect_timeout=CONNECT_TIMEOUT
         )

@@ -16,38 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import git
-from .._errors import InvalidArgumentError
 from ..fs import InMemoryFilesystem
-from ..store import Durability, DurableWorkspace, Recovery, check_name, new_name, open_workspace
+from ..store import Durability, DurableWorkspace, Recovery, new_name, open_workspace
 from ..store import store_of as named_store
-from ._options import DaemonOptions
+from ._options import DaemonOptions, check_durability
 
 log = logging.getLogger(__name__)
-
-POLICIES = ("interval", "always", "none")
-"""``--durability`` values: the store's policies, and no store."""
-
-
-def check_durability(options: DaemonOptions) -> None:
-    """Refuse a policy, name or interval that cannot work, before a daemon starts.
-
-    Raises:
-        InvalidArgumentError: Which one, and why.
-    """
-    if options.durability not in POLICIES:
-        raise InvalidArgumentError(f"--durability takes {', '.join(POLICIES)}", options.durability)
-    if options.name is not None:
-        check_name(options.name)
-    if options.durability == "none" and (options.name or options.store):
-        raise InvalidArgumentError(
-            "--durability none keeps no store: a named workspace or --store needs "
-            "interval or always",
-            options.name or options.store,
-        )
-    if not options.interval > 0:
-        raise InvalidArgumentError("--interval must be a positive number of seconds", None)
-    if options.memory_budget is not None and options.memory_budget < 0:
-        raise InvalidArgumentError("--memory-budget cannot be negative", None)
 
 
 def _with_budget(

@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from .. import git
 from .._errors import BackendUnavailableError, NotFoundError, ReadOnlyError
-from ..fs import FilesystemSnapshot, HeldMerge, InMemoryFilesystem, Side
+from ..fs import FilesystemSnapshot, HeldMerge, InMemoryFilesystem, Rule, Side
 from ..fuse import Mount
 from ..tree import diff_versions
 from ._fork_results import ForkInfo
@@ -32,10 +32,19 @@ class Forks:
     Args:
         fs: The workspace.
         read_only: The daemon serves it read-only (then it makes no forks).
+        rules_of: The rules kept for a fork of a name (its own, put in force when it is
+            made, before it is served).
     """
 
-    def __init__(self, fs: InMemoryFilesystem, *, read_only: bool) -> None:
+    def __init__(
+        self,
+        fs: InMemoryFilesystem,
+        *,
+        read_only: bool,
+        rules_of: Callable[[str], Sequence[Rule]] = lambda name: (),
+    ) -> None:
         self._fs = fs
+        self._rules_of = rules_of
         self._read_only = read_only
         self._mount: Mount | None = None
         self._forks: dict[str, InMemoryFilesystem] = {}
@@ -67,6 +76,9 @@ class Forks:
         with self._lock:
             if name is None:
                 name = next(f"fork-{n}" for n in self._numbers if f"fork-{n}" not in self._forks)
+            kept = self._rules_of(name)
+            if kept:  # bound before anyone sees it (else nothing to do: a fork is O(1))
+                fork.rules.set(kept)
             mount.add_fork(name, fork)
             self._forks[name] = fork
         return self._info(name, fork)

@@ -8,7 +8,9 @@ answer quickly:
 1. listen on a Unix socket in a private temporary directory (mode 0700);
 2. ask the daemon (``serve_mcp``) to connect to it;
 3. send descriptors 0 and 1 over the connection (``SCM_RIGHTS``), then point
-   them at ``/dev/null`` and stderr: the wire is the daemon's now;
+   them at ``/dev/null`` and stderr and say so (``RELEASED``): the wire is the
+   daemon's alone now, and it serves from then on, so no answer ever reaches a
+   client while this process still holds the wire;
 4. wait until the daemon says the session is over (the client closed its
    input), or the connection drops (the daemon stopped: an error).
 """
@@ -28,6 +30,10 @@ TAKE_TIMEOUT = 10.0
 """Seconds either side waits for the other to connect and hand over."""
 SESSION_DONE = b"\x00"
 """What the daemon sends once it has served the session to its end."""
+HANDED = b"stdio"
+"""The bytes the descriptors travel with."""
+RELEASED = b"\x01"
+"""What the process sends after them, once it holds no copy of the descriptors."""
 
 
 class _Serving(Protocol):
@@ -61,12 +67,13 @@ def hand_over_stdio(daemon: _Serving, *, rewind: bool = True) -> None:
                     "the daemon did not take the session", daemon.socket
                 ) from None
     with connection:
-        socket.send_fds(connection, [b"stdio"], [0, 1])
+        socket.send_fds(connection, [HANDED], [0, 1])
         _divert_stdio()
         connection.settimeout(None)
         try:
+            connection.sendall(RELEASED)
             said = connection.recv(1)
-        except OSError:
+        except OSError:  # the daemon went away
             said = b""
     if said != SESSION_DONE:
         raise BackendUnavailableError("the daemon stopped during the session", daemon.socket)

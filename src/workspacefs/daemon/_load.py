@@ -6,9 +6,7 @@ The git layer (pygit2) and the archive layer load only for a source of theirs:
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterable
 
 from .. import git
 from .._errors import InvalidArgumentError, SnapshotNotFoundError
@@ -36,29 +34,6 @@ def _only_workspace(repository: str) -> tuple[str, int]:
             f"the repository holds {len(newest)} workspaces; name a full ref or commit", repository
         )
     return next(iter(newest.items()))
-
-
-def parse_load_limits(settings: Iterable[str]) -> git.LoadLimits:
-    """``git.LoadLimits`` with the ``NAME=N`` ``settings`` (``--load-limit``).
-
-    Raises:
-        InvalidArgumentError: A setting names no limit or its value is no count.
-    """
-    known = [field.name for field in dataclasses.fields(git.LoadLimits)]
-    changes: dict[str, int] = {}
-    for setting in settings:
-        name, sep, value = setting.partition("=")
-        if not sep or name not in known:
-            raise InvalidArgumentError(
-                f"--load-limit takes NAME=N, NAME one of {', '.join(known)}", setting
-            )
-        try:
-            changes[name] = int(value.replace("_", ""))
-        except ValueError:
-            raise InvalidArgumentError("--load-limit: the value is not a count", setting) from None
-        if changes[name] < 0:
-            raise InvalidArgumentError("--load-limit: the value is negative", setting)
-    return dataclasses.replace(git.DEFAULT_LOAD_LIMITS, **changes)
 
 
 def load_source(

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._errors import InvalidArgumentError
 from ..store import DEFAULT_INTERVAL
+
+if TYPE_CHECKING:
+    from ..git import LoadLimits
 
 START_TIMEOUT = 120.0
 """Seconds to wait for a daemon to mount (loading a big source takes a while)."""
@@ -60,3 +66,56 @@ class DaemonOptions:
     interval: float = DEFAULT_INTERVAL
     rules: tuple[dict[str, Any], ...] = ()
     memory_budget: int | None = None
+
+
+POLICIES = ("interval", "always", "none")
+"""``--durability`` values: the store's policies, and no store."""
+
+
+def check_durability(options: DaemonOptions) -> None:
+    """Refuse a policy, name or interval that cannot work, before a daemon starts.
+
+    Raises:
+        InvalidArgumentError: Which one, and why.
+    """
+    if options.durability not in POLICIES:
+        raise InvalidArgumentError(f"--durability takes {', '.join(POLICIES)}", options.durability)
+    if options.name is not None:
+        from ..store import check_name  # the store's names: its journal's records
+
+        check_name(options.name)
+    if options.durability == "none" and (options.name or options.store):
+        raise InvalidArgumentError(
+            "--durability none keeps no store: a named workspace or --store needs "
+            "interval or always",
+            options.name or options.store,
+        )
+    if not options.interval > 0:
+        raise InvalidArgumentError("--interval must be a positive number of seconds", None)
+    if options.memory_budget is not None and options.memory_budget < 0:
+        raise InvalidArgumentError("--memory-budget cannot be negative", None)
+
+
+def parse_load_limits(settings: Iterable[str]) -> LoadLimits:
+    """``git.LoadLimits`` with the ``NAME=N`` ``settings`` (``--load-limit``).
+
+    Raises:
+        InvalidArgumentError: A setting names no limit or its value is no count.
+    """
+    from ..git import DEFAULT_LOAD_LIMITS, LoadLimits  # the limits alone: no git loaded
+
+    known = [field.name for field in dataclasses.fields(LoadLimits)]
+    changes: dict[str, int] = {}
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or name not in known:
+            raise InvalidArgumentError(
+                f"--load-limit takes NAME=N, NAME one of {', '.join(known)}", setting
+            )
+        try:
+            changes[name] = int(value.replace("_", ""))
+        except ValueError:
+            raise InvalidArgumentError("--load-limit: the value is not a count", setting) from None
+        if changes[name] < 0:
+            raise InvalidArgumentError("--load-limit: the value is negative", setting)
+    return dataclasses.replace(DEFAULT_LOAD_LIMITS, **changes)

@@ -30,8 +30,8 @@ from ..fuse import Mount, mount, refuse_if_mounted_inside
 from ..posix import canonical_mountpoint
 from ._app import create_app
 from ._durability import Kept, open_kept
-from ._load import load_source, parse_load_limits
-from ._options import DaemonOptions
+from ._load import load_source
+from ._options import DaemonOptions, parse_load_limits
 from ._runtime import (
     DaemonLock,
     MountRecord,

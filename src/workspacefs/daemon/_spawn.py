@@ -19,9 +19,7 @@ from .._errors import BackendUnavailableError, BusyError
 from ..fs import Rule, to_json
 from ..posix import canonical_mountpoint
 from ..store import DEFAULT_INTERVAL
-from ._durability import check_durability
-from ._load import parse_load_limits
-from ._options import START_TIMEOUT, DaemonOptions
+from ._options import START_TIMEOUT, DaemonOptions, check_durability, parse_load_limits
 from ._runtime import MountRecord, RuntimePaths, is_alive, read_record, remove_files
 from ._sources import parse_source
 from ._wire import decode_error

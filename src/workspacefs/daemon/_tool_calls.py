@@ -48,7 +48,7 @@ from ..tools import (
     filesystem_tools,
     serve_mcp,
 )
-from ._handover import SESSION_DONE, STDIO_FDS, TAKE_TIMEOUT
+from ._handover import HANDED, RELEASED, SESSION_DONE, STDIO_FDS, TAKE_TIMEOUT
 from ._verbs import Verb, WorkspaceVerbs
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class ToolCalls:
                 peer = closing.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
                 peer.settimeout(TAKE_TIMEOUT)
                 peer.connect(path)
-                _, fds, flags, _ = socket.recv_fds(peer, 16, STDIO_FDS)
+                said, fds, flags, _ = socket.recv_fds(peer, len(HANDED), STDIO_FDS)
             except OSError as exc:
                 log.warning("no MCP session: its descriptors did not come: %s", exc)
                 return
@@ -196,6 +196,11 @@ class ToolCalls:
                 closing.callback(os.close, fd)
             if len(fds) != STDIO_FDS or flags & socket.MSG_CTRUNC:
                 log.warning("no MCP session: not the two descriptors it needs came")
+                return
+            # Served once the process holds the wire no more: no answer reaches a client
+            # while the process could still read or write it.
+            if not _received(peer, said, HANDED + RELEASED):
+                log.warning("no MCP session: the process did not let go of its stdio")
                 return
             peer.settimeout(None)
             for fd in fds:
@@ -208,3 +213,16 @@ class ToolCalls:
                 log.exception("MCP session failed")
             with contextlib.suppress(OSError):
                 peer.sendall(SESSION_DONE)
+
+
+def _received(peer: socket.socket, said: bytes, expected: bytes) -> bool:
+    """Whether ``peer`` says ``expected``, of which ``said`` came already."""
+    while len(said) < len(expected) and expected.startswith(said):
+        try:
+            more = peer.recv(len(expected) - len(said))
+        except OSError:
+            return False
+        if not more:
+            return False
+        said += more
+    return said == expected

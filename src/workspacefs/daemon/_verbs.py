@@ -22,11 +22,13 @@ Adding a protocol verb is the protocol, its implementation, and one line here.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import (
+    TYPE_CHECKING,
     Any,
     Concatenate,
     Generic,
@@ -40,35 +42,34 @@ from typing import (
     overload,
 )
 
+from .. import fs
 from .._errors import InvalidArgumentError
 from ..archive import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
-from ..fs import (
-    MAX_ENTRIES,
-    BlameEntry,
-    DeclaredRules,
-    Denial,
-    Filesystem,
-    FilesystemSnapshot,
-    HeldMerge,
-    MergeReport,
-    PersistResult,
-    PruneResult,
-    RecordedCall,
-    RewindResult,
-    Rule,
-    Side,
-    SnapshotableFilesystem,
-    SnapshotChanges,
-    SnapshotRetentionPolicy,
-    SpaceUsage,
-    TransferResult,
-    TreeEntry,
-    Trial,
-    from_json,
-    to_json,
-)
+from ..fs import MAX_ENTRIES, Filesystem, SnapshotableFilesystem, from_json, to_json
 from ..tools import ToolHost
 from ._fork_results import ForkInfo
+
+if TYPE_CHECKING:
+    from ..fs import (
+        BlameEntry,
+        DeclaredRules,
+        Denial,
+        FilesystemSnapshot,
+        HeldMerge,
+        MergeReport,
+        PersistResult,
+        PruneResult,
+        RecordedCall,
+        RewindResult,
+        Rule,
+        Side,
+        SnapshotChanges,
+        SnapshotRetentionPolicy,
+        SpaceUsage,
+        TransferResult,
+        TreeEntry,
+        Trial,
+    )
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -375,6 +376,34 @@ class Daemon(Protocol):
         ...
 
 
+class _ProtocolTypes(dict[str, Any]):
+    """The names an annotation may use in a module that imports the protocol's value
+    types for type checkers only (``TreeEntry``, ``MergeReport``): those the module does
+    not define are looked up in ``workspacefs.fs`` when first named, so a client loads
+    the types of the verbs it calls, not every module of the protocol."""
+
+    def __init__(self, module: Mapping[str, Any]) -> None:
+        super().__init__()
+        self._module = module
+
+    def __missing__(self, name: str) -> Any:
+        if name in self._module or hasattr(builtins, name):
+            raise KeyError(name)  # the module's own names, and the builtins
+        try:
+            return getattr(fs, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+
+def contract_signature(function: Callable[..., Any]) -> inspect.Signature:
+    """The signature of ``function`` (a verb's contract, a client's method), its
+    annotations evaluated (``inspect.signature(function, eval_str=True)``) with the
+    protocol's value types its module names for type checkers only loaded on first
+    use (``_ProtocolTypes``)."""
+    names = _ProtocolTypes(getattr(function, "__globals__", {}))
+    return inspect.signature(function, eval_str=True, locals=names)
+
+
 class _Caller(Protocol):
     """A client: what runs a verb on the daemon."""
 
@@ -426,7 +455,7 @@ class Verb(Generic[P, R]):
     @functools.cached_property
     def signature(self) -> inspect.Signature:
         """The contract's signature without ``self``: the verb's arguments and result."""
-        full = inspect.signature(self.contract, eval_str=True)
+        full = contract_signature(self.contract)
         return full.replace(parameters=list(full.parameters.values())[1:])
 
     @property

@@ -61,14 +61,16 @@ from ..store import DurableWorkspace, Recovery
 from ..tools import ToolAnswer
 from ._fork_results import ForkInfo
 from ._forks import Forks
-from ._tool_calls import ToolCalls
 from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
 from ._wire import API_VERSION, Json
 
 if TYPE_CHECKING:
     from ..sandbox import MountTrials, SandboxOptions
+    from ._tool_calls import ToolCalls
 RULES_SETTING = "rules"
 """The store setting that keeps a workspace's access rules (JSON), for its next daemon."""
+FORK_RULES_SETTING = "fork-rules"
+"""The store setting that keeps its forks' own access rules (JSON: fork name -> rules)."""
 
 VIEW_CACHE = 16
 """Snapshot views kept ready for ``at`` calls (a view is cheap; this spares the lookup)."""
@@ -119,7 +121,11 @@ class Workspace(Daemon):
         self.facts = facts
         self._durable = durable
         self._recovery = recovery
-        self._forks = Forks(fs, read_only=facts.read_only)
+        # Each fork's own rules by its name, kept in the store: forks are not (docs/forks.md),
+        # so a fork made again under its name is bound by them again, as the workspace is.
+        self._fork_rules: dict[str, tuple[Rule, ...]] = {}
+        self._rules_lock = threading.Lock()  # the settings are written whole
+        self._forks = Forks(fs, read_only=facts.read_only, rules_of=self._kept_fork_rules)
         self._views: OrderedDict[uuid.UUID, TreeFilesystem] = OrderedDict()
         self._views_lock = threading.Lock()
         self._rewinding = threading.Lock()
@@ -282,6 +288,8 @@ class Workspace(Daemon):
         """The tools this daemon runs, made on first use (they load pydantic)."""
         with self._tools_lock:
             if self._tools is None:
+                from ._tool_calls import ToolCalls  # not before: a daemon serves sooner
+
                 self._tools = ToolCalls(self)
             return self._tools
 
@@ -342,8 +350,9 @@ class Workspace(Daemon):
         return self._forks.list()
 
     def drop_fork(self, name: str) -> None:
-        """Stop serving a fork."""
+        """Stop serving a fork (and forget its rules)."""
         self._forks.drop(name)
+        self._keep_rules(name, ())
 
     def merge_fork(
         self, name: str, *, dry_run: bool = False, markers: bool = False, hold: bool = False
@@ -425,16 +434,14 @@ class Workspace(Daemon):
         """Declare access rules on the workspace or a fork (see ``fs.AccessRules``)."""
         target = self._ruled(fork)
         target.rules.add(*rules)
-        if fork is None:
-            self._keep_rules()
+        self._keep_rules(fork, target.rules.own)
         return target.rules.declared()
 
     def remove_rules(self, patterns: Sequence[str], *, fork: str | None = None) -> DeclaredRules:
         """Drop the access rules of these patterns from the workspace or a fork."""
         target = self._ruled(fork)
         target.rules.remove(*patterns)
-        if fork is None:
-            self._keep_rules()
+        self._keep_rules(fork, target.rules.own)
         return target.rules.declared()
 
     def denials(
@@ -453,23 +460,46 @@ class Workspace(Daemon):
         """
         kept: tuple[Rule, ...] = ()
         store = None if self._durable is None else self._durable.store
-        written = None if store is None else store.setting(RULES_SETTING)
-        if store is not None and written is not None:
+        if store is not None:
             try:
-                kept = from_json(tuple[Rule, ...], json.loads(written))
+                written = store.setting(RULES_SETTING)
+                if written is not None:
+                    kept = from_json(tuple[Rule, ...], json.loads(written))
+                forks = store.setting(FORK_RULES_SETTING)
+                if forks is not None:
+                    self._fork_rules = from_json(dict[str, tuple[Rule, ...]], json.loads(forks))
             except ValueError as exc:  # InvalidArgumentError is one too
                 raise StoreDamagedError(
                     f"the store's access rules are unreadable: {exc}", store.path
                 ) from None
         self.fs.rules.set([*kept, *given])
         if given:
-            self._keep_rules()
+            self._keep_rules(None, self.fs.rules.own)
 
-    def _keep_rules(self) -> None:
-        """Write the workspace's rules to its store (if it has one): resumed, it has them."""
-        if self._durable is not None:
-            kept = to_json(self.fs.rules.own, tuple[Rule, ...]) or None
-            self._durable.store.set_setting(RULES_SETTING, json.dumps(kept) if kept else None)
+    def _kept_fork_rules(self, name: str) -> tuple[Rule, ...]:
+        """The rules kept for the fork of this name (``Forks.add`` puts them in force)."""
+        with self._rules_lock:
+            return self._fork_rules.get(name, ())
+
+    def _keep_rules(self, fork: str | None, own: tuple[Rule, ...]) -> None:
+        """Write the workspace's rules (``fork`` None) or a fork's own to its store (if it
+        has one): resumed, the workspace has them, and so has a fork made again under
+        the name."""
+        with self._rules_lock:
+            if fork is not None:
+                if own:
+                    self._fork_rules[fork] = own
+                elif self._fork_rules.pop(fork, None) is None:
+                    return  # nothing was kept for it
+            if self._durable is None:
+                return
+            store = self._durable.store
+            if fork is None:
+                kept = to_json(own, tuple[Rule, ...]) or None
+                store.set_setting(RULES_SETTING, json.dumps(kept) if kept else None)
+            else:
+                forks = to_json(self._fork_rules, dict[str, tuple[Rule, ...]]) or None
+                store.set_setting(FORK_RULES_SETTING, json.dumps(forks) if forks else None)
 
     # -- about the daemon --------------------------------------------------------------
 

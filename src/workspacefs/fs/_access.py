@@ -44,7 +44,9 @@ from datetime import UTC, datetime
 
 from .._errors import AccessDeniedError, FsError, InvalidArgumentError, QuotaExceededError
 from ..tree import ROOT_INO, Directory, File, Tree, TreeView, current_cause
+from ._history import SnapshotChanges
 from ._rules import DeclaredRules, Denial, Matcher, Rule, RuleScope, byte_count, matcher
+from ._snapshots import FilesystemDiff
 
 SHOWN, HIDDEN, DEPENDS = 0, 1, 2
 """``AccessRules.visibility``: an entry is hidden from nobody, everybody, or some tools."""
@@ -113,7 +115,10 @@ class AccessRules:
         origin: AccessRules | None = None,
         mount_point: str | None = None,
     ) -> None:
-        self._tree = tree
+        # Weakly: a fork's rules keep its origin's (the rules it inherits, and the link
+        # to the workspace's, which bind it whatever becomes of the fork between), but
+        # not the origin's tree, which dropping that fork must free.
+        self._tree_ref = weakref.ref(tree)
         self._mount_point = mount_point
         self._scope = scope
         self._origin = origin
@@ -125,6 +130,7 @@ class AccessRules:
         self._log_lock = threading.Lock()  # denials are read without the tree lock
         self._usage: dict[str, int] | None = None  # quota pattern -> bytes; None: count anew
         self._observers: list[Callable[[list[tuple[int, str]]], None]] = []
+        self._on_denial: list[Callable[[Denial], None]] = []
         self._covered: dict[str, tuple[_Active, ...]] = {}  # path -> rules covering it
         self.hides = False
         """True if a hidden rule is in force (readers test it before asking ``hidden``)."""
@@ -132,6 +138,13 @@ class AccessRules:
             origin._children.add(self)
             with tree.lock:
                 self._recompile(shown=False)  # O(1): a new fork, of which nothing is cached
+
+    @property
+    def _tree(self) -> Tree:
+        """The tree guarded; only its own callers ask, so it is alive."""
+        tree = self._tree_ref()
+        assert tree is not None, "the rules of a dropped tree guard nothing"
+        return tree
 
     # -- the rules -------------------------------------------------------------------
 
@@ -217,15 +230,32 @@ class AccessRules:
         # One tree's lock at a time, never this one's with a fork's: ``fast_forward``
         # takes a pair in its own order.
         for child in list(self._children):
-            with child._tree.lock:
-                shown = child._recompile()
-            child._tell(shown)
+            tree = child._tree_ref()
+            if tree is None:  # a dropped fork whose forks live on: they inherit through it
+                child._compile()
+            else:
+                with tree.lock:
+                    shown = child._recompile()
+                child._tell(shown)
             child._tell_forks()
 
     def _recompile(self, *, shown: bool = True) -> list[tuple[int, str]]:
         """Compile the rules in force and arm (or disarm) the tree; hold its lock. The
         entries a hidden rule now covers, or no longer does, come back (with ``shown``)."""
         before = self._compiled
+        compiled = self._compile()
+        self.hides = bool(compiled.hidden)
+        if set(compiled.counted) != set(before.counted):
+            self._usage = None
+        self._tree.guard = self if compiled.rules else None
+        if not shown:
+            return []
+        return self._republish(
+            {a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)}
+        )
+
+    def _compile(self) -> _Compiled:
+        """Compile the rules in force (the origin's, then this tree's own)."""
         actives = [] if self._origin is None else list(self._origin._compiled.rules)
         actives += [_Active(rule, self._scope, matcher(rule.pattern)) for rule in self._own]
         quotas = tuple(a for a in actives if a.rule.mode == "quota")
@@ -237,15 +267,7 @@ class AccessRules:
         )
         self._compiled = compiled
         self._covered = {}
-        self.hides = bool(compiled.hidden)
-        if set(compiled.counted) != set(before.counted):
-            self._usage = None
-        self._tree.guard = self if compiled.rules else None
-        if not shown:
-            return []
-        return self._republish(
-            {a.rule.pattern: a.matches for a in (*before.hidden, *compiled.hidden)}
-        )
+        return compiled
 
     def _republish(self, changed: dict[str, Matcher]) -> list[tuple[int, str]]:
         """Tell the tree's subscribers (the mount) that the entries these hidden
@@ -299,6 +321,19 @@ class AccessRules:
             found = [d for d in found if d.path == path or d.path.startswith(path + "/")]
         return found
 
+    def on_denial(self, listener: Callable[[Denial], None]) -> Callable[[], None]:
+        """Call ``listener`` with each denial as it is recorded (in the refused thread,
+        under the tree's lock: it must only take note, as the change feed does).
+        Returns the function that stops it."""
+        with self._log_lock:
+            self._on_denial.append(listener)
+
+        def stop() -> None:
+            with self._log_lock, contextlib.suppress(ValueError):
+                self._on_denial.remove(listener)
+
+        return stop
+
     def _deny(self, active: _Active, path: str, action: str) -> FsError:
         """Record the denial of ``action`` on ``path`` (slashed) and return its error."""
         rule = active.rule
@@ -315,9 +350,11 @@ class AccessRules:
         with self._log_lock:
             self._seq += 1
             now = datetime.now(UTC)
-            self._denials.append(
-                Denial(self._seq, now, shown, action, rule, active.scope, code, cause)
-            )
+            denial = Denial(self._seq, now, shown, action, rule, active.scope, code, cause)
+            self._denials.append(denial)
+            listeners = tuple(self._on_denial)
+        for listener in listeners:
+            listener(denial)
         message = f"refused by {active.scope} access rule {rule.describe()}"
         if rule.mode == "quota":
             used = (self._usage or {}).get(rule.pattern, 0)
@@ -367,6 +404,28 @@ class AccessRules:
         if not self.hides:
             return None
         return lambda path: self.hidden_path("/" + path if path else "")
+
+    def shown_diff(self, diff: FilesystemDiff) -> FilesystemDiff:
+        """``diff`` without the paths hidden from the cause in effect."""
+        hidden = self.hidden_filter()
+        if hidden is None:
+            return diff
+        return dataclasses.replace(
+            diff,
+            added=tuple(p for p in diff.added if not hidden(p)),
+            modified=tuple(p for p in diff.modified if not hidden(p)),
+            deleted=tuple(p for p in diff.deleted if not hidden(p)),
+        )
+
+    def shown_changes(self, changes: SnapshotChanges) -> SnapshotChanges:
+        """``changes`` without the paths hidden from the cause in effect."""
+        hidden = self.hidden_filter()
+        if hidden is None:
+            return changes
+        shown = tuple(change for change in changes.changes if not hidden(change.path))
+        if len(shown) == len(changes.changes):
+            return changes
+        return dataclasses.replace(changes, changes=shown)
 
     # -- the guard (the tree's lock is held) ----------------------------------------
 

@@ -241,7 +241,17 @@ def _index(calls: Sequence[RecordedCall], call_id: str) -> int:
 
 def _others(fs: SnapshotableFilesystem, calls: Sequence[RecordedCall]) -> list[FilesystemDiff]:
     """What writers other than ``calls`` changed between each two of them."""
-    return [fs.diff(a.after or a.before, b.before) for a, b in itertools.pairwise(calls)]
+    return [_every_change(fs, a.after or a.before, b.before) for a, b in itertools.pairwise(calls)]
+
+
+def _every_change(
+    fs: SnapshotableFilesystem, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+) -> FilesystemDiff:
+    """``fs.diff``, with the paths access rules hide from the caller too (a change to
+    one is a change a rewind would discard all the same), where the backend has rules."""
+    recorded = getattr(fs, "recorded_diff", None)
+    found: FilesystemDiff = fs.diff(base, target) if recorded is None else recorded(base, target)
+    return found
 
 
 def _paths(changes: FilesystemDiff) -> set[str]:
@@ -291,15 +301,20 @@ def rewind(fs: SnapshotableFilesystem, call_id: str, *, force: bool = False) -> 
     for (earlier, later), others in zip(
         itertools.pairwise(undone), _others(fs, undone), strict=True
     ):
-        if others.changed and not force:
+        if not others.changed:
+            continue
+        shown = fs.diff(earlier.after or earlier.before, later.before)  # no hidden path named
+        if not force:
             raise _refused(
-                f"between calls {earlier.call_id} and {later.call_id} ({changed_paths(others)})"
+                f"between calls {earlier.call_id} and {later.call_id} ({changed_paths(shown)})"
             )
-        discarded |= _paths(others)
-    since = fs.diff(last)  # after the last call: only another writer's changes
-    if since.changed and not force:
-        raise _refused(f"after call {undone[-1].call_id} ({changed_paths(since)})")
-    discarded |= _paths(since)
+        discarded |= _paths(shown)
+    since = _every_change(fs, last)  # after the last call: only another writer's changes
+    if since.changed:
+        shown = fs.diff(last)
+        if not force:
+            raise _refused(f"after call {undone[-1].call_id} ({changed_paths(shown)})")
+        discarded |= _paths(shown)
     back = fs.diff(target)  # from the state rewound to, to the live one
     try:
         fs.restore(target, if_unchanged_since=None if force else last)

@@ -84,8 +84,11 @@ def unchanged(if_match: str, size: int, read: Callable[[], Iterable[bytes]]) -> 
 
 
 def changed_paths(changes: FilesystemDiff) -> str:
-    """The paths ``changes`` touched, the first few named: ``a.txt, b.txt and 3 more``."""
+    """The paths ``changes`` touched, the first few named: ``a.txt, b.txt and 3 more``
+    (none to name: the changes were to paths the access rules hide from the caller)."""
     paths = [*changes.added, *changes.modified, *changes.deleted]
+    if not paths:
+        return "paths hidden by the access rules"
     named = ", ".join(paths[:MAX_NAMED])
     return named + (f" and {len(paths) - MAX_NAMED:,} more" if len(paths) > MAX_NAMED else "")
 

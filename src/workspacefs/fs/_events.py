@@ -1,9 +1,10 @@
 """The change feed's values: ``ChangeEvent``, its ids, and ``ChangeStream``.
 
 An event says that some paths were added, modified or deleted, and who did
-it; a ``gap`` event says that events were lost to the reader (it resumed
-from an id the feed no longer keeps, or from another run of it) and that it
-must rescan the workspace. Ids are opaque strings, ``<stream>-<n>``: a feed
+it; a ``denied`` event that an access rule refused a change (the ``Denial``:
+path, action, rule, errno, cause); a ``gap`` event says that events were lost
+to the reader (it resumed from an id the feed no longer keeps, or from another
+run of it) and that it must rescan the workspace. Ids are opaque strings, ``<stream>-<n>``: a feed
 numbers its events from 1 in a stream named anew each time it starts, so an
 id from an earlier run (a restarted daemon) is told from a current one.
 
@@ -14,6 +15,7 @@ events``) and from a daemon (``RemoteFilesystem.events``).
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -23,9 +25,10 @@ from typing import Any, Literal
 from .._errors import InvalidArgumentError
 from ..tree import Cause
 from ._codec import from_json, to_json
+from ._rules import Denial
 
-EventKind = Literal["added", "modified", "deleted", "gap"]
-_KINDS: tuple[EventKind, ...] = ("added", "modified", "deleted", "gap")
+EventKind = Literal["added", "modified", "deleted", "denied", "gap"]
+_KINDS: tuple[EventKind, ...] = ("added", "modified", "deleted", "denied", "gap")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +39,14 @@ class ChangeEvent:
         id: Where a reader resumes from (``events(after=id)``): opaque.
         kind: ``added``, ``modified`` or ``deleted`` (files, symlinks and special
             files, as ``diff`` and ``blame`` count them: a directory changes
-            through what it holds); ``gap`` when events were lost to this reader,
-            which must rescan the workspace (then go on from this event).
-        paths: The paths, sorted (none for a gap).
+            through what it holds); ``denied`` when an access rule refused a change
+            (``denial`` says which, of what, and who tried); ``gap`` when events
+            were lost to this reader, which must rescan the workspace (then go on from this event).
+        paths: The paths, sorted (none for a gap; the refused one for a denial).
         causes: Who made the change, oldest first (a tool call, or a process with
             its command and container); empty when no cause was in effect.
         time: When the feed took the change (UTC; ISO 8601 in JSON).
+        denial: For ``denied``: the denial (as ``denials()`` lists it); else None.
     """
 
     id: str
@@ -49,6 +54,7 @@ class ChangeEvent:
     paths: tuple[str, ...]
     causes: tuple[Cause, ...]
     time: datetime
+    denial: Denial | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``fs.to_json``)."""
@@ -67,6 +73,14 @@ class ChangeEvent:
         """One line per path for people: ``added src/app.py by edit_file call t1``."""
         if self.kind == "gap":
             return "gap: events were lost to this reader; rescan the workspace"
+        if self.denial is not None:
+            denial = self.denial
+            tried = denial.cause.describe() if denial.cause is not None else "unknown"
+            return (
+                f"denied {denial.action} of {denial.path or '/'} by {tried}: "
+                f"{denial.scope} rule {denial.rule.describe()} "
+                f"({errno.errorcode.get(denial.errno, denial.errno)})"
+            )
         who = "; ".join(cause.describe() for cause in self.causes) or "unknown"
         return "\n".join(f"{self.kind} {path} by {who}" for path in self.paths)
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import itertools
 import json
 import logging
 import secrets
@@ -50,6 +51,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from .._errors import InvalidArgumentError
 from ..tree import (
@@ -61,8 +63,13 @@ from ..tree import (
     current_cause,
     mount_busy,
 )
-from ._events import ChangeEvent, ChangeStream, event_id, parse_event_id
+from ._access import MAX_DENIALS
+from ._events import ChangeEvent, ChangeStream, EventKind, event_id, parse_event_id
 from ._patterns import Matcher, path_matcher
+from ._rules import Denial
+
+if TYPE_CHECKING:
+    from ._access import AccessRules
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +163,8 @@ class ChangeFeed:
 
     Args:
         tree: The live tree.
+        rules: Its access rules: the paths they hide from everyone are left out of
+            the events, and each change they refuse is a ``denied`` event.
         window: ``WINDOW``.
         ring_events: ``RING_EVENTS``.
         ring_bytes: ``RING_BYTES``.
@@ -165,6 +174,7 @@ class ChangeFeed:
         self,
         tree: Tree,
         *,
+        rules: AccessRules | None = None,
         window: float = WINDOW,
         ring_events: int = RING_EVENTS,
         ring_bytes: int = RING_BYTES,
@@ -180,6 +190,9 @@ class ChangeFeed:
         # Written under the tree lock only, by the observer and by the thread taking it;
         # bounded by the causes at work times the inodes they touch.
         self._pending: dict[int, tuple[Cause | None, set[int]]] = {}
+        # Denials since the last batch (the rules keep no more than these).
+        self._rules = rules
+        self._denied: deque[Denial] = deque(maxlen=MAX_DENIALS)
         self._wake = threading.Event()
         self._closing = threading.Event()  # cuts the feed's thread's wait short
         # The ring: a list whose events before ``_ring_start`` are dropped (cut off
@@ -195,6 +208,9 @@ class ChangeFeed:
         with tree.lock.unpublished:  # the first state and the first record, together
             self._state = tree.freeze()
             self._unobserve = tree.lock.observe(self._observe)
+            self._unobserve_denials = (
+                rules.on_denial(self._observe_denial) if rules is not None else _nothing
+            )
         self._thread = threading.Thread(
             target=_run, args=(weakref.ref(self),), name=THREAD_NAME, daemon=True
         )
@@ -214,6 +230,10 @@ class ChangeFeed:
             self._wake.set()  # once per batch
         self._pending[id(cause)] = (cause, set(journal.inodes))
 
+    def _observe_denial(self, denial: Denial) -> None:
+        self._denied.append(denial)
+        self._wake.set()
+
     # -- the feed's thread ----------------------------------------------------------------
 
     def _step(self) -> None:
@@ -222,6 +242,8 @@ class ChangeFeed:
         with tree.lock.unpublished:  # a freeze changes nothing anyone must hear of
             self._wake.clear()
             records, self._pending = self._pending, {}
+            denied = list(self._denied)
+            self._denied.clear()
             after = tree.freeze()
             full = tree.blame_full_commands
         before, self._state = self._state, after
@@ -230,9 +252,17 @@ class ChangeFeed:
         # The diff makes way for a busy mount as it goes (it competes with the mount's
         # thread for the interpreter): under load a batch waits, and the next grows.
         found = attributed_changes(before, after, changed, causes)
+        # What the rules hide from everyone is in no event (the feed names no reader: a
+        # rule for one tool's calls leaves its paths in, for the harness that set it).
+        hidden = None if self._rules is None else self._rules.hidden_filter()
+        if hidden is not None:
+            found = (change for change in found if not hidden(change[1]))
+        refusals: Iterator[tuple[EventKind, tuple[str, ...], tuple[Cause, ...], Denial | None]]
+        refusals = (("denied", (d.path,), () if d.cause is None else (d.cause,), d) for d in denied)
+        changes = ((kind, paths, who, None) for kind, paths, who in _grouped(found))
         self._keep(
-            ChangeEvent(event_id(self.stream, self._last + n), kind, paths, who, when)
-            for n, (kind, paths, who) in enumerate(_grouped(found), 1)
+            ChangeEvent(event_id(self.stream, self._last + n), kind, paths, who, when, denial)
+            for n, (kind, paths, who, denial) in enumerate(itertools.chain(refusals, changes), 1)
         )
 
     def _keep(self, events: Iterable[ChangeEvent]) -> None:
@@ -335,6 +365,7 @@ class ChangeFeed:
                 return
             self.closed = True
             self._unobserve()
+            self._unobserve_denials()
             self._pending = {}
         self._closing.set()
         self._wake.set()
@@ -386,6 +417,10 @@ class _FeedStream(ChangeStream):
             if not found.events and not self._feed.wait(self._position, deadline):
                 return None
         return self._queue.popleft()
+
+
+def _nothing() -> None:
+    pass
 
 
 def _tell(listeners: Iterable[Callable[[], None]]) -> None:

@@ -409,7 +409,7 @@ class InMemoryFilesystem(TreeFilesystem):
         return record
 
     def observe_snapshots(self, observer: SnapshotObserver) -> Callable[[], None]:
-        """Tell ``observer`` of every snapshot taken and deleted from now on, before the
+        """Tell ``observer`` of every snapshot taken, adopted and deleted from now on, before the
         call that took or deleted it returns (a journal makes it durable there);
         returns the function that stops it."""
         self._observers.append(observer)
@@ -440,6 +440,8 @@ class InMemoryFilesystem(TreeFilesystem):
             if history is not None:
                 anchor = Anchor(record, version, version.lineage)
                 self._recorded[version.lineage] = Recorded(anchor, history)
+            for observer in self._observers:
+                observer.snapshot_adopted(record, version)
         return version
 
     def restore(
@@ -454,16 +456,26 @@ class InMemoryFilesystem(TreeFilesystem):
             if if_unchanged_since is not None:
                 # O(changes since it): the change sets name what may differ (none: done at
                 # once), and a changed file is read only to compare it with one of its size.
-                changes = self.diff(if_unchanged_since)
+                changes = self.recorded_diff(if_unchanged_since)  # hidden paths count too
                 if changes.changed:
-                    raise changed_since(changes)
+                    raise changed_since(self._rules.shown_diff(changes))  # but go unnamed
             self._live.restore(version)
             self._current = snapshot.snapshot_id
 
     def diff(
         self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
     ) -> FilesystemDiff:
-        """Files added, modified and deleted from ``base`` to ``target`` (or live), O(changes)."""
+        """Files added, modified and deleted from ``base`` to ``target`` (or live), O(changes).
+
+        Paths an access rule hides (from the cause in effect) are left out, as listings
+        leave them out."""
+        return self._rules.shown_diff(self.recorded_diff(base, target))
+
+    def recorded_diff(
+        self, base: FilesystemSnapshot, target: FilesystemSnapshot | None = None
+    ) -> FilesystemDiff:
+        """``diff`` with every path, hidden ones too: for what must see every change
+        (a conditional restore, a rewind's check for other writers), not a reader."""
         before = self.version(base)
         if target is not None:
             after = self.version(target)
@@ -487,7 +499,7 @@ class InMemoryFilesystem(TreeFilesystem):
         from then on every change, through the API or the mount, becomes events."""
         with self._feed_lock:
             if self._feed is None:
-                self._feed = ChangeFeed(self._live)
+                self._feed = ChangeFeed(self._live, rules=self._rules)
             return self._feed
 
     def events(
@@ -561,8 +573,14 @@ class InMemoryFilesystem(TreeFilesystem):
 
         "The snapshot before it" is the nearest earlier one still kept on its
         line of history (its origin's too, for a fork), or, before a snapshot
-        loaded from git, what git recorded. O(changes).
+        loaded from git, what git recorded. O(changes). Paths an access rule hides
+        are left out (``recorded_changes`` has them).
         """
+        return self._rules.shown_changes(self.recorded_changes(snapshot))
+
+    def recorded_changes(self, snapshot: FilesystemSnapshot | None = None) -> SnapshotChanges:
+        """``changes`` with every path, hidden ones too: what the workspace records of
+        itself (its store's journal, the commits git persists), not a reader's view."""
         for step in self._steps(snapshot):
             return changes_of(step)
         return SnapshotChanges(snapshot, None, ())
@@ -572,6 +590,7 @@ class InMemoryFilesystem(TreeFilesystem):
         snapshot: FilesystemSnapshot | None = None,
         *,
         anchors: Iterable[tuple[FilesystemSnapshot, Version]] = (),
+        everything: bool = False,
     ) -> Iterator[SnapshotChanges]:
         """``changes`` of ``snapshot`` (None: the live workspace) and of every earlier
         snapshot on its line of history, newest first, lazily.
@@ -580,9 +599,11 @@ class InMemoryFilesystem(TreeFilesystem):
             snapshot: Where to start.
             anchors: More versions to count changes from, with their records
                 (e.g. the last one persisted, which the store may have dropped).
+            everything: Paths an access rule hides too (see ``changes``).
         """
         for step in self._steps(snapshot, anchors):
-            yield changes_of(step)
+            found = changes_of(step)
+            yield found if everything else self._rules.shown_changes(found)
 
     def blame(self, path: str, *, snapshot: FilesystemSnapshot | None = None) -> list[BlameEntry]:
         """Every change to the file at ``path`` over the workspace's history, newest
@@ -596,6 +617,8 @@ class InMemoryFilesystem(TreeFilesystem):
             IsADirectoryError: ``path`` is a directory (blame the files in it).
         """
         norm = self._normalize(path)
+        if self._rules.hidden_path("/" + norm if norm else ""):
+            return []  # not there for this reader, nor is its history
         start = self._start(snapshot)
         with start.lock:
             ino = start.view.resolve_path(norm)

@@ -221,13 +221,17 @@ PayloadT = TypeVar("PayloadT")
 
 
 class SnapshotObserver(Protocol):
-    """Told of each snapshot a workspace takes or deletes (``observe_snapshots``)."""
+    """Told of each snapshot a workspace takes, adopts or deletes (``observe_snapshots``)."""
 
     def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> Callable[[], None] | None:
         """``record`` was taken; ``version`` is its frozen tree. Called under the tree
         lock, so that nothing changes in between; the function it returns, if any,
         runs once the lock is released, and the snapshot call returns after it (if it
         raises, the snapshot is deleted and the call raises that)."""
+
+    def snapshot_adopted(self, record: FilesystemSnapshot, version: Any) -> None:
+        """The live tree's state was adopted as ``record`` (``adopt_snapshot``: a load's
+        snapshot), under the tree lock."""
 
     def snapshot_deleted(self, record: FilesystemSnapshot) -> None:
         """``record`` was deleted (or pruned)."""

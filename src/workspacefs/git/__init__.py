@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from ._history import decode_history as decode_history
     from ._history import encode_history as encode_history
     from ._history import history_document as history_document
+    from ._limits import DEFAULT_LOAD_LIMITS as DEFAULT_LOAD_LIMITS
+    from ._limits import LoadLimits as LoadLimits
     from ._load import load as load
     from ._load import recorded_changes as recorded_changes
     from ._merge import find_base as find_base
@@ -55,8 +57,6 @@ if TYPE_CHECKING:
     from ._persist import check_persistable as check_persistable
     from ._persist import persist as persist
     from ._persist import verify_persisted as verify_persisted
-    from ._records import DEFAULT_LOAD_LIMITS as DEFAULT_LOAD_LIMITS
-    from ._records import LoadLimits as LoadLimits
     from ._refs import RefNamespace as RefNamespace
     from ._refs import branch_prefix as branch_prefix
     from ._refs import branch_ref as branch_ref
@@ -117,8 +117,8 @@ _EXPORTS = {
     "check_persistable": "._persist",
     "persist": "._persist",
     "verify_persisted": "._persist",
-    "DEFAULT_LOAD_LIMITS": "._records",
-    "LoadLimits": "._records",
+    "DEFAULT_LOAD_LIMITS": "._limits",
+    "LoadLimits": "._limits",
     "RefNamespace": "._refs",
     "branch_prefix": "._refs",
     "branch_ref": "._refs",

@@ -44,10 +44,10 @@ from .._errors import LimitExceededError, NoSpaceError, SnapshotError
 from ..fs import InMemoryFilesystem
 from ..tree import ROOT_INO, File, Tree, collector_paused, wait_idle
 from ._blobs import BlobContent, BlobStore
+from ._limits import LoadLimits
 from ._objects import EMPTY_TREE, MODE_LINK, MODE_TREE, encode_name
 from ._records import (
     Entry,
-    LoadLimits,
     Record,
     check_room,
     entries_room,

@@ -55,7 +55,7 @@ def history_to_persist(
         [] if state.record is None or state.version is None else [(state.record, state.version)]
     )
     found: list[SnapshotChanges] = []
-    for step in fs.history(snapshot, anchors=anchors):
+    for step in fs.history(snapshot, anchors=anchors, everything=True):
         if found and step.snapshot is not None and step.snapshot.snapshot_id in state.persisted:
             break
         found.append(step)

@@ -32,12 +32,11 @@ from ._deferred import (
     set_attributes,
 )
 from ._history import history_recorded, recorded_history
+from ._limits import DEFAULT_LOAD_LIMITS, LoadLimits
 from ._objects import EMPTY_TREE, MODE_LINK, MODE_TREE, encode_name
 from ._persist import Progress, ProgressHook, resolve_commit
 from ._records import (
-    DEFAULT_LOAD_LIMITS,
     Entry,
-    LoadLimits,
     Record,
     check_room,
     link_target,

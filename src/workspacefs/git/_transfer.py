@@ -30,8 +30,9 @@ from pygit2.enums import ObjectType
 
 from .._errors import LimitExceededError
 from ..fs import RefRefused, RefWritten
+from ._limits import DEFAULT_LOAD_LIMITS
 from ._load import trailers
-from ._records import DEFAULT_LOAD_LIMITS, sized
+from ._records import sized
 
 _NUMBERED = re.compile(r"^(?P<base>.+)/(?P<kind>snapshots|meta)/(?P<number>[0-9]{1,18})$")
 _TAG = re.compile(r"^(?P<base>.+)/tags/(?P<tag>[^/]+)$")

@@ -42,7 +42,7 @@ from .._errors import (
     StoreError,
 )
 from ..fs import FilesystemSnapshot, InMemoryFilesystem, SnapshotChanges
-from ..tree import File, TreeView, Version, collector_paused, mount_busy, thaw
+from ..tree import File, Tree, TreeView, Version, collector_paused, mount_busy, thaw
 from ._changes import PART_BYTES, ChangesReplay, encode_changes
 from ._checkpoint import (
     CHECKPOINTS,
@@ -165,6 +165,9 @@ class DurableWorkspace:
             )
             for record in fs.snapshots()
         }
+        # Those a new store's workspace came with or adopts (a load's), not journalled
+        # yet: ``_write_loaded`` writes them before the first record.
+        self._loaded: set[str] = set(self._kept) if fresh else set()
         self._checkpointing = threading.Lock()
         self._checkpointer: threading.Thread | None = None
         # Journal bytes since the last checkpoint, those replayed included: a long
@@ -294,14 +297,36 @@ class DurableWorkspace:
                 self._last = after
                 return
         if self._last is None:
-            inodes = set(after.inodes())
-            # Snapshots adopted after the store opened (a load listed in the background
-            # adopts its state once listed), before its first record: kept as those
-            # found at opening are.
-            for record in self.fs.snapshots():
-                if str(record.snapshot_id) not in self._kept:
-                    version = self.fs.version(record)
-                    self._kept[str(record.snapshot_id)] = (_snapshot_bytes(record, None), version)
+            self._write_loaded(counts)
+            if self._last is None:
+                inodes = set(after.inodes())
+            # Else ``inodes``, changed since the tree began tracking (before any load's
+            # snapshot was adopted, or with nothing between), covers what differs.
+        self._write_group(after, inodes, counts)
+
+    def _write_loaded(self, counts: Counts) -> None:
+        """Before a new store's first record: the snapshots its workspace came with (a
+        load's, adopted at once or once listed in the background), each journalled as
+        its state and a ``SNAPSHOT`` record, as if taken then; the live tree's record
+        follows as what changed since."""
+        for record in self.fs.snapshots():
+            key = str(record.snapshot_id)
+            if key not in self._loaded:
+                continue  # replayed from the store, or taken (``snapshot_taken``)
+            version = self.fs.version(record)
+            last = self._last
+            if isinstance(last, Version):
+                state = Tree.changes_between(last, version)
+            else:
+                state = set(version.inodes())
+            self._write_group(version, state, (counts[0], version.file_count, version.total_bytes))
+            data = _snapshot_bytes(record, None)
+            self._journal.append(Kind.SNAPSHOT, data)
+            self._kept[key] = (data, version)
+        self._loaded = set()
+
+    def _write_group(self, after: TreeView, inodes: set[int], counts: Counts) -> None:
+        """``_write_changes`` once the first record's states are written."""
         self._pending.append((after, inodes))  # write-back may clean them meanwhile
         try:
             parts = encode_changes(
@@ -348,7 +373,7 @@ class DurableWorkspace:
                 # The comparison may load files: write-back may clean the snapshot's.
                 self._pending.append((version, inodes))
                 try:
-                    changes = self.fs.changes(record)
+                    changes = self.fs.recorded_changes(record)
                 finally:
                     self._pending.pop()
                 self._write_changes(version, inodes, counts)
@@ -360,6 +385,11 @@ class DurableWorkspace:
             self._journal.sync(sequence)
 
         return finish
+
+    def snapshot_adopted(self, record: FilesystemSnapshot, version: Any) -> None:
+        """Under the tree lock: a load adopted its state as ``record`` (in the background,
+        once listed: before the first record, whose freeze lists all first)."""
+        self._loaded.add(str(record.snapshot_id))
 
     def snapshot_deleted(self, record: FilesystemSnapshot) -> None:
         """Journal that the snapshot is gone (on disk by the next durability point)."""

@@ -123,6 +123,7 @@ class Tree(TreeView):
     """
 
     __slots__ = (
+        "__weakref__",  # a fork's access rules refer to its origin's tree without keeping it
         "_causes",
         "_changes",
         "_epoch",

@@ -829,6 +829,7 @@ function watchLive() {
     }
     showLiveEvent(event);
     if (event.kind === "gap") state.live.rescan = true;
+    if (event.kind === "denied") return; // a refused change changed nothing
     for (const path of event.paths) state.live.changed.add(path);
     clearTimeout(state.live.timer);
     state.live.timer = setTimeout(liveRefresh, LIVE_DELAY);
@@ -836,15 +837,19 @@ function watchLive() {
 }
 
 function liveRow(event, path) {
-  const mark = { added: "A", modified: "M", deleted: "D" }[event.kind];
+  const mark = { added: "A", modified: "M", deleted: "D", denied: "!" }[event.kind];
   const who = event.causes.map((cause) => cause.text).reverse().join("; ") || "unknown";
+  const denial = event.denial;
+  const what = denial
+    ? `${denial.action} denied by ${denial.scope} rule ${denial.rule.mode} '${denial.rule.pattern}'`
+    : event.kind;
   return el(
     "li",
     {
       class: event.kind,
-      title: `${when(event.time)} ${event.kind} by ${who}`,
+      title: `${when(event.time)} ${what} by ${who}`,
       dataset: { path },
-      onclick: event.kind === "deleted" ? null : () => openLive(path),
+      onclick: event.kind === "deleted" || denial ? null : () => openLive(path),
     },
     el("span", { class: "st", text: mark }),
     el("span", { class: "path", text: path }),
