@@ -14,8 +14,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import trio
+if TYPE_CHECKING:  # loaded by the mount only: ``status`` reads these counts without trio
+    import trio
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,8 @@ class RequestCounter:
 
     async def next_request(self) -> None:
         """Return once another request is counted (in the FUSE thread)."""
+        import trio
+
         waiting = self._waiting = trio.Event()
         await waiting.wait()
 
