@@ -28,7 +28,7 @@ at p50 (the issue's: a mount's start within 250 ms).
 
 The machine may be shared: ``--repeat N`` measures everything N times, in turn, and
 prints the median of each figure over the runs, with the load average before and
-after.
+after. ``--servers mount,reference`` drives only those (ratios need the reference).
 
 Run: ``scripts/bench.sh mcp`` (or ``python -m benchmarks.bench_mcp [--quick] [--repeat N]``).
 """
@@ -256,6 +256,7 @@ def _environment(runtime: Path | None = None) -> dict[str, str]:
 
 
 OURS = [sys.executable, "-m", "workspacefs.cli"]
+SERVERS = ("memory", "host", "mount", "reference")
 
 
 @contextlib.contextmanager
@@ -283,6 +284,11 @@ def _mounted(tree: Path, scratch: Path) -> Iterator[tuple[Path, Path] | str]:
         subprocess.run([*OURS, "unmount", str(point)], env=env, capture_output=True, timeout=120)
 
 
+@contextlib.contextmanager
+def _not_chosen() -> Iterator[str]:
+    yield "mount not chosen"
+
+
 def _servers(
     trees: dict[str, Path], script: Path | None, mounted: tuple[Path, Path] | str
 ) -> list[Server]:
@@ -294,8 +300,9 @@ def _servers(
         )
 
     servers = [
-        Server("memory", ours("--from", str(trees["memory"])), trees["memory"], False),
-        Server("host", ours("--host", str(trees["host"])), trees["host"], False),
+        Server(name, ours(option, str(trees[name])), trees[name], False)
+        for name, option in (("memory", "--from"), ("host", "--host"))
+        if name in trees
     ]
     if not isinstance(mounted, str):
         runtime, point = mounted
@@ -317,18 +324,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
     parser.add_argument("--rounds", type=int, default=None, help="calls per task")
     parser.add_argument("--repeat", type=int, default=1, help="runs, medians printed")
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help=f"the servers to drive, of {', '.join(SERVERS)} (comma-separated; default: all)",
+    )
     args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.servers.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(SERVERS))
+    if unknown or not chosen:
+        parser.error(f"--servers: unknown {', '.join(unknown) or '(none given)'}")
     rounds = args.rounds or (3 if args.quick else 100)
     grep_rounds, start_rounds = (1, 1) if args.quick else (10, 10)
     copies = 1 if args.quick else 4
-    script, why = install_reference()
+    script, why = install_reference() if "reference" in chosen else (None, "not chosen")
     scratch = scratch_dir("bench-mcp-")
     before = _load()
     runs: list[dict[str, Timings]] = []
     try:
-        trees = {name: scratch / name for name in ("memory", "host", "mount", "reference")}
+        trees = {name: scratch / name for name in chosen}
         files = max(build_tree(tree, copies) for tree in trees.values())
-        with _mounted(trees["mount"], scratch) as mounted:
+        mounting = _mounted(trees["mount"], scratch) if "mount" in chosen else _not_chosen()
+        with mounting as mounted:
             servers = _servers(trees, script, mounted)
             for _ in range(args.repeat):
                 results: dict[str, Timings] = {}
@@ -345,9 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         "client, p50 / p99" + (", medians over the runs" if args.repeat > 1 else "")
     )
     print(f"{before} before, {_load()} after")
-    if script is None:
+    if script is None and "reference" in chosen:
         print(f"reference skipped: {why}")
-    if isinstance(mounted, str):
+    if isinstance(mounted, str) and "mount" in chosen:
         print(mounted)
     _table(runs)
     return 0

@@ -109,3 +109,27 @@ def test_a_refused_request_withdraws_the_hint() -> None:
     hint.hold(True)
     assert not hint.available
     assert not hint.held
+
+
+def _switches(native_id: int) -> int:
+    """How many times the thread ``native_id`` of this process has given up its CPU."""
+    status = Path(f"/proc/self/task/{native_id}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+def test_an_idle_mount_does_not_wake(workspace: tuple[InMemoryFilesystem, Path]) -> None:
+    # The hint's loop looked for requests every 5 ms, idle or not: 200 wake-ups a
+    # second, each taking the GIL from what else the process ran.
+    fs, root = workspace
+    with mount(fs, root) as handle:
+        assert handle.latency_hint
+        (root / "f.txt").read_text()
+        assert wait_for(DEFAULT), "the hint outlived the requests"
+        (loop,) = [t for t in threading.enumerate() if t.name.startswith("fuse:")]
+        assert loop.native_id is not None
+        before = _switches(loop.native_id)
+        time.sleep(0.5)
+        assert _switches(loop.native_id) - before < 10  # it was about 100
+        with Requests(root / "f.txt"):
+            assert wait_for(0), "not held when requests came again"
+        assert wait_for(DEFAULT), "the hint outlived the requests"

@@ -537,3 +537,36 @@ def test_a_loaded_snapshot_is_journalled_with_the_first_record(tmp_path: Path, h
         fs.restore(loaded)
         assert not fs.exists("after-load.txt")
         assert fs.read_bytes("src/p9/m9.py").content == b"src/p9/m9.py\n" * 3
+
+
+def test_a_snapshot_journals_only_what_changed_since_the_last_record(tmp_path: Path) -> None:
+    # Files changed since the journal last froze the tree (a second, by default) were
+    # journalled again by every snapshot: two a recorded tool call.
+    store = tmp_path / "store"
+    durable, _ = open_workspace(str(store), durability=Durability.REQUESTED)
+    with durable:
+        fs = durable.fs
+        for n in range(300):
+            fs.write(f"d/f{n}.txt", f"{n}\n")
+        fs.snapshot(tag="first")
+        before = _recorded_bytes(store)
+        for n in range(10):
+            fs.write("d/f0.txt", f"again {n}\n")
+            fs.snapshot(tag=f"again-{n}")
+            fs.snapshot(tag=f"same-{n}")
+        grown = _recorded_bytes(store) - before
+        expected = state(fs)
+        tags = [s.tag for s in fs.snapshots()]
+    assert grown < 40_000  # each of the 300 files again in each snapshot: over 600,000
+    again, recovery = open_workspace(str(store), durability=Durability.REQUESTED)
+    with again:
+        assert recovery.damage is None
+        assert state(again.fs) == expected
+        assert [s.tag for s in again.fs.snapshots()] == tags
+        same = next(s for s in again.fs.snapshots() if s.tag == "same-3")
+        assert again.fs.at(same).read("d/f0.txt").content == "again 3\n"
+
+
+def _recorded_bytes(store: Path) -> int:
+    """The bytes of the journal's records (its segments are made longer ahead)."""
+    return sum(r.end - r.start for r in read_journal(str(store / "journal")).records)

@@ -20,6 +20,10 @@ MAX_NAME = 128
 """The longest name (``check_name``) or tag (``check_tag``), in characters."""
 
 _ALLOWED = re.compile(r"[A-Za-z0-9._-]")
+_ALL_ALLOWED = {  # by ``colons``: a whole name of allowed characters, checked at once
+    False: re.compile(r"[A-Za-z0-9._-]*"),
+    True: re.compile(r"[A-Za-z0-9._:-]*"),
+}
 
 MIN_ID_PREFIX = 4
 """Shortest id prefix accepted (ids are shown by their first ``SHORT_ID_LENGTH`` characters)."""
@@ -93,8 +97,8 @@ def _refusal(name: str, colons: bool) -> str | None:
         return "is empty"
     if len(name) > MAX_NAME:
         return f"is longer than {MAX_NAME} characters"
-    bad = sorted({c for c in name if not _ALLOWED.match(c) and not (colons and c == ":")})
-    if bad:
+    if not _ALL_ALLOWED[colons].fullmatch(name):  # which: a character at a time
+        bad = sorted({c for c in name if not _ALLOWED.match(c) and not (colons and c == ":")})
         return f"holds {', '.join(repr(c) for c in bad)}"
     if not name[0].isalnum():
         return "must start with a letter or digit"

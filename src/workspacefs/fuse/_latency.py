@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -86,12 +86,23 @@ class LatencyHint:
             self._held = False
 
 
-async def hold_while_busy(hint: LatencyHint, served: Callable[[], int]) -> None:
+async def hold_while_busy(
+    hint: LatencyHint,
+    served: Callable[[], int],
+    next_request: Callable[[], Awaitable[None]],
+) -> None:
     """Hold ``hint`` while ``served()`` (a count of requests) keeps growing; run in the
-    FUSE loop until cancelled."""
+    FUSE loop until cancelled. Relaxed, it waits for the next request
+    (``next_request``) rather than look every ``INTERVAL``: an idle mount's thread
+    does not wake (it woke 200 times a second, and took the GIL from whatever else
+    the process ran, a daemon's MCP session among them)."""
     try:
         last = served()
         while hint.available:
+            if not hint.held:
+                await next_request()
+                hint.hold(True)
+                last = served()
             await trio.sleep(INTERVAL)
             now = served()
             hint.hold(now != last)

@@ -502,7 +502,9 @@ class Mount:
         self._ready.set()
         async with trio.open_nursery() as nursery:
             if self._latency is not None:
-                nursery.start_soon(hold_while_busy, self._latency, operations.served)
+                nursery.start_soon(
+                    hold_while_busy, self._latency, operations.served, operations.next_request
+                )
             # No handler awaits anything, so one task serves every request: more
             # would only add task switches (and the patched pyfuse3 then runs a
             # loop without the read lock that sharing the fd between tasks needs).

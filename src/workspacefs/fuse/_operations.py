@@ -268,6 +268,10 @@ class WorkspaceOperations(pyfuse3.Operations):
         """How many requests were served so far (call in the FUSE thread)."""
         return self._requests.served()
 
+    async def next_request(self) -> None:
+        """Return once another request is served (await in the FUSE thread)."""
+        await self._requests.next_request()
+
     @property
     def open_free(self) -> bool:
         """True if open and opendir leave opening to the kernel (see the constructor)."""

@@ -14,6 +14,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # loaded by the mount only: ``status`` reads these counts without trio
+    import trio
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +70,11 @@ class RequestCounter:
     dict lookup per request.
     """
 
-    __slots__ = ("_tallies",)
+    __slots__ = ("_tallies", "_waiting")
 
     def __init__(self) -> None:
         self._tallies: dict[str, list[int]] = {}
+        self._waiting: trio.Event | None = None  # set by the next request (``next_request``)
 
     def record(self, name: str, started_ns: int) -> None:
         """Count one ``name`` request whose handler started at ``started_ns``
@@ -81,6 +86,17 @@ class RequestCounter:
         else:
             tally[0] += 1
             tally[1] += elapsed
+        waiting = self._waiting
+        if waiting is not None:
+            self._waiting = None
+            waiting.set()
+
+    async def next_request(self) -> None:
+        """Return once another request is counted (in the FUSE thread)."""
+        import trio
+
+        waiting = self._waiting = trio.Event()
+        await waiting.wait()
 
     def served(self) -> int:
         """All requests counted so far (call in the FUSE thread)."""

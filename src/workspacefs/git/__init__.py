@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._held import WorkspaceMerges as WorkspaceMerges
     from ._history import decode_history as decode_history
     from ._history import encode_history as encode_history
+    from ._history import history_document as history_document
     from ._limits import DEFAULT_LOAD_LIMITS as DEFAULT_LOAD_LIMITS
     from ._limits import LoadLimits as LoadLimits
     from ._load import load as load
@@ -86,6 +87,7 @@ _EXPORTS = {
     "default_repository": "._directories",
     "decode_history": "._history",
     "encode_history": "._history",
+    "history_document": "._history",
     "OpenMerge": "._held",
     "WorkspaceMerges": "._held",
     "load": "._load",

@@ -23,7 +23,8 @@ A commit without the blob (written before attribution existed) ends it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pygit2
 
@@ -63,6 +64,18 @@ def history_to_persist(
 
 def encode_history(steps: Sequence[SnapshotChanges]) -> bytes:
     """The ``history`` blob for ``steps`` (see the module docstring)."""
+    document = history_document(steps)
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def history_document(
+    steps: Sequence[SnapshotChanges],
+    record_dict: Callable[[FilesystemSnapshot], dict[str, Any]] = FilesystemSnapshot.to_dict,
+) -> dict[str, Any]:
+    """The ``history`` record for ``steps`` as JSON values, for a document that holds
+    it (``encode_history`` writes it alone). ``record_dict`` gives a snapshot's record
+    as a dict (``to_dict``; one that remembers the dicts it made saves making them
+    again for a record met before)."""
     table: dict[Cause, int] = {}
     snapshots = []
     for step in steps:
@@ -72,13 +85,12 @@ def encode_history(steps: Sequence[SnapshotChanges]) -> bytes:
         ]
         snapshots.append(
             {
-                "snapshot": None if step.snapshot is None else step.snapshot.to_dict(),
-                "base": None if step.base is None else step.base.to_dict(),
+                "snapshot": None if step.snapshot is None else record_dict(step.snapshot),
+                "base": None if step.base is None else record_dict(step.base),
                 "changes": changes,
             }
         )
-    document = {"format": FORMAT, "causes": [c.to_dict() for c in table], "snapshots": snapshots}
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    return {"format": FORMAT, "causes": [c.to_dict() for c in table], "snapshots": snapshots}
 
 
 def decode_history(data: bytes) -> list[SnapshotChanges]:

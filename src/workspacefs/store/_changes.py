@@ -75,7 +75,8 @@ def encode_changes(
 ) -> Iterator[Parts]:
     """The payloads of the group of records taking a tree from ``before`` (None:
     nothing) to ``after``: the state in ``after`` of each of ``inodes`` (a superset of
-    the inodes that differ). Each payload holds at most about ``PART_BYTES``.
+    the inodes that differ) that differs from its state in ``before``. Each payload
+    holds at most about ``PART_BYTES``.
 
     Args:
         counts: The next inode number, file count and total bytes of ``after``.
@@ -88,6 +89,11 @@ def encode_changes(
     for ino in sorted(inodes):
         node = after.get(ino)
         old = None if before is None else before.get(ino)
+        if node is old and before is not None:
+            # The very node both states hold: frozen nodes never change, so it is as
+            # ``before`` left it. ``inodes`` counts every inode changed since a freeze,
+            # and snapshots between freezes journal those again: only what differs.
+            continue
         if node is None:
             if old is not None:
                 writer.entry(ino, GONE)

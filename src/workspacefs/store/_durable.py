@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 Counts = tuple[int, int, int]
 """A state's next inode number, file count and total bytes."""
 
+_RECORD_DICTS = 4
+"""Snapshot records kept as dicts (``DurableWorkspace._record_dict``)."""
+
 CHECKPOINT_BYTES = 64 << 20
 """Journal bytes written since the last checkpoint that start one in the background,
 once the mount has been quiet for ``QUIET_SECONDS``."""
@@ -148,6 +151,9 @@ class DurableWorkspace:
         # A new store's first record holds every inode (written at the first flush, even
         # if nothing changed); later ones what changed.
         self._last: TreeView | None = None if fresh else frozen
+        # The counts the journal last gave with it (None: not known here, as on opening).
+        self._last_counts: Counts | None = None
+        self._record_dicts: dict[uuid.UUID, dict[str, Any]] = {}  # see ``_record_dict``
         self._fresh = fresh
         self._blobs = blobs or Blobs(store_repository(store.path, store.base()))
         # The snapshots a checkpoint holds: those kept, oldest first (record, version).
@@ -280,8 +286,16 @@ class DurableWorkspace:
         return frozen
 
     def _write_changes(self, after: TreeView, inodes: set[int], counts: Counts) -> None:
-        """The group of ``CHANGES`` records from the last state written to ``after``;
-        hold ``_flushing``."""
+        """The group of ``CHANGES`` records from the last state written to ``after``
+        (none if ``after`` is that state, as for a snapshot taken right after
+        another); hold ``_flushing``."""
+        last = self._last
+        if last is not None and counts == self._last_counts:
+            # Frozen nodes never change: the very nodes ``last`` holds are its state.
+            get_last, get_after = last.get, after.get
+            if all(get_last(ino) is get_after(ino) for ino in inodes):
+                self._last = after
+                return
         if self._last is None:
             self._write_loaded(counts)
             if self._last is None:
@@ -324,10 +338,21 @@ class DurableWorkspace:
                 self._since_clean += len(payload)
         finally:
             self._pending.pop()
-        self._last = after
+        self._last, self._last_counts = after, counts
         self._unclean |= inodes
 
     # -- snapshots (SnapshotObserver) -----------------------------------------------------
+
+    def _record_dict(self, record: FilesystemSnapshot) -> dict[str, Any]:
+        """``record.to_dict()``, kept for the next few snapshots' records (a record is
+        written with its base, the snapshot before it: a recorded tool call's snapshot
+        after has its snapshot before as base); hold ``_flushing``. Records never change."""
+        made = self._record_dicts.get(record.snapshot_id)
+        if made is None:
+            made = self._record_dicts[record.snapshot_id] = record.to_dict()
+            while len(self._record_dicts) > _RECORD_DICTS:
+                del self._record_dicts[next(iter(self._record_dicts))]
+        return made
 
     def snapshot_taken(self, record: FilesystemSnapshot, version: Any) -> Callable[[], None] | None:
         """Under the tree lock: note what the snapshot holds; the function returned
@@ -352,7 +377,7 @@ class DurableWorkspace:
                 finally:
                     self._pending.pop()
                 self._write_changes(version, inodes, counts)
-                data = _snapshot_bytes(record, changes)
+                data = _snapshot_bytes(record, changes, self._record_dict)
                 sequence = self._journal.append(Kind.SNAPSHOT, data)
                 self._kept[str(record.snapshot_id)] = (data, version)
             finally:
@@ -398,6 +423,7 @@ class DurableWorkspace:
                     self._write_changes(*frozen, counts)
                 covers = self._journal.written_through
                 live, kept = self._last, list(self._kept.values())
+                self._last_counts = counts  # what the checkpoint gives ``live``
                 self._since_checkpoint = 0
             finally:
                 self._drop_flushing()
@@ -823,12 +849,17 @@ def record_bytes(fs: InMemoryFilesystem) -> int:
     return max(1 << 20, min(PART_BYTES, fs.memory_budget // 64))
 
 
-def _snapshot_bytes(record: FilesystemSnapshot, changes: SnapshotChanges | None) -> bytes:
+def _snapshot_bytes(
+    record: FilesystemSnapshot,
+    changes: SnapshotChanges | None,
+    record_dict: Callable[[FilesystemSnapshot], dict[str, Any]] = FilesystemSnapshot.to_dict,
+) -> bytes:
     """A ``SNAPSHOT`` record's payload: the snapshot's record and what it changed, with
-    the causes (``git``'s history format), so blame comes back with it."""
-    document: dict[str, Any] = {"record": record.to_dict()}
+    the causes (``git``'s history format), so blame comes back with it. ``record_dict``
+    as ``git.history_document`` takes it."""
+    document: dict[str, Any] = {"record": record_dict(record)}
     if changes is not None:
-        document["changes"] = json.loads(git.encode_history([changes]))
+        document["changes"] = git.history_document([changes], record_dict)
     return json.dumps(document, sort_keys=True).encode()
 
 

@@ -72,7 +72,10 @@ def mv(params: MvParams, *, context: ToolContext) -> ToolResult[Move]:
         target = _target(fs, source, params.destination)
         replaced = params.overwrite and fs.exists(target)
         parent = posixpath.dirname(target.rstrip("/"))
-        if parent and parent != "/" and not fs.exists(parent):
+        # The source's own directory is there (it holds the source): a rename in place
+        # asks nothing more.
+        here = parent == posixpath.dirname(source.rstrip("/"))
+        if parent and parent != "/" and not here and not fs.exists(parent):
             fs.mkdir(parent, parents=True, exist_ok=True)
         fs.rename(source, target, replace=params.overwrite)
         now = fs.stat(target).path

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -60,6 +60,9 @@ def attributed_changes(
     ``changed`` and ``causes`` come from the steps between them. (A caller diffing the
     same two views in parts passes each as a ``DiffSide``, which keeps what it found.)
     For readers of many paths at a time (the change feed): no object per path."""
+    changed = changed if isinstance(changed, Set) else set(changed)
+    if not changed:  # nothing may differ: no sides to set up
+        return
     before = base if isinstance(base, DiffSide) else DiffSide(base)
     after = target if isinstance(target, DiffSide) else DiffSide(target)
     paths = diff_versions(before, after, changed)

@@ -156,9 +156,11 @@ def diff_versions(
     base: TreeView | DiffSide, target: TreeView | DiffSide, changed: Iterable[int]
 ) -> PathDiff:
     """Compare two views of one tree given the inodes that may differ."""
+    every = changed if isinstance(changed, Set) else set(changed)
+    if not every:  # nothing may differ (a snapshot just after another): no sides to set up
+        return PathDiff((), (), ())
     before_side = base if isinstance(base, DiffSide) else DiffSide(base)
     after_side = target if isinstance(target, DiffSide) else DiffSide(target)
-    every = changed if isinstance(changed, Set) else set(changed)
     candidates: set[str] = set()
     get_before, get_after = before_side._get, after_side._get
     for count, ino in enumerate(every, 1):
