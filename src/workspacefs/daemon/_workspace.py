@@ -58,6 +58,7 @@ from ..fs import (
 )
 from ..fuse import Mount, refuse_if_mounted_inside
 from ..store import DurableWorkspace, Recovery
+from ..tools import ToolAnswer  # a plain record (tools._answer): no pydantic
 from ._fork_results import ForkInfo
 from ._forks import Forks
 from ._verbs import VIEW, WORKSPACE, Daemon, Method, Verb
@@ -65,7 +66,6 @@ from ._wire import API_VERSION, Json
 
 if TYPE_CHECKING:
     from ..sandbox import MountTrials, SandboxOptions
-    from ..tools import ToolAnswer
     from ._tool_calls import ToolCalls
 RULES_SETTING = "rules"
 """The store setting that keeps a workspace's access rules (JSON), for its next daemon."""
