@@ -48,15 +48,13 @@ _WRITE_FLAGS: dict[WriteMode, int] = {
 }
 
 
+_KINDS = {_stat.S_IFREG: Kind.FILE, _stat.S_IFDIR: Kind.DIRECTORY, _stat.S_IFLNK: Kind.SYMLINK}
+
+
 def kind_of(mode: int) -> Kind:
-    """What an ``st_mode`` is, as the frontend names it."""
-    if _stat.S_ISREG(mode):
-        return Kind.FILE
-    if _stat.S_ISDIR(mode):
-        return Kind.DIRECTORY
-    if _stat.S_ISLNK(mode):
-        return Kind.SYMLINK
-    return Kind.OTHER
+    """What an ``st_mode`` is, as the frontend names it (one lookup: a listing asks it
+    of every entry)."""
+    return _KINDS.get(_stat.S_IFMT(mode), Kind.OTHER)
 
 
 def _other_kind(entry: os.DirEntry[str]) -> Kind | None:

@@ -45,7 +45,7 @@ from .._errors import (
 )
 from ._backend import Backend, Entry, Kind
 from ._conditional import token_size, unchanged
-from ._entries import MAX_ENTRIES, TreeEntry, depth_first
+from ._entries import MAX_ENTRIES, TreeEntry, depth_first, tree_key
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import display, join, normalize, normalize_mount_point
 from ._recorded import recorded_time
@@ -288,10 +288,12 @@ class BackendFilesystem:
                 self.list(norm)  # raises what is wrong with the path
                 raise NotADirectoryFsError("not a directory", display(norm))
 
+            if not recursive:  # one directory: its page in git's order, no walk
+                keyed = sorted((tree_key(entry), entry) for entry in top)
+                return [entry for key, entry in keyed if key > after][:limit]
+
             def children(entry: TreeEntry | None) -> list[TreeEntry]:
-                if entry is None:
-                    return top
-                return (walk.entries(entry.path) or []) if recursive else []
+                return top if entry is None else walk.entries(entry.path) or []
 
             return list(itertools.islice(depth_first(children, after=after), limit))
 
