@@ -22,12 +22,12 @@ from types import TracebackType
 
 from ..tree import make_way
 from ._backend import Backend, Entry, Handle, Kind
-from ._entries import TreeEntry
+from ._entries import EntryKind, TreeEntry
 from ._paths import join
 from ._resolve import locate
 from ._search import NOT_LISTED, Listing
 
-_WORDS = {kind: kind.value for kind in Kind}
+_WORDS: dict[Kind, EntryKind] = {kind: kind.value for kind in Kind}
 """A kind's value is the listing's word for it (read once: an enum's ``value`` is a
 descriptor call, a tenth of a listing's time per entry)."""
 
