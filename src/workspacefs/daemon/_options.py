@@ -1,4 +1,5 @@
-"""How a daemon is asked to start (shared by the starter and the daemon itself)."""
+"""How a daemon is asked to start, and the checks of what is asked that run before any
+process starts (shared by the starter and the daemon itself)."""
 
 from __future__ import annotations
 
