@@ -450,11 +450,11 @@ def make_corpus(tarball: Path, kind: str, copies: int) -> str:
 WORKLOADS = [
     # (name, shell command, target: at most this many times tmpfs's time)
     ("tar -x", "tar -xf {tarball}", 4.0),
-    ("git init + add -A + commit", "git init -q . && git add -A && git commit -qm import", 3.0),
+    ("git init + add -A + commit", "git init -q . && git add -A && git commit -qm import", 1.7),
     ("git status (first)", "git status --porcelain", 4.0),
     ("git status (again)", "git status --porcelain", 2.0),
-    ("grep -r (first)", "grep -r -c 'import os' . > /dev/null || true", 4.0),
-    ("grep -r (again)", "grep -r -c 'import os' . > /dev/null || true", 2.0),
+    ("grep -r (first)", "grep -r -c 'import os' . > /dev/null || true", 2.5),
+    ("grep -r (again)", "grep -r -c 'import os' . > /dev/null || true", 1.5),
     ("rm -rf", "rm -rf ./* .git", 3.0),
 ]
 
