@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -74,7 +73,7 @@ def test_a_write_is_not_stalled_by_walks() -> None:
         fs.tree.symlink(1, "a", ".")  # and loops, which once made walks endless
         fs.tree.symlink(1, "b", ".")
     stop = threading.Event()
-    walks: list[float] = []
+    walks: list[tuple[float, float]] = []
 
     def walk() -> None:
         while not stop.is_set():
@@ -82,15 +81,17 @@ def test_a_write_is_not_stalled_by_walks() -> None:
             fs.glob(MANY_STARS)
             fs.grep("needle", max_matches=1000)
             fs.glob("**")
-            walks.append(time.perf_counter() - started)
+            walks.append((started, time.perf_counter()))
 
     latencies: list[float] = []
+    starts: list[float] = []
 
     def write() -> None:
         while not stop.is_set():
             started = time.perf_counter()
             fs.write(f"w/{len(latencies)}.txt", "written during a walk")
             latencies.append(time.perf_counter() - started)
+            starts.append(started)
             time.sleep(0.005)
 
     threads = [threading.Thread(target=work, daemon=True) for work in (walk, write)]
@@ -101,9 +102,10 @@ def test_a_write_is_not_stalled_by_walks() -> None:
     for thread in threads:
         thread.join(5)
         assert not thread.is_alive(), "a walk never ended, or a write waited for one"
-    assert walks
-    assert statistics.median(walks) > 0.05, "the walks were too short to overlap the writes"
-    assert len(latencies) > 50
+    # The writes this test is about are those made while a walk went on (however fast
+    # the machine walks): most of them, as the walker never rests.
+    during = [t for t in starts if any(begun <= t <= ended for begun, ended in walks)]
+    assert len(during) > 50, "too few writes overlapped a walk"
     # Walks hold the lock one directory at a time, so no write waits for a walk. A
     # loaded machine may still deschedule a thread now and then: allow 2% stragglers.
     slow = sorted(latency for latency in latencies if latency >= 0.050)
