@@ -113,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     slowest = max(statistics.median(times) for times in alone)
     trial = statistics.median(together)
     empty_alone, empty_together = (statistics.median(times) * 1e3 for times in floor)
-    # The machine's CPUs busy, all processes, while each attempt ran alone: three at once
-    # cannot take less than their sum spread over every CPU.
+    # The machine's CPUs busy, all processes, while each attempt ran alone: their sum spread
+    # over every CPU is what three at once need if they share nothing (they share a little:
+    # the daemon forks once for all three).
     busy = sum(statistics.median(seconds) for seconds in cpu)
     cpus = os.cpu_count() or 1
     result = Result(
@@ -130,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         + f"\n     Podman's share: an empty attempt (`true`, scored by `true`) {empty_alone:.0f} ms"
         + f" alone, three at once {empty_together:.0f} ms"
         + f"\n     the CPU floor: the three alone kept the CPUs busy {busy * 1e3:.0f} ms in all"
-        + f" (Podman, the containers, the daemon); on {cpus} CPUs three at once take at least"
-        + f" {busy / cpus * 1e3:.0f} ms ({busy / cpus / slowest:.2f}x the slowest alone)",
+        + f" (Podman, the containers, the daemon); spread over {cpus} CPUs, about"
+        + f" {busy / cpus * 1e3:.0f} ms for three at once ({busy / cpus / slowest:.2f}x the"
+        + " slowest alone)",
     )
     print(f"best-of-N benchmark (python {sys.version.split()[0]}); ratio = times better")
     print(result.line())

@@ -29,7 +29,7 @@ from ._search import NOT_LISTED, Listing
 
 _WORDS: dict[Kind, EntryKind] = {kind: kind.value for kind in Kind}
 """A kind's value is the listing's word for it (read once: an enum's ``value`` is a
-descriptor call, a tenth of a listing's time per entry)."""
+descriptor call on every entry otherwise)."""
 
 _kind_field = operator.itemgetter(1)
 
