@@ -97,6 +97,25 @@ def test_a_journal_cut_anywhere_reads_as_a_prefix(
         assert again.damage is None
 
 
+def test_records_a_checkpoint_covers_are_skipped_unread(tmp_path: Path) -> None:
+    # One segment: the journal's current one holds the covered records too. Their
+    # payloads are never read, so damage there (a checkpoint holds what they did)
+    # neither stops the reading nor costs it their bytes; offsets stay the file's.
+    data = payloads(20)
+    write(tmp_path, data).close()
+    path, whole = _whole(tmp_path)
+    records = read_journal(str(tmp_path)).records
+    damaged = bytearray(whole)
+    damaged[records[3].start + 30] ^= 0xFF  # inside the payload of record 4
+    path.write_bytes(bytes(damaged))
+    assert read_journal(str(tmp_path)).damage is not None  # read whole: damage
+    later = read_journal(str(tmp_path), after=10)
+    assert later.damage is None
+    assert [record.payload for record in later.records] == data[10:]
+    assert [(r.start, r.end) for r in later.records] == [(r.start, r.end) for r in records[10:]]
+    assert later.tail == (str(path), records[-1].end)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_damage_in_the_middle_stops_replay_and_says_where(

@@ -714,18 +714,13 @@ def _open(
 ) -> tuple[DurableWorkspace, Recovery]:
     """``open_workspace`` on a store it has locked (closed by the caller on failure)."""
     path = store.path
-    reading = read_journal(store.journal)
-    if (reading.records or os.path.isdir(os.path.join(store.path, CHECKPOINTS))) and (
-        initial is not None
-    ):
-        raise AlreadyExistsError(
-            "the store holds a workspace already: open it without a source to resume "
-            "it, or discard it first",
-            store.path,
-        )
+    if initial is not None and os.path.isdir(os.path.join(store.path, CHECKPOINTS)):
+        raise _held(store)
     found = newest_checkpoint(store.path)
-    if found is not None:
-        reading = read_journal(store.journal, after=found.covers)
+    # Read once, from the checkpoint on: the records it covers are only framed.
+    reading = read_journal(store.journal, after=0 if found is None else found.covers)
+    if initial is not None and reading.records:
+        raise _held(store)
     fresh = found is None and not reading.records
     if fresh:
         store.set_base(base)
@@ -782,6 +777,15 @@ def _open(
             journal.close()
         raise
     return durable, recovery
+
+
+def _held(store: StoreDirectory) -> AlreadyExistsError:
+    """The error for a source given to a store that holds a workspace already."""
+    return AlreadyExistsError(
+        "the store holds a workspace already: open it without a source to resume it, "
+        "or discard it first",
+        store.path,
+    )
 
 
 class _Replay:

@@ -41,6 +41,7 @@ from ._records import (
     file_header,
     frame,
     read_records,
+    skip_records,
 )
 
 SEGMENT_BYTES = 64 << 20
@@ -99,16 +100,9 @@ def read_journal(directory: str, after: int = 0) -> Reading:
     expected = after + 1
     files = segments(directory)
     for position, (_, path) in enumerate(files):
-        with open(path, "rb") as segment:
-            data = segment.read()
-        problem = check_file_header(data)
-        if problem is not None:
-            raise StoreDamagedError(f"journal segment {problem}", path)
-        offset = FILE_HEADER.size
-        for record in read_records(data):
-            if record.sequence < expected:
-                offset = record.end
-                continue  # covered by a checkpoint already
+        data, offset = _read_segment(path, expected)
+        base = offset
+        for record in read_records(data, offset, base):
             if record.sequence != expected:
                 reason = f"record {record.sequence} where {expected} was due"
                 reading.damage = Damage(record.start, reason, torn=False)
@@ -117,7 +111,7 @@ def read_journal(directory: str, after: int = 0) -> Reading:
             offset = record.end
             expected += 1
         else:
-            reading.damage = damage(data, offset)
+            reading.damage = damage(data, offset, base)
         reading.tail = (path, offset)
         if reading.damage is not None:
             reading.damaged_segment = path
@@ -128,6 +122,23 @@ def read_journal(directory: str, after: int = 0) -> Reading:
                 reading.damage = Damage(reading.damage.offset, reading.damage.reason, False)
             return reading
     return reading
+
+
+def _read_segment(path: str, below: int) -> tuple[bytes, int]:
+    """A segment file's bytes from its first record numbered ``below`` or more (those
+    before it are never read), and the offset they start at.
+
+    Raises:
+        StoreDamagedError: The file is not a journal segment of this format.
+    """
+    with open(path, "rb") as segment:
+        fd = segment.fileno()
+        problem = check_file_header(os.pread(fd, FILE_HEADER.size, 0))
+        if problem is not None:
+            raise StoreDamagedError(f"journal segment {problem}", path)
+        offset = skip_records(fd, below, os.fstat(fd).st_size)
+        segment.seek(offset)
+        return segment.read(), offset
 
 
 def stop_before(reading: Reading, record: Record, reason: str, *, torn: bool = False) -> None:

@@ -17,6 +17,7 @@ Integers are little-endian. A segment file starts with ``MAGIC`` and the format 
 from __future__ import annotations
 
 import enum
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -121,34 +122,51 @@ class Damage:
     never acknowledged). False if intact records follow: the journal is damaged."""
 
 
-def read_records(data: bytes | memoryview, start: int = FILE_HEADER.size) -> Iterator[Record]:
-    """The intact records of a segment's bytes from ``start``, in order; stops at the
-    first that is not. ``damage`` then says why."""
+def read_records(data: Buffer, start: int, base: int = 0) -> Iterator[Record]:
+    """The intact records of a segment's bytes from file offset ``start``, in order
+    (``data`` holds the file from offset ``base`` on); stops at the first that is not.
+    ``damage`` then says why."""
     view = memoryview(data)
     offset = start
-    while offset < len(view):
-        record = _record_at(view, offset)
+    while offset - base < len(view):
+        record = _record_at(view, offset, base)
         if isinstance(record, str):
             return
         yield record
         offset = record.end
 
 
-def damage(data: bytes | memoryview, offset: int) -> Damage | None:
-    """Why the bytes from ``offset`` hold no intact record (None if they are empty or
-    zeros): torn if no intact record follows anywhere after it, damaged otherwise."""
-    whole = bytes(data)
-    view = memoryview(whole)
-    if whole.count(0, offset) == len(whole) - offset:
+def skip_records(fd: int, below: int, size: int) -> int:
+    """Where the first record numbered ``below`` or more starts in a segment file of
+    ``size`` bytes (or whatever stops the walk: the end, zeros, damage). The records
+    before it are only framed, their heads read one by one, never their payloads: a
+    checkpoint holds what they did, and their segment may be the journal's current one,
+    tens of megabytes long."""
+    offset = FILE_HEADER.size
+    while size - offset >= _HEAD.size:
+        marker, length, sequence, _ = _HEAD.unpack(os.pread(fd, _HEAD.size, offset))
+        end = offset + _HEAD.size + length + _CHECK.size
+        if marker != MARKER or sequence >= below or length > MAX_PAYLOAD or end > size:
+            break
+        offset = end
+    return offset
+
+
+def damage(data: bytes | bytearray, offset: int, base: int = 0) -> Damage | None:
+    """Why the bytes from file offset ``offset`` hold no intact record (None if they are
+    empty or zeros; ``data`` holds the file from ``base`` on): torn if no intact record
+    follows anywhere after it, damaged otherwise."""
+    view = memoryview(data)
+    if data.count(0, offset - base) == len(data) - (offset - base):
         return None  # nothing, or the zeros a segment is made ahead with: its end
-    reason = _record_at(view, offset)
+    reason = _record_at(view, offset, base)
     assert isinstance(reason, str), "an intact record is not damage"
     marker = _HEAD.pack(MARKER, 0, 0, 0)[:4]
-    found = whole.find(marker, offset + 1)
+    found = data.find(marker, offset - base + 1)
     while found >= 0:
-        if isinstance(_record_at(view, found), Record):
+        if isinstance(_record_at(view, base + found, base), Record):
             return Damage(offset, reason, torn=False)
-        found = whole.find(marker, found + 1)
+        found = data.find(marker, found + 1)
     return Damage(offset, reason, torn=True)
 
 
@@ -164,20 +182,22 @@ def check_file_header(data: bytes | memoryview) -> str | None:
     return None
 
 
-def _record_at(view: memoryview, offset: int) -> Record | str:
-    """The intact record at ``offset``, or why there is none."""
-    if len(view) - offset < _HEAD.size:
+def _record_at(view: memoryview, offset: int, base: int = 0) -> Record | str:
+    """The intact record at file offset ``offset`` (``view`` holds the file from
+    ``base`` on), or why there is none."""
+    at = offset - base
+    if len(view) - at < _HEAD.size:
         return "a record cut short in its header"
-    marker, length, sequence, kind = _HEAD.unpack_from(view, offset)
+    marker, length, sequence, kind = _HEAD.unpack_from(view, at)
     if marker != MARKER:
         return "no record marker"
     if length > MAX_PAYLOAD:
         return f"a payload length of {length:,} bytes"
-    end = offset + _HEAD.size + length + _CHECK.size
+    end = at + _HEAD.size + length + _CHECK.size
     if end > len(view):
         return "a record cut short"
-    payload = view[offset + _HEAD.size : end - _CHECK.size]
-    head = view[offset : offset + _HEAD.size]
+    payload = view[at + _HEAD.size : end - _CHECK.size]
+    head = view[at : at + _HEAD.size]
     expected = xxhash.xxh3_64_intdigest(payload, seed=xxhash.xxh3_64_intdigest(head))
     if _CHECK.unpack_from(view, end - _CHECK.size)[0] != expected:
         return "a checksum mismatch"
@@ -185,4 +205,4 @@ def _record_at(view: memoryview, offset: int) -> Record | str:
         found_kind = Kind(kind)
     except ValueError:
         return f"an unknown record kind {kind}"
-    return Record(sequence, found_kind, bytes(payload), offset, end)
+    return Record(sequence, found_kind, bytes(payload), offset, base + end)
