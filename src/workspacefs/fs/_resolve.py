@@ -49,12 +49,39 @@ def locate(
         TooManyLinksError: More than ``MAX_SYMLINK_HOPS`` links (a loop).
         NotFoundError / NotADirectoryFsError: As a kernel walk would.
     """
+    direct = _located_at_once(backend, path, follow)
+    if direct is not None:
+        try:
+            yield direct
+        finally:
+            backend.release(direct.parent)
+        return
     stack = [backend.root()]  # the directories entered: never a symlink
     try:
         yield _walk(backend, stack, path, follow, make_dirs)
     finally:
         for handle in stack:
             backend.release(handle)
+
+
+def _located_at_once(backend: Backend, path: str, follow: bool) -> Location | None:
+    """Where ``path`` lands if its directory is reached in one step (``enter_path``) and
+    its last name needs no link followed; None to walk it (the same answer, slower)."""
+    parent, _, name = path.rpartition("/")
+    if not parent:
+        return None  # in the root: the walk takes one step too
+    directory = backend.enter_path(parent)
+    if directory is None:
+        return None
+    try:
+        entry = backend.lookup(directory, name)
+    except BaseException:
+        backend.release(directory)
+        raise
+    if entry is not None and entry.kind is Kind.SYMLINK and follow:
+        backend.release(directory)
+        return None
+    return Location(directory, name, entry)
 
 
 def _walk(

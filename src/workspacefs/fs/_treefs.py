@@ -13,7 +13,7 @@ import errno
 import functools
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 
 from .._errors import InvalidArgumentError, NotFoundError
@@ -80,6 +80,13 @@ class TreeBackend:
 
     def release(self, handle: Handle) -> None:
         pass
+
+    def lookup_all(self, directory: Handle, names: Iterable[str]) -> list[Entry | None]:
+        lookup = self.lookup
+        return [lookup(directory, name) for name in names]
+
+    def enter_path(self, path: str) -> Handle | None:
+        return None  # a lookup is a dict's: the walk is as quick, and applies the rules
 
     def _hidden(self, directory: Handle, name: str) -> bool:
         rules = self._rules

@@ -97,11 +97,11 @@ class Walk:
         if listing is NOT_LISTED:
             return None
         backend, directory = self._backend, self._open[path]
-        lookup, symlink, file = backend.lookup, Kind.SYMLINK, Kind.FILE
+        symlink, file = Kind.SYMLINK, Kind.FILE
         found = []
         with backend.reading():
-            for name, _ in listing.entries:
-                entry = lookup(directory, name)
+            names = [name for name, _ in listing.entries]
+            for name, entry in zip(names, backend.lookup_all(directory, names), strict=True):
                 if entry is None:
                     continue  # gone since it was listed
                 kind = entry.kind
