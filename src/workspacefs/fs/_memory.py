@@ -11,6 +11,7 @@ import weakref
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from .._errors import (
     InvalidArgumentError,
@@ -47,7 +48,6 @@ from ._history import (
     changes_of,
     walk,
 )
-from ._hydrate import HostMount, hydrate
 from ._limits import DEFAULT_LIMITS, Limits
 from ._paths import normalize_mount_point
 from ._rules import Denial, Rule
@@ -65,6 +65,9 @@ from ._snapshots import (
 from ._space import SpaceUsage, WorkspaceHoldings, account
 from ._spellings import either
 from ._treefs import TreeFilesystem
+
+if TYPE_CHECKING:
+    from ._hydrate import HostMount
 
 
 class InMemoryFilesystem(TreeFilesystem):
@@ -784,6 +787,8 @@ class InMemoryFilesystem(TreeFilesystem):
         ``mount.host_path`` must lie inside one of ``allowed_roots`` (a
         relative one is looked up in each); anything else is refused.
         """
+        from ._hydrate import hydrate  # a daemon resuming a store never hydrates: 7 ms
+
         with self.transaction() as tree:
             owner = (os.getuid(), os.getgid())
             return hydrate(tree, mount, allowed_roots, self._normalize, owner)
