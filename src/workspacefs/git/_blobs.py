@@ -31,12 +31,12 @@ import mmap
 import os
 import struct
 import threading
-import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import pygit2
 from pygit2.enums import ObjectType
+from zlib_ng import zlib_ng
 
 from .._errors import FsError, SnapshotError
 from ..tree import MemoryBudget
@@ -47,6 +47,7 @@ WHOLE_READ_MAX = 256 << 10
 """Blobs up to this size are read whole through libgit2 (no index lookup of ours)."""
 PIECE = 1 << 20
 """Most inflated bytes one piece of a streamed blob holds."""
+_INFLATE_ERROR = cast("type[Exception]", zlib_ng.error)  # its stub types the class as an instance
 _INPUT = 1 << 16  # compressed bytes read at a time
 _ALTERNATES_MAX = 16  # object directories followed through alternates (git stops at 5 deep)
 _BLOB = 3  # a pack entry's type for a blob stored whole (6 and 7 are deltas)
@@ -125,7 +126,14 @@ class BlobStore:
             yield from stream
         except FsError:
             raise  # the budget's NoSpaceError, first of all
-        except (pygit2.GitError, LookupError, ValueError, zlib.error, struct.error, OSError) as exc:
+        except (
+            pygit2.GitError,
+            LookupError,
+            ValueError,
+            _INFLATE_ERROR,
+            struct.error,
+            OSError,
+        ) as exc:
             raise SnapshotError(f"stored content {oid} is damaged: {exc}", None) from exc
 
 
@@ -241,7 +249,7 @@ def _loose(handle: BinaryIO, size: int | None) -> Iterator[bytes]:
     """Inflate a loose object's ``blob <size>\\0`` header now (``size`` None: any
     size), its bytes when iterated."""
     try:
-        inflater = zlib.decompressobj()
+        inflater = zlib_ng.decompressobj()
         head = b""
         while b"\0" not in head:
             if len(head) > 32:
@@ -285,7 +293,7 @@ def _packed(pack: str, offset: int, size: int | None) -> Iterator[bytes | memory
         size = found
         if starts_stored(data[pos : pos + 3]):
             return _stored(handle, offset + pos, size)
-        inflater = zlib.decompressobj()
+        inflater = zlib_ng.decompressobj()
         first = inflater.decompress(data[pos:], PIECE)
     except BaseException:
         handle.close()
@@ -308,7 +316,7 @@ def _stored(handle: BinaryIO, at: int, size: int) -> Iterator[bytes | memoryview
         # A stream that mixes block types (not what write-back makes): inflated
         # whole, the part already read skipped.
         handle.seek(at)
-        inflater = zlib.decompressobj()
+        inflater = zlib_ng.decompressobj()
         for piece in _inflate(handle, inflater, b"", size, close=False):
             if skip >= len(piece):
                 skip -= len(piece)
@@ -318,7 +326,7 @@ def _stored(handle: BinaryIO, at: int, size: int) -> Iterator[bytes | memoryview
 
 
 def _inflate(
-    handle: BinaryIO, inflater: zlib._Decompress, first: bytes, size: int, *, close: bool = True
+    handle: BinaryIO, inflater: zlib_ng._Decompress, first: bytes, size: int, *, close: bool = True
 ) -> Iterator[bytes]:
     """``first``, then the rest of the zlib stream, ``PIECE`` bytes at most at a time
     (``handle`` closed at the end, if ``close``)."""

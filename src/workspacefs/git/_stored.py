@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 from collections.abc import Iterator
+
+from zlib_ng.zlib_ng import adler32
 
 _HEADER = 5  # a stored block's first byte, LEN and NLEN
 _POOL_MAX = 2  # buffers kept for reuse: the mount's thread and one other reading at once
@@ -93,7 +94,7 @@ def stored_pieces(fd: int, at: int, size: int, piece: int) -> Iterator[memoryvie
                 n = min(left, piece - fill)
                 part = view[fill : fill + n]
                 ahead = _read_part(fd, part, header if n == left else None, pos, final)
-                adler = zlib.adler32(part, adler)
+                adler = adler32(part, adler)
                 part.release()
                 pos, left, fill, produced = pos + n, left - n, fill + n, produced + n
                 if produced > size:
