@@ -153,3 +153,47 @@ def test_a_file_expecting_another_size_still_reads_what_is_stored(tmp_path: Path
     repository, _ = packed(tmp_path / "repo", [(data, all_stored(data))])
     assert read(repository, data, SIZE + 1) == data
     assert read(repository, data, WHOLE_READ_MAX + 1) == data
+
+
+def test_packs_listed_once_and_again_when_they_change(tmp_path: Path) -> None:
+    """The pack directory is listed again only when it changed; a listing a moment out
+    of date (a pack repacked away under it) costs a lookup, never a read."""
+    first, second = os.urandom(SIZE), os.urandom(SIZE)
+    repository, pack = packed(tmp_path / "repo", [(first, all_stored(first))])
+    store = git.BlobStore(repository)
+
+    def read_back(data: bytes) -> bytes:
+        oid = pygit2.Oid(raw=object_id(_BLOB, data))
+        return b"".join(bytes(p) for p in store.pieces(oid, MemoryBudget(1 << 40), SIZE))
+
+    listings = 0
+    real_listdir = os.listdir
+
+    def counting(path: str) -> list[str]:
+        nonlocal listings
+        listings += path.endswith("/pack")
+        return real_listdir(path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "listdir", counting)
+        assert read_back(first) == first
+        assert read_back(first) == first
+        assert listings == 1  # the second lookup used the listing
+        # A repack: the same object in a new pack, the old one gone. The listing still
+        # names the old pack until the directory's change is seen.
+        writer = git.PackWriter(repository)
+        writer._append(object_id(_BLOB, first), _entry_header(_BLOB, SIZE) + all_stored(first))
+        writer._append(object_id(_BLOB, second), _entry_header(_BLOB, SIZE) + all_stored(second))
+        assert writer.finish() is not None
+        os.unlink(pack)
+        os.unlink(pack[: -len(".pack")] + ".idx")
+        # As if both changes fell in the tick of the last listing: its time unchanged.
+        indexes = store._indexes
+        directory = os.path.dirname(pack)
+        stale = indexes._listings[directory][1]
+        indexes._listings[directory] = (os.stat(directory).st_ctime_ns, stale)
+        assert read_back(first) == first  # the old pack is gone: it is listed again
+        assert listings == 2
+        assert pack[: -len(".pack")] + ".idx" not in indexes._listings[directory][1]
+        assert read_back(second) == second
+        assert listings == 2

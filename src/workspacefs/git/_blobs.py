@@ -175,7 +175,11 @@ def _stream(
             return _loose(loose, size)
         packed = indexes.find(directory, oid.raw)
         if packed is not None:
-            return _packed(*packed, size)
+            try:
+                return _packed(*packed, size)
+            except FileNotFoundError:  # repacked away since it was listed
+                indexes.forget(packed[0])
+                return None
     return None
 
 
@@ -189,6 +193,7 @@ class _Indexes:
         self._objects = objects
         self._directories: list[str] | None = None
         self._maps: dict[str, mmap.mmap] = {}
+        self._listings: dict[str, tuple[int, tuple[str, ...]]] = {}  # (ctime, indexes)
         self._lock = threading.Lock()
 
     def directories(self) -> list[str]:
@@ -202,16 +207,11 @@ class _Indexes:
         """(pack path, offset) of the object ``raw`` in a pack of ``directory``."""
         packs = os.path.join(directory, "pack")
         try:
-            names = sorted(n for n in os.listdir(packs) if n.startswith("pack-"))
+            listed = self._listed(packs)
         except FileNotFoundError:
             return None
         with self._lock:
-            listed = {os.path.join(packs, n) for n in names if n.endswith(".idx")}
-            for gone in [
-                path for path in self._maps if path.startswith(packs) and path not in listed
-            ]:
-                self._maps.pop(gone).close()  # repacked away
-            for index in sorted(listed):
+            for index in listed:
                 found = self._maps.get(index)
                 if found is None:
                     try:
@@ -222,6 +222,32 @@ class _Indexes:
                 if offset is not None:
                     return index[: -len(".idx")] + ".pack", offset
         return None
+
+    def _listed(self, packs: str) -> tuple[str, ...]:
+        """The pack indexes in the directory ``packs``, listed again only when it changed
+        (its change time, which a pack added or removed moves): a store's pack directory
+        holds a pack per write-back round, and listing it for every file read back was a
+        tenth of reading evicted data. A listing a moment out of date costs a lookup
+        only: a pack it lacks leaves the object to libgit2, one it still names is gone
+        when opened (``_packed``), and the next lookup lists again (``forget``)."""
+        changed = os.stat(packs).st_ctime_ns
+        with self._lock:
+            known = self._listings.get(packs)
+            if known is not None and known[0] == changed:
+                return known[1]
+        names = sorted(n for n in os.listdir(packs) if n.startswith("pack-") and n.endswith(".idx"))
+        listed = tuple(os.path.join(packs, n) for n in names)
+        with self._lock:
+            self._listings[packs] = (changed, listed)
+            kept = set(listed)
+            for gone in [p for p in self._maps if p.startswith(packs) and p not in kept]:
+                self._maps.pop(gone).close()  # repacked away
+        return listed
+
+    def forget(self, pack: str) -> None:
+        """Drop the listing that named ``pack``, which is gone."""
+        with self._lock:
+            self._listings.pop(os.path.dirname(pack), None)
 
 
 def _object_directories(objects: str) -> list[str]:
