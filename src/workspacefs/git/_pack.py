@@ -2,7 +2,7 @@
 
 Loose objects cost a file each and libgit2 compresses them at its default
 level; a first persist of a large workspace writes tens of thousands of
-objects, so it goes into a single pack instead, compressed at zlib level 1
+objects, so it goes into a single pack instead, compressed by zlib-ng at level 2
 (the bytes are mostly source text; speed matters more than a few percent of
 size, and ``git gc`` may repack later). Hashing and compression release the
 GIL, so they run on a thread pool.
@@ -18,16 +18,20 @@ import hashlib
 import os
 import struct
 import tempfile
-import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pygit2
+from zlib_ng import zlib_ng
 from zlib_ng.zlib_ng import crc32
 
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
-DEFAULT_COMPRESSION = 1
+DEFAULT_COMPRESSION = 2
+"""The deflate level packs are written at, by zlib-ng. Measured on 32 MiB of the
+standard library's sources in 1 MiB objects: zlib-ng level 2 230 MB/s to 26.7% of the
+bytes, zlib's level 1 (the level before) 161 MB/s to 28.2%; zlib-ng's level 1 is quicker
+(394 MB/s) but leaves 34.5%, and grows random bytes by 5%."""
 
 
 def object_id(kind: int, data: bytes) -> bytes:
@@ -51,7 +55,7 @@ def _entry_header(kind: int, size: int) -> bytes:
 
 def _prepare(item: tuple[int, bytes], level: int) -> tuple[bytes, bytes]:
     kind, data = item
-    return object_id(kind, data), _entry_header(kind, len(data)) + zlib.compress(data, level)
+    return object_id(kind, data), _entry_header(kind, len(data)) + zlib_ng.compress(data, level)
 
 
 def _prepare_batch(batch: list[tuple[int, bytes]], level: int) -> list[tuple[bytes, bytes]]:
@@ -122,7 +126,7 @@ class PackWriter:
         """
         start = self._offset
         digest = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], size))
-        compressor = zlib.compressobj(self._level if compression is None else compression)
+        compressor = zlib_ng.compressobj(self._level if compression is None else compression)
         header = _entry_header(kind, size)
         crc = crc32(header)
         self._file.write(header)

@@ -456,8 +456,8 @@ def persist(
     """Write ``snapshot`` of ``fs`` as a commit in the bare repository ``repo``.
 
     ``repo`` defaults to ``default_repository(fs.workspace_id)``, under the
-    user's data directory. A first persist writes one pack at zlib level ``compression`` (1 by
-    default: fast; 0 stores uncompressed, fastest, larger; ``git gc`` may
+    user's data directory. A first persist writes one pack at deflate level ``compression`` (2 by
+    default, zlib-ng's: fast; 0 stores uncompressed, fastest, larger; ``git gc`` may
     recompress later). The repository is created if missing. Only what changed since the last
     snapshot persisted there from this tree is written; refs are updated
     last, so a failure leaves no ref to a half-written snapshot. File content
