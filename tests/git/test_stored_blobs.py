@@ -197,3 +197,23 @@ def test_packs_listed_once_and_again_when_they_change(tmp_path: Path) -> None:
         assert pack[: -len(".pack")] + ".idx" not in indexes._listings[directory][1]
         assert read_back(second) == second
         assert listings == 2
+
+
+def test_a_pack_the_kept_listing_lacks_is_still_streamed(tmp_path: Path) -> None:
+    """A pack added within the tick of the last listing (its directory's change time
+    unchanged): libgit2 finds the object, the listing is made again, and the blob is
+    still read a piece at a time, never whole (a budget too small for it says so)."""
+    first, second = os.urandom(SIZE), os.urandom(SIZE)
+    repository, pack = packed(tmp_path / "repo", [(first, all_stored(first))])
+    store = git.BlobStore(repository)
+    oid = pygit2.Oid(raw=object_id(_BLOB, first))
+    assert b"".join(bytes(p) for p in store.pieces(oid, MemoryBudget(1 << 40), SIZE)) == first
+    writer = git.PackWriter(repository)
+    writer._append(object_id(_BLOB, second), _entry_header(_BLOB, SIZE) + all_stored(second))
+    assert writer.finish() is not None
+    indexes, directory = store._indexes, os.path.dirname(pack)
+    stale = indexes._listings[directory][1]
+    indexes._listings[directory] = (os.stat(directory).st_ctime_ns, stale)
+    small = MemoryBudget(SIZE // 2)  # a whole read would ask for all of it
+    oid = pygit2.Oid(raw=object_id(_BLOB, second))
+    assert b"".join(bytes(p) for p in store.pieces(oid, small, SIZE)) == second

@@ -121,7 +121,11 @@ class BlobStore:
                 kind, size = self.header(oid)
                 if kind != ObjectType.BLOB:
                     raise ValueError("not a blob")
-                stream = None if size <= WHOLE_READ_MAX else _stream(self._indexes, oid, size)
+                if size > WHOLE_READ_MAX:
+                    stream = _stream(self._indexes, oid, size)
+                    if stream is None:  # a delta, or in a pack the kept listing lacks
+                        self._indexes.forget_listings()
+                        stream = _stream(self._indexes, oid, size)
             if stream is None:
                 budget.reserve(size)
                 yield self.read_whole(oid)
@@ -251,6 +255,12 @@ class _Indexes:
         """Drop the listing that named ``pack``, which is gone."""
         with self._lock:
             self._listings.pop(os.path.dirname(pack), None)
+
+    def forget_listings(self) -> None:
+        """Drop every listing: an object libgit2 found may be in a pack added within
+        the same tick of the directory's change time as the last listing."""
+        with self._lock:
+            self._listings.clear()
 
 
 def _object_directories(objects: str) -> list[str]:
