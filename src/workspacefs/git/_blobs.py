@@ -235,8 +235,9 @@ class _Indexes:
         (its change time, which a pack added or removed moves): a store's pack directory
         holds a pack per write-back round, and listing it for every file read back was a
         tenth of reading evicted data. A listing a moment out of date costs a lookup
-        only: a pack it lacks leaves the object to libgit2, one it still names is gone
-        when opened (``_packed``), and the next lookup lists again (``forget``)."""
+        only: an object in a pack it lacks is looked up again once libgit2 has found it
+        (``forget_listings``), and a pack it still names is gone when opened
+        (``_packed``): the next lookup lists again (``forget``)."""
         changed = os.stat(packs).st_ctime_ns
         with self._lock:
             known = self._listings.get(packs)
