@@ -8,12 +8,14 @@ command holds no end of the wire to relay it (its descriptors 0 and 1 read
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ import pytest
 from mcp import Client
 
 from workspacefs import InvalidArgumentError
-from workspacefs.daemon import connect
+from workspacefs.daemon import RemoteFilesystem, connect
 from workspacefs.daemon._handover import HANDED
 
 from .conftest import RemoteDaemons
@@ -166,22 +168,29 @@ def test_a_session_asked_for_wrongly_is_refused_and_the_daemon_serves_on(
         fs.serve_mcp(str(tmp_path / "nobody-listens.sock"))  # the session never starts
         # One that connects but sends no descriptors, then one that sends three.
         for sent in ([], [0, 1, 2]):
-            path = str(tmp_path / f"sends-{len(sent)}.sock")
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-                listener.bind(path)
-                listener.listen(1)
-                fs.serve_mcp(path)
-                connection, _ = listener.accept()
-                with connection:
-                    if sent:
-                        socket.send_fds(connection, [b"stdio"], sent)
-                    else:
-                        connection.sendall(b"x")
-                    assert connection.recv(1) == b""  # closed: no session
+            with _daemon_connected(fs, tmp_path / f"sends-{len(sent)}.sock") as connection:
+                if sent:
+                    socket.send_fds(connection, [b"stdio"], sent)
+                else:
+                    connection.sendall(b"x")
+                assert connection.recv(1) == b""  # closed: no session
         fs.write("still.txt", "serving\n")
         assert fs.read("still.txt").content == "serving\n"
     finally:
         fs.close()
+
+
+@contextlib.contextmanager
+def _daemon_connected(fs: RemoteFilesystem, path: Path) -> Iterator[socket.socket]:
+    """The connection the daemon makes, asked to serve an MCP session (``serve_mcp``)
+    to a socket listening at ``path``, as ``workspacefs mcp`` asks it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+        fs.serve_mcp(str(path))
+        connection, _ = listener.accept()
+        with connection:
+            yield connection
 
 
 def test_no_answer_reaches_the_client_before_the_command_let_go_of_the_wire(
@@ -194,16 +203,10 @@ def test_no_answer_reaches_the_client_before_the_command_let_go_of_the_wire(
     requests, wire_in = os.pipe()
     wire_out, answers = os.pipe()
     try:
-        path = str(tmp_path / "stdio.sock")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-            listener.bind(path)
-            listener.listen(1)
-            fs.serve_mcp(path)
-            connection, _ = listener.accept()
-            with connection:
-                socket.send_fds(connection, [HANDED], [requests, answers])
-                os.close(answers)
-                os.write(wire_in, json.dumps(INITIALIZE).encode() + b"\n")
+        with _daemon_connected(fs, tmp_path / "stdio.sock") as connection:
+            socket.send_fds(connection, [HANDED], [requests, answers])
+            os.close(answers)
+            os.write(wire_in, json.dumps(INITIALIZE).encode() + b"\n")
         assert os.read(wire_out, 65536) == b""  # the daemon's copy closed, unanswered
         fs.write("still.txt", "serving\n")
     finally:

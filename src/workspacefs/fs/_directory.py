@@ -54,12 +54,6 @@ _KINDS = {_stat.S_IFREG: Kind.FILE, _stat.S_IFDIR: Kind.DIRECTORY, _stat.S_IFLNK
 _FORMAT = 0o170000  # the file-type bits of a mode (``S_IFMT``)
 
 
-def kind_of(mode: int) -> Kind:
-    """What an ``st_mode`` is, as the frontend names it (one lookup: a listing asks it
-    of every entry)."""
-    return _KINDS.get(_stat.S_IFMT(mode), Kind.OTHER)
-
-
 def _other_kind(entry: os.DirEntry[str]) -> Kind | None:
     """A fifo, socket or device (``OTHER``), or None for an entry gone since it was listed."""
     try:
@@ -93,15 +87,11 @@ def list_directory(fd: int) -> list[tuple[str, Kind]]:
 
 
 def entry_of(info: os.stat_result) -> Entry:
-    """A host ``lstat`` as the frontend's ``Entry``."""
-    return Entry(
-        kind_of(info.st_mode),
-        (info.st_dev, info.st_ino),
-        info.st_size,
-        info.st_mode,
-        info.st_mtime_ns,
-        None,
-    )
+    """A host ``lstat`` as the frontend's ``Entry`` (its kind one lookup: a listing
+    makes one for every name)."""
+    mode = info.st_mode
+    kind = _KINDS.get(mode & _FORMAT, Kind.OTHER)
+    return Entry(kind, (info.st_dev, info.st_ino), info.st_size, mode, info.st_mtime_ns, None)
 
 
 class DirectoryBackend:
@@ -145,19 +135,15 @@ class DirectoryBackend:
             return None
 
     def lookup_all(self, directory: Handle, names: Iterable[str]) -> list[Entry | None]:
-        # ``lookup``'s work inlined: a listing of a few dozen names took as long in the
-        # calls around each ``lstat`` as in the ``lstat``s.
+        # One call for a listing's names: around each ``lstat``, ``lookup``'s own call
+        # and its exception frame took as long as the ``lstat`` itself.
         found: list[Entry | None] = []
-        kinds, lstat, add = _KINDS.get, os.stat, found.append
+        lstat, add = os.stat, found.append
         for name in names:
             try:
-                info = lstat(name, dir_fd=directory, follow_symlinks=False)
+                add(entry_of(lstat(name, dir_fd=directory, follow_symlinks=False)))
             except FileNotFoundError:
                 add(None)
-                continue
-            mode = info.st_mode
-            add(Entry(kinds(mode & _FORMAT, Kind.OTHER), (info.st_dev, info.st_ino),
-                      info.st_size, mode, info.st_mtime_ns, None))  # fmt: skip
         return found
 
     def enter_path(self, path: str) -> Handle | None:

@@ -185,7 +185,7 @@ def _stream(
             try:
                 return _packed(*packed, size)
             except FileNotFoundError:  # repacked away since it was listed
-                indexes.forget(packed[0])
+                indexes.forget_listings()
                 return None
     return None
 
@@ -235,9 +235,9 @@ class _Indexes:
         (its change time, which a pack added or removed moves): a store's pack directory
         holds a pack per write-back round, and listing it for every file read back was a
         tenth of reading evicted data. A listing a moment out of date costs a lookup
-        only: an object in a pack it lacks is looked up again once libgit2 has found it
-        (``forget_listings``), and a pack it still names is gone when opened
-        (``_packed``): the next lookup lists again (``forget``)."""
+        only: an object in a pack it lacks is looked up again once libgit2 has found it,
+        and a pack it still names is gone when opened (``_packed``); either way the
+        next lookup lists again (``forget_listings``)."""
         changed = os.stat(packs).st_ctime_ns
         with self._lock:
             known = self._listings.get(packs)
@@ -252,14 +252,9 @@ class _Indexes:
                 self._maps.pop(gone).close()  # repacked away
         return listed
 
-    def forget(self, pack: str) -> None:
-        """Drop the listing that named ``pack``, which is gone."""
-        with self._lock:
-            self._listings.pop(os.path.dirname(pack), None)
-
     def forget_listings(self) -> None:
-        """Drop every listing: an object libgit2 found may be in a pack added within
-        the same tick of the directory's change time as the last listing."""
+        """Drop every listing (the next lookup lists again): one named a pack that is
+        gone, or lacks one added within the tick of the directory's change time."""
         with self._lock:
             self._listings.clear()
 

@@ -152,7 +152,7 @@ def skip_records(fd: int, below: int, size: int) -> int:
     return offset
 
 
-def damage(data: bytes | bytearray, offset: int, base: int = 0) -> Damage | None:
+def damage(data: bytes, offset: int, base: int = 0) -> Damage | None:
     """Why the bytes from file offset ``offset`` hold no intact record (None if they are
     empty or zeros; ``data`` holds the file from ``base`` on): torn if no intact record
     follows anywhere after it, damaged otherwise."""
