@@ -1,10 +1,13 @@
 """What every benchmark shares: the result line, a quiet, deterministic git, a scratch
-directory in memory, and a workspace of many small files."""
+directory in memory, private places for the daemons it starts, and a workspace of many
+small files."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,26 @@ def scratch_dir(prefix: str) -> Path:
     time the disk); the caller removes it."""
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+
+
+@contextmanager
+def private_places(base: Path) -> Iterator[None]:
+    """Runtime and data directories of the benchmark's own, under ``base``: the daemons
+    it starts keep their sockets and their stores (a named one for each, by default)
+    there, so it neither sees nor leaves anything among the user's workspaces."""
+    places = {"XDG_RUNTIME_DIR": base / "run", "XDG_DATA_HOME": base / "data"}
+    saved = {name: os.environ.get(name) for name in places}
+    for name, place in places.items():
+        place.mkdir(mode=0o700)
+        os.environ[name] = str(place)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass(frozen=True)

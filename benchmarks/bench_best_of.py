@@ -24,7 +24,7 @@ from pathlib import Path
 from workspacefs.daemon import RemoteFilesystem, connect, start
 from workspacefs.sandbox import preflight
 
-from ._common import Result, scratch_dir
+from ._common import Result, private_places, scratch_dir
 
 STUB = "def median(values):\n    raise NotImplementedError\n"
 TESTS = """import random
@@ -86,28 +86,23 @@ def main(argv: list[str] | None = None) -> int:
     rounds, cases = (1, 200) if args.quick else (5, 3000)
 
     base = scratch_dir("wsfs-bench-best-of-")
-    runtime = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))  # a socket path is short
-    previous = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    places = Path(tempfile.mkdtemp(prefix="wsfs-", dir="/tmp"))  # a socket path is short
     try:
-        project = base / "project"
-        project.mkdir()
-        (project / "stats.py").write_text(STUB)
-        (project / "test_stats.py").write_text(TESTS.format(cases=cases))
-        mountpoint = base / "ws"
-        mountpoint.mkdir()
-        record = start(mountpoint, source=str(project))
-        try:
-            alone, together, floor, cpu = measure(record.socket, rounds)
-        finally:
-            with connect(record.socket) as fs:
-                fs.unmount()
+        with private_places(places):
+            project = base / "project"
+            project.mkdir()
+            (project / "stats.py").write_text(STUB)
+            (project / "test_stats.py").write_text(TESTS.format(cases=cases))
+            mountpoint = base / "ws"
+            mountpoint.mkdir()
+            record = start(mountpoint, source=str(project))
+            try:
+                alone, together, floor, cpu = measure(record.socket, rounds)
+            finally:
+                with connect(record.socket) as fs:
+                    fs.unmount()
     finally:
-        if previous is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = previous
-        shutil.rmtree(runtime, ignore_errors=True)
+        shutil.rmtree(places, ignore_errors=True)
         shutil.rmtree(base, ignore_errors=True)
 
     slowest = max(statistics.median(times) for times in alone)

@@ -26,7 +26,6 @@ Targets (issue: a quiet machine): ``list``, ``status``, ``snapshot`` at most
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import resource
 import shutil
@@ -34,14 +33,13 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import workspacefs
 from workspacefs.daemon import connect, start
 
-from ._common import Result, scratch_dir
+from ._common import Result, private_places, scratch_dir
 
 SOURCE_ROOT = str(Path(workspacefs.__file__).resolve().parents[1])
 
@@ -92,25 +90,6 @@ def time_command(argv: list[str], rounds: int) -> Timing:
             walls.append(wall * 1e3)
             cpus.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3)
     return Timing(statistics.mean(walls), statistics.mean(cpus))
-
-
-@contextlib.contextmanager
-def private_places(base: Path) -> Iterator[None]:
-    """Runtime and data directories of the benchmark's own (its daemon, its store), so
-    it neither sees nor leaves anything among the user's workspaces."""
-    names = ("XDG_RUNTIME_DIR", "XDG_DATA_HOME")
-    saved = {name: os.environ.get(name) for name in names}
-    for name in names:
-        (base / name).mkdir()
-        os.environ[name] = str(base / name)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _workspace(mountpoint: Path, files: int) -> None:

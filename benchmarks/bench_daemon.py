@@ -34,7 +34,7 @@ from pathlib import Path
 from workspacefs import Filesystem, HostMount, InMemoryFilesystem, mount
 from workspacefs.daemon import connect, start
 
-from ._common import Result, scratch_dir
+from ._common import Result, private_places, scratch_dir
 
 SMALL = "x" * 4095 + "\n"
 
@@ -322,8 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     count, files, seconds = (200, 2_000, 0.2) if args.quick else (5_000, 50_000, 2.0)
     work = scratch_dir("bench-daemon-")
     try:
-        results = isolation(work, count) + grep_load(work, files, count)
-        results += overhead(work, files, seconds)
+        with private_places(work):
+            results = isolation(work, count) + grep_load(work, files, count)
+            results += overhead(work, files, seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
