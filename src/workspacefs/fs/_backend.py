@@ -28,6 +28,10 @@ class Kind(enum.Enum):
     SYMLINK = "symlink"
     OTHER = "other"  # fifos, sockets, devices: listed, never opened
 
+    # A member is its own identity: hashed as an object, not by ``Enum``'s Python-level
+    # hash of its name, which a listing's lookups keyed by kind paid once an entry.
+    __hash__ = object.__hash__
+
 
 class Entry(NamedTuple):
     """What ``lstat`` says of one name.

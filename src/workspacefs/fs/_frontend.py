@@ -289,8 +289,10 @@ class BackendFilesystem:
                 raise NotADirectoryFsError("not a directory", display(norm))
 
             if not recursive:  # one directory: its page in git's order, no walk
-                keyed = sorted((tree_key(entry), entry) for entry in top)
-                return [entry for key, entry in keyed if key > after][:limit]
+                top.sort(key=tree_key)
+                if after:
+                    top = [entry for entry in top if tree_key(entry) > after]
+                return top[:limit]
 
             def children(entry: TreeEntry | None) -> list[TreeEntry]:
                 return top if entry is None else walk.entries(entry.path) or []

@@ -97,18 +97,23 @@ class Walk:
         if listing is NOT_LISTED:
             return None
         backend, directory = self._backend, self._open[path]
-        symlink, file = Kind.SYMLINK, Kind.FILE
-        found = []
+        symlink, file, words = Kind.SYMLINK, Kind.FILE, _WORDS
+        prefix = f"{path}/" if path else ""
+        found: list[TreeEntry] = []
+        add = found.append  # a listing's loop: an entry costs about a microsecond here
         with backend.reading():
             names = [name for name, _ in listing.entries]
             for name, entry in zip(names, backend.lookup_all(directory, names), strict=True):
                 if entry is None:
                     continue  # gone since it was listed
                 kind = entry.kind
-                linked = kind is symlink
-                size = entry.size if linked or kind is file else 0
-                target = backend.readlink(directory, name) if linked else None
-                found.append(TreeEntry(join(path, name), _WORDS[kind], size, entry.mode, target))
+                if kind is file:
+                    add(TreeEntry(prefix + name, "file", entry.size, entry.mode))
+                elif kind is symlink:
+                    target = backend.readlink(directory, name)
+                    add(TreeEntry(prefix + name, "symlink", entry.size, entry.mode, target))
+                else:
+                    add(TreeEntry(prefix + name, words[kind], 0, entry.mode))
         return found
 
     def read_blocks(self, path: str) -> Iterable[bytes]:

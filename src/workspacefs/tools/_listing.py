@@ -81,14 +81,16 @@ def _paged(fs: Filesystem, path: str) -> list[ListedEntry] | None:
         while True:
             page = page_of(path, after=after, recursive=False)
             for item in page:
-                name = item.path.rpartition("/")[2]
-                if item.kind == "symlink":
-                    found.append(_entry(fs, FileEntry(name, item.path, *_leads(fs, item.path))))
-                elif item.kind == "directory":
-                    found.append(ListedEntry(name, item.path, "directory", None))
+                at, kind = item.path, item.kind
+                name = at.rpartition("/")[2]
+                if kind == "file":
+                    found.append(ListedEntry(name, at, "file", item.size))
+                elif kind == "directory":
+                    found.append(ListedEntry(name, at, "directory", None))
+                elif kind == "symlink":
+                    found.append(_entry(fs, FileEntry(name, at, *_leads(fs, at))))
                 else:  # a fifo or device shows as a file without size, as ``list`` has it
-                    size = item.size if item.kind == "file" else None
-                    found.append(ListedEntry(name, item.path, "file", size))
+                    found.append(ListedEntry(name, at, "file", None))
             if len(page) < MAX_PAGE:
                 return sorted(found, key=_by_name)
             after = tree_key(page[-1])
@@ -129,7 +131,7 @@ def ls(params: LsParams, *, context: ToolContext) -> ToolResult[tuple[ListedEntr
         (dirs, "directory", "directories"),
         (links, "symlink", "symlinks"),
     )
-    shown, more = join_limited(map(_line, entries), MAX_ENTRIES)
+    shown, more = join_limited(list(map(_line, entries)), MAX_ENTRIES)
     text = f"{quote(path)}: {count(len(entries), 'entry', 'entries')} ({kinds})\n"
     text += "kind  size (bytes)  name\n" + "\n".join(shown)
     if more:

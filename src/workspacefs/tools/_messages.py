@@ -149,6 +149,8 @@ def text_lines(text: str) -> list[str]:
 
 def join_limited(items: Iterable[str], limit: int) -> tuple[list[str], int]:
     """The first ``limit`` items and how many more there were."""
+    if isinstance(items, list):
+        return items[:limit], max(0, len(items) - limit)
     shown: list[str] = []
     more = 0
     for item in items:
