@@ -18,6 +18,10 @@ lookup in its directory, not a walk from the root (or up to it). A directory
 that exists on one side only is not walked from its parent when it is among
 the changed inodes itself: its own entries, all different, name what is in
 it (a renamed directory, on both sides, still is: its files did not change).
+Most differing entries need no candidate at all: where a changed directory's
+path leads to it on each side that has it, an entry that is no directory on
+either side is classified from the two directories' entries at once
+(``_in_place``), which halves what the change feed spends a path.
 
 A diff is a long reader: every ``PART`` items it makes way for a busy mount
 (``make_way``).
@@ -162,6 +166,7 @@ def diff_versions(
     before_side = base if isinstance(base, DiffSide) else DiffSide(base)
     after_side = target if isinstance(target, DiffSide) else DiffSide(target)
     candidates: set[str] = set()
+    found = _Found()
     get_before, get_after = before_side._get, after_side._get
     for count, ino in enumerate(every, 1):
         if not count % PART:
@@ -171,36 +176,49 @@ def diff_versions(
             continue  # the same node: neither view changed it since they parted
         before_dir, after_dir = isinstance(before, Directory), isinstance(after, Directory)
         if before_dir or after_dir:
-            _entry_candidates(before_side, after_side, ino, before, after, every, candidates)
+            _entry_candidates(before_side, after_side, ino, before, after, every, candidates, found)
         # A node only one side has is named by its links' entries, which differ in
         # their directories (changed too): those name its paths already.
         if before is not None and not before_dir and after is not None:
             candidates.update(before_side.paths(ino, before))
         if after is not None and not after_dir and before is not None:
             candidates.update(after_side.paths(ino, after))
-    return _classified(before_side, after_side, candidates)
-
-
-def _classified(before_side: DiffSide, after_side: DiffSide, candidates: Iterable[str]) -> PathDiff:
-    """The candidate paths that differ, by how."""
-    added, modified, deleted = [], [], []
+    if found.decided:
+        candidates -= found.decided
     leaf_before, leaf_after = before_side.leaf, after_side.leaf
     for count, path in enumerate(candidates, 1):
         if not count % PART:
             make_way()
-        old = leaf_before(path)
-        new = leaf_after(path)
+        found.classify(path, leaf_before(path), leaf_after(path))
+    return found.diff()
+
+
+class _Found:
+    """The paths a diff has classified, by how, and the set of those it classified
+    before the candidates were resolved (``_in_place``)."""
+
+    __slots__ = ("added", "decided", "deleted", "modified")
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+        self.modified: list[str] = []
+        self.deleted: list[str] = []
+        self.decided: set[str] = set()
+
+    def classify(self, path: str, old: Node | None, new: Node | None) -> None:
+        """File ``path`` as ``old`` and ``new`` (None: missing, or a directory) differ."""
         if old is None:
             if new is not None:
-                added.append(path)
+                self.added.append(path)
         elif new is None:
-            deleted.append(path)
+            self.deleted.append(path)
         elif not same_entry(old, new):
-            modified.append(path)
-    added.sort()
-    modified.sort()
-    deleted.sort()
-    return PathDiff(tuple(added), tuple(modified), tuple(deleted))
+            self.modified.append(path)
+
+    def diff(self) -> PathDiff:
+        for paths in (self.added, self.modified, self.deleted):
+            paths.sort()
+        return PathDiff(tuple(self.added), tuple(self.modified), tuple(self.deleted))
 
 
 def _entry_candidates(
@@ -211,12 +229,14 @@ def _entry_candidates(
     after: Node | None,
     changed: Set[int],
     out: set[str],
+    found: _Found,
 ) -> None:
     old_entries = before.entries if isinstance(before, Directory) else {}
     new_entries = after.entries if isinstance(after, Directory) else {}
     if old_entries is new_entries:
         return
     differing = {name for name, _ in old_entries.items() ^ new_entries.items()}
+    differing = _in_place(base, target, ino, before, after, differing, found)
     sides = ((base, target, before, old_entries), (target, base, after, new_entries))
     for side, other, node, entries in sides:
         names = [name for name in differing if name in entries]
@@ -234,6 +254,57 @@ def _entry_candidates(
                     walked = side.view.walk(child, path)
                     out.update(p for p, _, node in walked if not _is_dir(node))
                 # else: a directory only this side has, whose own entries name its files
+
+
+def _in_place(
+    base: DiffSide,
+    target: DiffSide,
+    ino: int,
+    before: Node | None,
+    after: Node | None,
+    names: set[str],
+    found: _Found,
+) -> set[str]:
+    """Classify the differing entries ``names`` of directory ``ino`` straight from the
+    directories its path leads to on each side (a path is then known on both sides
+    without resolving it again, causes included), where that path leads to it on
+    each side that has it; the names left for the candidates: those a directory
+    holds on either side, or all where the path does not lead to it (a directory
+    moved)."""
+    before_dir, after_dir = isinstance(before, Directory), isinstance(after, Directory)
+    if ino == ROOT_INO:
+        prefix: str | None = ""
+    else:
+        prefix = (base if before_dir else target).directory_path(ino)
+    if prefix is None:
+        return names
+    old_chain, old_directory = base._dirs.get(prefix) or base._directory(prefix)
+    new_chain, new_directory = target._dirs.get(prefix) or target._directory(prefix)
+    if (before_dir and old_directory is not before) or (after_dir and new_directory is not after):
+        return names
+    left = set()
+    old_entries = {} if old_directory is None else old_directory.entries
+    new_entries = {} if new_directory is None else new_directory.entries
+    get_old, get_new = base._get, target._get
+    old_leaves, new_leaves = base._leaves, target._leaves
+    decided = found.decided
+    for count, name in enumerate(names, 1):
+        if not count % PART:
+            make_way()
+        old_child, new_child = old_entries.get(name), new_entries.get(name)
+        old = None if old_child is None else get_old(old_child)
+        new = None if new_child is None else get_new(new_child)
+        if isinstance(old, Directory) or isinstance(new, Directory):
+            left.add(name)
+            continue
+        path = f"{prefix}/{name}" if prefix else name
+        if path in decided:
+            continue  # the directory the other side has there named it already
+        old_leaves[path] = (old_chain, old_child, old)
+        new_leaves[path] = (new_chain, new_child, new)
+        decided.add(path)
+        found.classify(path, old, new)
+    return left
 
 
 def changed_entries(
