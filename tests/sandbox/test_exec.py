@@ -92,6 +92,18 @@ def test_background_jobs_end_with_their_command(sandbox: PodmanSandbox) -> None:
     assert [p for p in processes(sandbox) if p == "sleep 308"]
 
 
+def test_a_daemon_holding_the_output_neither_holds_exec_nor_writes_into_the_next(
+    sandbox: PodmanSandbox,
+) -> None:
+    started = time.monotonic()
+    left = sandbox.exec("setsid sh -c 'sleep 1; echo late; echo late >&2' & echo early")
+    assert left.ok
+    assert left.stdout == "early\n"
+    assert time.monotonic() - started < 1  # its end did not wait for the daemon's output
+    later = sandbox.exec("sleep 2; echo next")
+    assert (later.stdout, later.stderr) == ("next\n", "")
+
+
 def test_100_mb_of_output_is_capped_in_bounded_memory(sandbox: PodmanSandbox) -> None:
     tracemalloc.start()
     try:

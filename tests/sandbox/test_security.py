@@ -6,7 +6,7 @@
 | no added capabilities | CapEff/CapBnd within Podman's upstream default set; ``mount`` refused |
 | no-new-privileges | ``NoNewPrivs: 1`` |
 | resource limits | the container's cgroup holds the configured memory, CPU and pid limits |
-| no host path but the workspace | every mount from a host disk is Podman's own per-container file |
+| no host path but the workspace | Podman's own files; the read-only command channel |
 | the host's own state hidden | home, project and service directories empty; ``/etc/shadow`` gone |
 | no host control surface | the host's live podman and docker sockets unseen; no socket at all |
 | read-only option | writes to the workspace fail with EROFS |
@@ -26,6 +26,7 @@ import pytest
 
 from workspacefs import InMemoryFilesystem, ReadOnlyError
 from workspacefs.sandbox import PodmanSandbox, containers_conf
+from workspacefs.sandbox._container import CHANNEL
 
 pytestmark = pytest.mark.container
 
@@ -101,20 +102,39 @@ def test_only_the_workspace_is_bound_from_the_host(sandbox: PodmanSandbox) -> No
     mounts = [line.split() for line in sandbox.exec("cat /proc/self/mountinfo").stdout.splitlines()]
     fuse = [fields[4] for fields in mounts if fields[fields.index("-") + 1].startswith("fuse")]
     assert fuse == ["/workspace"]
+    channels = []
     for fields in mounts:
         kind, root, point = fields[fields.index("-") + 1], fields[3], fields[4]
         if kind in VIRTUAL:
             continue
         per_container = "/containers/storage/overlay-containers/" in root
         init = point == "/run/podman-init"
+        if point == CHANNEL:
+            assert "ro" in fields[5].split(","), "the command channel is bound read-only"
+            channels.append(point)
+            continue
         assert per_container or init, f"host path {root} bound at {point}"
+    assert channels == [CHANNEL]
+    # The channel holds the running command's own files and nothing else, and nothing
+    # in the container can change it.
+    seen = sandbox.exec(
+        f"ls -A {CHANNEL}; ls -A {CHANNEL}/*; touch {CHANNEL}/x || echo refused; "
+        f"rm -f {CHANNEL}/*/script || echo refused"
+    )
+    listed = seen.stdout.split()
+    assert len(listed) == 1 + 5 + 2, seen
+    assert listed[0].isdigit()
+    assert sorted(listed[1:6]) == ["err", "in", "out", "script", "status"]
+    assert listed[6:] == ["refused", "refused"]
+    assert "Read-only file system" in seen.stderr
 
 
 def test_the_host_s_own_state_is_hidden(sandbox: PodmanSandbox) -> None:
     assert os.listdir("/root"), "the check needs something in the host's /root"
     seen = sandbox.exec(
         "for d in /root /home /tmp /run /var/lib/containers /var/log; do "
-        "[ -d $d ] && [ -z \"$(ls -A $d | grep -v -e '^.containerenv$' -e '^podman-init$')\" ] "
+        "[ -d $d ] && [ -z \"$(ls -A $d | grep -v -e '^.containerenv$' -e '^podman-init$' "
+        "-e '^workspacefs$')\" ] "
         "&& echo empty $d; done; test -e /etc/shadow || echo no-shadow; "
         f"test -e {os.getcwd()} || echo no-project"
     ).stdout.split("\n")

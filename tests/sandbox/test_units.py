@@ -167,7 +167,7 @@ def test_preflight_names_an_unusable_root_filesystem(tmp_path: Path) -> None:
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "sh").touch()
     assert preflight(rootfs=tmp_path) == [
-        f"root filesystem: {tmp_path} lacks setsid, cat in /bin or /usr/bin"
+        f"root filesystem: {tmp_path} lacks setsid in /bin or /usr/bin"
     ]
     (missing,) = preflight(image="localhost/workspacefs-no-such-image:latest")
     assert missing.startswith("root filesystem: no local image")

@@ -1,10 +1,13 @@
 """One command in a running container: its process group, its output, its deadline.
 
-``podman exec`` starts a shell (the *runner*) that starts the command in a
-session of its own with ``setsid``, so the command and everything it forks
-share one process group whose id is the session leader's pid. The leader
-prints that id as the first line of stderr before it ``exec``s the command;
-``run_command`` takes the line out of the output and keeps the id.
+The container's runner (``_container``) starts the command on request, from the
+files put in a directory of the container's channel: ``script`` (the working
+directory, the environment and the command line), ``in`` (its stdin) and three
+FIFOs this process reads: ``out``, ``err`` and ``status``. The runner starts the
+script in a session of its own with ``setsid``, so the command and everything it
+forks share one process group whose id is the session leader's pid; the leader
+writes that id to ``status`` before it runs the script, and the runner writes the
+exit status there once the command has ended.
 
 - When the command exits, the runner kills what is left of its group (jobs
   it put in the background): a command is a unit that ends together, and
@@ -13,12 +16,11 @@ prints that id as the first line of stderr before it ``exec``s the command;
   the group and keeps running until the sandbox closes; the runner waits
   0.2 s before the kill, only when something is left, so a daemon forked in
   the command's last moment has left by then.
-- At the deadline ``podman exec ... kill -9 -PGID`` kills the whole group.
-  Killing the ``podman exec`` client would not do it: the command runs on
-  under conmon in the container.
+- At the deadline a ``kill`` request kills the whole group.
 
 Output is read as it comes (``selectors``), kept by ``Capture`` within its
-limit; stdin is written in pieces as the pipe accepts them.
+limit, until the exit status comes (then what is in the FIFOs is drained: a
+daemon the command left may hold them open for ever).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import contextlib
 import dataclasses
 import os
 import selectors
-import subprocess
+import shlex
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,28 +40,9 @@ from ..fs import CAUSE_VARIABLE, Cause, Filesystem, current_cause
 from ._config import SandboxConfig, check_env
 from ._container import Container
 from ._output import Capture, Output
-from ._podman import podman_command, podman_env, run_podman
-
-MARKER = b"\x1ewsfs-pgid "
-"""Starts the line carrying the command's process-group id (never printed by a command)."""
-
-RUNNER = (
-    "exec 3<&0\n"
-    # The background job's stdin is /dev/null unless redirected: hand it ours.
-    'setsid /bin/sh -c \'printf "\\036wsfs-pgid %s\\n" "$$" >&2; exec /bin/sh -c "$1"\' '
-    'wsfs-command "$1" <&3 3<&- &\n'
-    "pid=$!\n"
-    "exec 3<&-\n"
-    'wait "$pid"; status=$?\n'
-    # Jobs left behind? Give one that is daemonizing time to leave the group first.
-    'if kill -0 -"$pid" 2>/dev/null; then sleep 0.2; kill -9 -"$pid" 2>/dev/null; fi\n'
-    'exit "$status"\n'
-)
-"""The runner: ``sh -c RUNNER wsfs-runner COMMAND``. ``setsid`` execs in place (a
-background job is never a group leader), so ``$!`` is the group's id."""
 
 KILL_GRACE = 5.0
-"""Seconds to wait for output to end after the group is killed."""
+"""Seconds to wait for the exit status after the group is killed."""
 
 CHUNK = 1 << 16
 
@@ -97,14 +81,13 @@ class CheckedCommand:
     def run(self, container: Container) -> Completed:
         """Run it in ``container`` (``run_command``)."""
         return run_command(
-            container.name,
+            container,
             self.command,
             timeout=self.timeout,
             cwd=self.cwd,
             env=self.env,
             stdin=self.stdin,
             output_limit=self.output_limit,
-            workdir=container.workdir,
         )
 
 
@@ -154,59 +137,17 @@ def check_command(
     return CheckedCommand(command, timeout, directory, pairs, data, config.output_limit)
 
 
-class _Stderr:
-    """Stderr with the process-group line taken out of it."""
-
-    def __init__(self, capture: Capture) -> None:
-        self.capture = capture
-        self.pgid: int | None = None
-        self._pending: bytes | None = b""  # the first line, until it is complete
-
-    def feed(self, data: bytes) -> None:
-        if self._pending is None:
-            self.capture.feed(data)
-            return
-        self._pending += data
-        if b"\n" not in self._pending and len(self._pending) < 64:
-            return
-        head, newline, rest = self._pending.partition(b"\n")
-        self._pending = None
-        if head.startswith(MARKER) and head[len(MARKER) :].isdigit():
-            self.pgid = int(head[len(MARKER) :])
-            data = rest
-        else:
-            data = head + newline + rest
-        if data:
-            self.capture.feed(data)
-
-    def finish(self) -> Output:
-        if self._pending:  # output ended before a line did
-            self.capture.feed(self._pending)
-        self._pending = None
-        return self.capture.result()
-
-
-def exec_argv(
-    container: str,
-    command: str,
-    *,
-    cwd: str | None,
-    env: Sequence[tuple[str, str]],
-    interactive: bool,
-) -> list[str]:
-    """``podman exec`` of ``command`` under the runner."""
-    argv = ["exec"]
-    if interactive:
-        argv.append("--interactive")
-    if cwd is not None:
-        argv.append(f"--workdir={cwd}")
-    for name, value in env:
-        argv.append(f"--env={name}={value}")
-    return podman_command(*argv, container, "/bin/sh", "-c", RUNNER, "wsfs-runner", command)
+def command_script(command: str, cwd: str | None, env: Sequence[tuple[str, str]]) -> bytes:
+    """The script the runner runs for ``command``: into ``cwd``, ``env`` exported, then
+    the command line with ``/bin/sh -c``."""
+    lines = [] if cwd is None else [f"cd -- {shlex.quote(cwd)} || exit 127"]
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in env]
+    lines.append(f"exec /bin/sh -c {shlex.quote(command)}")
+    return "\n".join([*lines, ""]).encode("utf-8", "surrogateescape")
 
 
 def run_command(
-    container: str,
+    container: Container,
     command: str,
     *,
     timeout: float,
@@ -214,122 +155,140 @@ def run_command(
     env: Sequence[tuple[str, str]] = (),
     stdin: bytes | None = None,
     output_limit: int,
-    workdir: str,
 ) -> Completed:
     """Run ``command`` with ``/bin/sh -c`` in ``container``; see the module docstring.
 
-    ``podman exec`` runs in ``workdir``, the sandbox's directory (``Container.workdir``).
+    Raises:
+        PodmanError: The container stopped before the command could start.
     """
-    argv = exec_argv(container, command, cwd=cwd, env=env, interactive=stdin is not None)
-    started = time.monotonic()
-    deadline = started + timeout
-    out = Capture(output_limit)
-    err = _Stderr(Capture(output_limit))
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=podman_env(),
-        cwd=workdir,
-        start_new_session=True,  # Ctrl-C is ours to handle (below), not the client's
-    )
+    number, directory = container.new_command()
+    opened: list[int] = []
+    out, err = Capture(output_limit), Capture(output_limit)
     try:
-        timed_out = _pump(proc, container, deadline, out, err, stdin or b"")
-        exit_code = _reap(proc)
-    except BaseException:
-        # Interrupted (Ctrl-C, a signal turned exception): the command must not run on.
-        if err.pgid is not None:
-            _kill_group(container, err.pgid)
-        proc.kill()
-        proc.wait()
-        raise
+        _write(os.path.join(directory, "script"), command_script(command, cwd, env))
+        _write(os.path.join(directory, "in"), stdin or b"")
+        for name in ("out", "err", "status"):
+            path = os.path.join(directory, name)
+            os.mkfifo(path, 0o622)
+            os.chmod(path, 0o622)  # whatever the umask: the container's user writes to it
+            opened.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+        opened.append(container.lifeline())
+        stdout, stderr, status, lifeline = opened
+        running = _Running(container, stdout, stderr, status, lifeline, out, err)
+        started = time.monotonic()
+        container.request("run", number)
+        timed_out = running.pump(started + timeout)
     finally:
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        for fd in opened:
+            os.close(fd)
+        shutil.rmtree(directory, ignore_errors=True)
     return Completed(
-        exit_code=exit_code,
+        exit_code=running.exit_code,
         stdout=out.result(),
-        stderr=err.finish(),
+        stderr=err.result(),
         duration=time.monotonic() - started,
         timed_out=timed_out,
     )
 
 
-def _pump(
-    proc: subprocess.Popen[bytes],
-    container: str,
-    deadline: float,
-    out: Capture,
-    err: _Stderr,
-    stdin: bytes,
-) -> bool:
-    """Move output and input until the command's pipes close; True if it timed out."""
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    timed_out = killed = False
-    give_up: float | None = None  # after the deadline: when to stop waiting for output
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ, out.feed)
-        selector.register(proc.stderr, selectors.EVENT_READ, err.feed)
-        pending = memoryview(stdin)
-        if proc.stdin is not None:
-            os.set_blocking(proc.stdin.fileno(), False)
-            if pending:
-                selector.register(proc.stdin, selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-        while selector.get_map():
-            now = time.monotonic()
-            if give_up is None and now >= deadline:
-                timed_out = True
-                give_up = now + KILL_GRACE
-            if timed_out and not killed and err.pgid is not None:
-                _kill_group(container, err.pgid)
-                killed = True
-            if give_up is not None and now >= give_up:
-                break
-            wait = (give_up if give_up is not None else deadline) - now
-            for key, _ in selector.select(timeout=max(0.0, min(wait, 1.0))):
-                if key.fileobj is proc.stdin:
-                    pending = _write_some(proc, selector, pending)
-                    continue
-                data = os.read(key.fd, CHUNK)
-                if data:
-                    key.data(data)
-                else:
-                    selector.unregister(key.fileobj)
-    return timed_out
-
-
-def _write_some(
-    proc: subprocess.Popen[bytes], selector: selectors.BaseSelector, pending: memoryview
-) -> memoryview:
-    assert proc.stdin is not None
+def _write(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        written = os.write(proc.stdin.fileno(), pending[:CHUNK])
-    except BrokenPipeError:  # the command stopped reading: the rest is not wanted
-        written = len(pending)
-    except BlockingIOError:
-        written = 0
-    pending = pending[written:]
-    if not pending:
-        selector.unregister(proc.stdin)
-        proc.stdin.close()
-    return pending
+        os.fchmod(fd, 0o644)  # whatever the umask: the container's user reads it
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
-def _kill_group(container: str, pgid: int) -> None:
-    # sh's own kill: every image has a shell, not every one a kill binary.
-    run_podman("exec", container, "/bin/sh", "-c", f"kill -9 -{pgid}", check=False, timeout=30)
+class _Running:
+    """One command's descriptors while it runs, and what its status said."""
 
+    def __init__(
+        self,
+        container: Container,
+        stdout: int,
+        stderr: int,
+        status: int,
+        lifeline: int,
+        out: Capture,
+        err: Capture,
+    ) -> None:
+        self._container = container
+        self._outputs = {stdout: out.feed, stderr: err.feed}
+        self._status = status
+        self._lifeline = lifeline
+        self._said = b""
+        self.pgid: int | None = None
+        self.exit_code = 255  # unless the status says otherwise
+        self._exited = False
+        self._ended = False  # the status closed, or the container stopped
 
-def _reap(proc: subprocess.Popen[bytes]) -> int:
-    """The exit status of ``podman exec`` (the command's), killing the client if it hangs."""
-    try:
-        return proc.wait(timeout=KILL_GRACE)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait()
+    def pump(self, deadline: float) -> bool:
+        """Move output until the command's exit status comes; True if it timed out.
+        Interrupted (Ctrl-C, a signal turned exception), it kills the command's group."""
+        try:
+            return self._pump(deadline)
+        except BaseException:
+            if self.pgid is not None:
+                with contextlib.suppress(OSError):
+                    self._container.request("kill", str(self.pgid))
+            raise
+
+    def _pump(self, deadline: float) -> bool:
+        timed_out = killed = False
+        give_up: float | None = None  # after the deadline: when to stop waiting
+        with selectors.DefaultSelector() as selector:
+            for fd in (*self._outputs, self._status, self._lifeline):
+                selector.register(fd, selectors.EVENT_READ)
+            while not self._exited and not self._ended:
+                now = time.monotonic()
+                if give_up is None and now >= deadline:
+                    timed_out = True
+                    give_up = now + KILL_GRACE
+                if timed_out and not killed and self.pgid is not None:
+                    self._container.request("kill", str(self.pgid))
+                    killed = True
+                if give_up is not None and now >= give_up:
+                    break
+                wait = (give_up if give_up is not None else deadline) - now
+                for key, _ in selector.select(timeout=max(0.0, min(wait, 1.0))):
+                    self._read(key.fd, selector)
+        for fd, feed in self._outputs.items():  # what the command wrote before its end
+            with contextlib.suppress(BlockingIOError):
+                while data := os.read(fd, CHUNK):
+                    feed(data)
+        if killed and not self._exited:
+            self.exit_code = 137
+        return timed_out
+
+    def _read(self, fd: int, selector: selectors.BaseSelector) -> None:
+        data = os.read(fd, CHUNK)
+        if fd == self._status:
+            self._heard(data)
+        elif fd == self._lifeline:
+            if not data:  # the container stopped under the command
+                self._container.lost()
+                self._ended = True
+        elif data:
+            self._outputs[fd](data)
+        else:  # every writer closed it
+            selector.unregister(fd)
+
+    def _heard(self, data: bytes) -> None:
+        """A piece of the status: ``pgid N`` first, ``exit N`` last."""
+        if not data:
+            self._ended = True
+            return
+        self._said += data
+        *lines, self._said = self._said.split(b"\n")
+        for line in lines:
+            word, _, value = line.partition(b" ")
+            if not value.isdigit():
+                continue
+            if word == b"pgid" and self.pgid is None and int(value) > 1:
+                self.pgid = int(value)
+            elif word == b"exit":
+                self.exit_code = int(value)
+                self._exited = True

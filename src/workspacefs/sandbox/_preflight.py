@@ -140,7 +140,7 @@ def _root_filesystem(image: str | None, rootfs: str | None) -> list[str]:
     root = os.path.abspath((rootfs or "/").removesuffix(":O") or "/")
     if not os.path.isdir(root):
         return [f"root filesystem: {root} is not a directory"]
-    missing = [name for name in ("sh", "setsid", "cat") if not _has_program(root, name)]
+    missing = [name for name in ("sh", "setsid") if not _has_program(root, name)]
     if missing:
         return [f"root filesystem: {root} lacks {', '.join(missing)} in /bin or /usr/bin"]
     if own_overlay and not _overlay_available():

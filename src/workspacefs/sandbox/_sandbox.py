@@ -3,8 +3,8 @@
 The workspace's live tree is mounted with FUSE on a private host directory
 (or, for a running workspace reached with ``connect()``, its daemon's mount is
 used) and bound into the container at ``workdir`` (``/workspace``); the container
-runs until the sandbox closes and each ``exec`` is a ``podman exec`` beside
-it. The Python API and the container share one tree: a write on either side
+runs until the sandbox closes, and each ``exec`` is a request to the runner
+it runs (``_container``). The Python API and the container share one tree: a write on either side
 is seen by the other at once, and a ``restore`` is seen by the container's
 processes on their next system call (files they hold open stay readable: the
 tree keeps unlinked inodes the kernel still holds).
