@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,4 +103,33 @@ def test_process_limit_holds(tight: PodmanSandbox) -> None:
     assert int(bomb.stdout.split()[-1]) < 64
     assert not bomb.timed_out  # and the forked ones went with the command's group
     assert tight.exec("ls /proc | grep -c '^[0-9]'").stdout.strip() in {str(n) for n in range(9)}
+    survives(tight)
+
+
+FILLER = """
+import os, time
+end = time.time() + 4
+while time.time() < end:
+    try:
+        if os.fork() == 0:
+            time.sleep(max(0, end - time.time()))
+            os._exit(0)
+    except OSError:
+        time.sleep(0.005)
+"""
+"""Takes every process the limit allows, and each one freed, for 4 seconds."""
+
+
+def test_a_command_with_no_room_to_start_fails_and_the_sandbox_survives(
+    tight: PodmanSandbox,
+) -> None:
+    """A daemon holds every process the limit allows: a command cannot start, says so,
+    and the container's runner (which forks to start it) lives on."""
+    tight.exec(f"setsid python3 -c '{FILLER}' >/dev/null 2>&1 < /dev/null & sleep 1")
+    time.sleep(0.2)  # what the command's own processes held is taken too
+    refused = tight.exec("echo never")
+    assert refused.exit_code == 126, refused
+    assert refused.stdout == ""
+    assert "process limit" in refused.stderr
+    time.sleep(3)  # the daemon and its children end
     survives(tight)

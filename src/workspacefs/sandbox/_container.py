@@ -10,7 +10,9 @@ its sandbox.
 
 A request is a line: ``run ID`` starts the command whose files this process put
 in ``CHANNEL/ID`` (its script, its stdin, and FIFOs for its stdout, its stderr
-and its status), ``kill PGID`` kills a process group. ``CHANNEL`` is a private
+and its status), ``kill PGID`` kills a process group. A command that cannot be
+started (no process can be made: the container's process limit) is answered
+with ``unstarted ID`` on the runner's stdout. ``CHANNEL`` is a private
 directory of this process's, bound read-only into the container: it holds the
 files of this container's commands and nothing else, and through a read-only
 mount a process in the container can write to a FIFO but change nothing there.
@@ -43,28 +45,38 @@ RUNNER = (
     "command -v setsid >/dev/null 2>&1 || "
     "{ echo 'setsid is missing from the root filesystem (util-linux or busybox has it)' >&2; "
     "exit 127; }\n"
+    # A command's job: ``setsid`` execs in place (a background job is never a group
+    # leader), so $! is the group's id; the group's leader says it, then runs the script.
+    "wsfs_job() {\n"
+    '  exec 4>"$1/status"\n'
+    '  setsid /bin/sh -c \'echo "pgid $$" >&4; exec 4>&-; exec /bin/sh "$1"\' '
+    'wsfs-command "$1/script" <"$1/in" >"$1/out" 2>"$1/err" &\n'
+    "  pid=$!\n"
+    '  wait "$pid"; status=$?\n'
+    # Jobs left behind? Give one that is daemonizing time to leave the group first.
+    '  if kill -0 -"$pid" 2>/dev/null; then\n'
+    "    command eval 'sleep 0.2'; kill -9 -\"$pid\" 2>/dev/null; n=0\n"
+    # ...and the killed gone (reaped) before the command counts as ended, up to 1 s.
+    '    while kill -0 -"$pid" 2>/dev/null && [ "$n" -lt 100 ]; do\n'
+    "      command eval 'sleep 0.01'; n=$((n + 1))\n"
+    "    done\n"
+    "  fi\n"
+    '  echo "exit $status" >&4\n'
+    "}\n"
     "echo ready\n"
     "while read -r verb arg; do\n"
     '  case "$verb" in\n'
-    f'  run) d={CHANNEL}/"$arg"\n'
-    # Twice in the background: the job is the init's child, which reaps it.
-    '    ( ( exec 4>"$d/status"\n'
-    # ``setsid`` execs in place (a background job is never a group leader), so $! is
-    # the group's id; the group's leader says it, then runs the script.
-    '        setsid /bin/sh -c \'echo "pgid $$" >&4; exec 4>&-; exec /bin/sh "$1"\' '
-    'wsfs-command "$d/script" <"$d/in" >"$d/out" 2>"$d/err" &\n'
-    "        pid=$!\n"
-    '        wait "$pid"; status=$?\n'
-    # Jobs left behind? Give one that is daemonizing time to leave the group first.
-    '        if kill -0 -"$pid" 2>/dev/null; then sleep 0.2; kill -9 -"$pid" 2>/dev/null; fi\n'
-    '        echo "exit $status" >&4\n'
-    "      ) </dev/null >/dev/null 2>&1 & ) ;;\n"
+    # Twice in the background: the job is the init's child, which reaps it. ``command
+    # eval``: a fork refused (the container's process limit reached) fails the request,
+    # where it would end a shell that is not interactive, and the container with it.
+    f"  run) command eval '(wsfs_job \"{CHANNEL}/$arg\" </dev/null >/dev/null 2>&1 &)' "
+    '2>/dev/null || echo "unstarted $arg" ;;\n'
     '  kill) kill -9 -"$arg" 2>/dev/null ;;\n'
     "  esac\n"
     "done\n"
 )
 """The container's command: check what commands need, say so, then serve requests until
-the lifeline closes."""
+the lifeline closes. It forks only to start a command, and survives a fork refused."""
 
 
 class Container:
@@ -92,6 +104,9 @@ class Container:
         os.mkdir(self.channel, 0o711)
         os.chmod(self.channel, 0o711)  # whatever the umask: the container's user may differ
         self._lock = threading.Lock()
+        self.running_command = threading.Lock()
+        """Held while a command runs: the runner answers a refused start on the lifeline,
+        which one command reads at a time."""
         self._numbers = itertools.count(1)
         self._lost = False
         channel = f"--volume={self.channel}:{CHANNEL}:ro"
@@ -121,8 +136,9 @@ class Container:
         return not self._lost and self._proc.poll() is None
 
     def lifeline(self) -> int:
-        """A new descriptor (the caller closes it) that reads end-of-file once the
-        container has stopped: the runner says nothing after ``ready``.
+        """A new descriptor (the caller closes it) on the runner's output, which after
+        ``ready`` says only ``unstarted ID`` of a command it could not start, and reads
+        end-of-file once the container has stopped.
 
         Raises:
             PodmanError: The container has stopped.

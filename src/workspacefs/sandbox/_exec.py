@@ -41,6 +41,15 @@ from ._config import SandboxConfig, check_env
 from ._container import Container
 from ._output import Capture, Output
 
+START_PAUSE = 0.02
+"""Seconds before a command the runner could not start is started again (doubling)."""
+START_PATIENCE = 2.0
+"""Seconds a command that cannot be started is tried for."""
+NO_ROOM = (
+    b"workspacefs: the container could not start the command: no process could be made "
+    b"(its process limit is reached)\n"
+)
+
 KILL_GRACE = 5.0
 """Seconds to wait for the exit status after the group is killed."""
 
@@ -158,15 +167,47 @@ def run_command(
 ) -> Completed:
     """Run ``command`` with ``/bin/sh -c`` in ``container``; see the module docstring.
 
+    A command the runner could not start (no process could be made: the container's
+    process limit, reached by a command that just ended and whose processes are still
+    being reaped) is started again after a pause, up to ``START_PATIENCE`` seconds;
+    then it fails with exit status 126 and says why on stderr.
+
     Raises:
         PodmanError: The container stopped before the command could start.
     """
+    script = command_script(command, cwd, env)
+    started = time.monotonic()
+    deadline = started + timeout
+    pause = START_PAUSE
+    with container.running_command:
+        while True:
+            out, err = Capture(output_limit), Capture(output_limit)
+            running, timed_out = _run_once(container, script, stdin or b"", deadline, out, err)
+            now = time.monotonic()
+            if not running.unstarted or now + pause > min(deadline, started + START_PATIENCE):
+                break
+            time.sleep(pause)
+            pause *= 2
+    if running.unstarted:
+        err.feed(NO_ROOM)
+    return Completed(
+        exit_code=126 if running.unstarted else running.exit_code,
+        stdout=out.result(),
+        stderr=err.result(),
+        duration=time.monotonic() - started,
+        timed_out=timed_out,
+    )
+
+
+def _run_once(
+    container: Container, script: bytes, stdin: bytes, deadline: float, out: Capture, err: Capture
+) -> tuple[_Running, bool]:
+    """Ask the runner to run ``script`` once; how it went, and whether it timed out."""
     number, directory = container.new_command()
     opened: list[int] = []
-    out, err = Capture(output_limit), Capture(output_limit)
     try:
-        _write(os.path.join(directory, "script"), command_script(command, cwd, env))
-        _write(os.path.join(directory, "in"), stdin or b"")
+        _write(os.path.join(directory, "script"), script)
+        _write(os.path.join(directory, "in"), stdin)
         for name in ("out", "err", "status"):
             path = os.path.join(directory, name)
             os.mkfifo(path, 0o622)
@@ -174,21 +215,13 @@ def run_command(
             opened.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
         opened.append(container.lifeline())
         stdout, stderr, status, lifeline = opened
-        running = _Running(container, stdout, stderr, status, lifeline, out, err)
-        started = time.monotonic()
+        running = _Running(container, number, stdout, stderr, status, lifeline, out, err)
         container.request("run", number)
-        timed_out = running.pump(started + timeout)
+        return running, running.pump(deadline)
     finally:
         for fd in opened:
             os.close(fd)
         shutil.rmtree(directory, ignore_errors=True)
-    return Completed(
-        exit_code=running.exit_code,
-        stdout=out.result(),
-        stderr=err.result(),
-        duration=time.monotonic() - started,
-        timed_out=timed_out,
-    )
 
 
 def _write(path: str, data: bytes) -> None:
@@ -208,6 +241,7 @@ class _Running:
     def __init__(
         self,
         container: Container,
+        number: str,
         stdout: int,
         stderr: int,
         status: int,
@@ -216,6 +250,7 @@ class _Running:
         err: Capture,
     ) -> None:
         self._container = container
+        self._unstarted_line = f"unstarted {number}".encode()
         self._outputs = {stdout: out.feed, stderr: err.feed}
         self._status = status
         self._lifeline = lifeline
@@ -224,6 +259,14 @@ class _Running:
         self.exit_code = 255  # unless the status says otherwise
         self._exited = False
         self._ended = False  # the status closed, or the container stopped
+        self._lost = False
+        self._heard_runner = b""
+
+    @property
+    def unstarted(self) -> bool:
+        """True if the command never ran: the runner could not start it, or its group's
+        leader never said its id (the job could not make it)."""
+        return self._ended and self.pgid is None and not self._exited and not self._lost
 
     def pump(self, deadline: float) -> bool:
         """Move output until the command's exit status comes; True if it timed out.
@@ -270,6 +313,9 @@ class _Running:
         elif fd == self._lifeline:
             if not data:  # the container stopped under the command
                 self._container.lost()
+                self._ended = self._lost = True
+            self._heard_runner += data
+            if self._unstarted_line in self._heard_runner.split(b"\n"):
                 self._ended = True
         elif data:
             self._outputs[fd](data)
