@@ -102,6 +102,14 @@ def test_a_daemon_holding_the_output_neither_holds_exec_nor_writes_into_the_next
     assert time.monotonic() - started < 1  # its end did not wait for the daemon's output
     later = sandbox.exec("sleep 2; echo next")
     assert (later.stdout, later.stderr) == ("next\n", "")
+    # One that writes without end: what is read after the command's end is bounded, and
+    # the daemon's next write, once nobody reads, ends it (SIGPIPE).
+    started = time.monotonic()
+    endless = sandbox.exec("setsid yes & echo forked >&2")
+    assert endless.ok
+    assert endless.stderr == "forked\n"
+    assert time.monotonic() - started < 5
+    assert not [p for p in processes(sandbox) if p == "yes"]
 
 
 def test_100_mb_of_output_is_capped_in_bounded_memory(sandbox: PodmanSandbox) -> None:

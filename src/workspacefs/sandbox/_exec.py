@@ -54,6 +54,9 @@ KILL_GRACE = 5.0
 """Seconds to wait for the exit status after the group is killed."""
 
 CHUNK = 1 << 16
+DRAIN_MAX = 1 << 20
+"""Bytes read from each output once the command has ended: a pipe's most
+(``/proc/sys/fs/pipe-max-size``'s default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +303,10 @@ class _Running:
                     self._read(key.fd, selector)
         for fd, feed in self._outputs.items():  # what the command wrote before its end
             with contextlib.suppress(BlockingIOError):
-                while data := os.read(fd, CHUNK):
+                # What a FIFO holds at most: a daemon the command left may write on.
+                for _ in range(DRAIN_MAX // CHUNK):
+                    if not (data := os.read(fd, CHUNK)):
+                        break
                     feed(data)
         if killed and not self._exited:
             self.exit_code = 137
