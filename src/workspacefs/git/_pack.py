@@ -24,7 +24,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pygit2
 from zlib_ng import zlib_ng
-from zlib_ng.zlib_ng import crc32
 
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 DEFAULT_COMPRESSION = 2
@@ -128,7 +127,7 @@ class PackWriter:
         digest = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], size))
         compressor = zlib_ng.compressobj(self._level if compression is None else compression)
         header = _entry_header(kind, size)
-        crc = crc32(header)
+        crc = zlib_ng.crc32(header)
         self._file.write(header)
         written = len(header)
         received = 0
@@ -137,11 +136,11 @@ class PackWriter:
                 received += len(piece)
                 digest.update(piece)
                 packed = compressor.compress(piece)
-                crc = crc32(packed, crc)
+                crc = zlib_ng.crc32(packed, crc)
                 self._file.write(packed)
                 written += len(packed)
             packed = compressor.flush()
-            crc = crc32(packed, crc)
+            crc = zlib_ng.crc32(packed, crc)
             self._file.write(packed)
             written += len(packed)
             if received != size:
@@ -170,7 +169,7 @@ class PackWriter:
     def _append(self, oid: bytes, packed: bytes) -> None:
         if oid in self._entries:
             return
-        self._entries[oid] = (self._offset, crc32(packed))
+        self._entries[oid] = (self._offset, zlib_ng.crc32(packed))
         self._file.write(packed)
         self._offset += len(packed)
 
